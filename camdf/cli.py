@@ -1,0 +1,85 @@
+"""The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``.
+
+Exit codes: 0 on success, 2 on bad input (every problem listed on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from camdf.data.io import DomainFormatError, read_domain
+from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
+from camdf.data.report import summarize
+
+
+def _names(text: str) -> list[str]:
+    return [t for t in text.split(",") if t]
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        domain = read_domain(args.path, acquirable_kinds=args.acquirable_kinds, never_acquirable=args.never_acquirable)
+    except DomainFormatError as err:
+        print(f"camdf data validate: {args.path}: refused, {len(err.problems)} problem(s):", file=sys.stderr)
+        for problem in err.problems:
+            print(problem, file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"camdf data validate: {err}", file=sys.stderr)
+        return 2
+    s = summarize(domain)
+    print(
+        f"{args.path}: valid domain `{s['domain']}`: {s['n_tasks']} tasks, {s['n_tools']} tools "
+        f"({s['n_acquirable']} acquirable), mean |G_x| {s['required_size_mean']:.3f}"
+    )
+    if s["dropped_required"]:
+        print("required names dropped as not acquirable: " + json.dumps(s["dropped_required"]))
+    return 0
+
+
+def cmd_summary(args: argparse.Namespace) -> int:
+    rows = []
+    for manifest in sorted(Path(args.data_dir).glob("*/manifest.json")):
+        s = json.loads(manifest.read_text())["summary"]
+        splits = ", ".join(f"{k} {v}" for k, v in s["splits"].items())
+        rows.append(
+            f"| {s['domain']} | {s['n_tasks']} | {splits} | {s['n_acquirable']} | "
+            f"{s['candidates_mean']:.1f} | {s['required_size_mean']:.3f} |"
+        )
+    if not rows:
+        print(f"camdf data summary: no built domains under {args.data_dir} (run `make data`)", file=sys.stderr)
+        return 2
+    print("| domain | tasks | splits | acquirable tools | candidates / task | mean \\|G_x\\| |")
+    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    print("\n".join(rows))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="camdf", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="group", required=True)
+    data = sub.add_parser("data", help="domain folders in the task format").add_subparsers(dest="cmd", required=True)
+    validate = data.add_parser("validate", help="check a domain folder (catalog.json + tasks.jsonl)")
+    validate.add_argument("path", help="folder holding catalog.json and tasks.jsonl")
+    validate.add_argument(
+        "--acquirable-kinds", type=_names, default=list(DEFAULT_ACQUIRABLE_KINDS),
+        help="comma-separated tool kinds that are acquirable (default: read,generic)",
+    )
+    validate.add_argument("--never-acquirable", type=_names, default=[], help="comma-separated tool names")
+    validate.set_defaults(func=cmd_validate)
+    summary = data.add_parser("summary", help="markdown table of the built domains (from their manifests)")
+    summary.add_argument("data_dir", nargs="?", default="data", help="folder of built domains (default: data)")
+    summary.set_defaults(func=cmd_summary)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Data stage: convert one domain into ``data/<name>/``.
+
+Inputs: the installed benchmark package (tau2, BFCL) or a user folder, per ``conf/domain/``.
+Outputs: ``data/<name>/catalog.json``, ``tasks.jsonl``, ``report.md``, ``manifest.json``.
+Make target: ``make data`` (all built-in domains as one Hydra multirun).
+"""
+
+import hydra
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+import camdf.config  # noqa: F401  (registers resolvers)
+from camdf.data.build import build_domain
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="data")
+def main(cfg: DictConfig) -> None:
+    dom = cfg.domain
+    result = build_domain(
+        convert=lambda: instantiate(dom.converter),
+        out_dir=f"{cfg.paths.data_dir}/{dom.name}",
+        config=OmegaConf.to_container(dom, resolve=True),
+        packages=list(dom.packages),
+        inputs=list(dom.inputs),
+        force=cfg.force,
+    )
+    s = result.summary
+    state = "cached" if result.cached else "built"
+    print(f"{dom.name}: {state} {s['n_tasks']} tasks, {s['n_acquirable']} acquirable tools, "
+          f"mean |G_x| {s['required_size_mean']:.3f} -> {result.folder}")
+
+
+if __name__ == "__main__":
+    main()

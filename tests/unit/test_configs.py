@@ -1,0 +1,41 @@
+"""Every primary config composes with every option of its groups (Hydra compose API)."""
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+import camdf.config  # noqa: F401
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+PRIMARIES = sorted(p.stem for p in CONF.glob("*.yaml"))
+DOMAINS = sorted(p.stem for p in (CONF / "domain").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("primary", PRIMARIES)
+def test_primary_composes_and_resolves(primary):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name=primary)
+        OmegaConf.resolve(cfg)
+        assert Path(cfg.paths.root_dir, "pyproject.toml").is_file()
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_every_domain_config_composes(domain):
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="data", overrides=[f"domain={domain}"])
+        OmegaConf.resolve(cfg)
+        assert cfg.domain.name == domain
+        assert set(cfg.domain.acquirable_kinds) <= {"read", "write", "generic"}
+        assert "_target_" in cfg.domain.converter
+
+
+def test_every_yaml_key_has_a_comment():
+    for path in CONF.rglob("*.yaml"):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            stripped = line.strip()
+            if not stripped or stripped.startswith("#") or stripped.startswith("- ") or stripped == "defaults:":
+                continue
+            if ":" in stripped and "#" not in stripped:
+                raise AssertionError(f"{path.relative_to(CONF)}:{lineno}: key without a comment: {stripped}")

@@ -1,0 +1,208 @@
+"""Ranked instances: every task's ranking, costs and success curve as padded arrays.
+
+All hot paths (payoffs, labels, features, stopping rules) work on these arrays for
+every task and every prefix at once. A task ``i`` has ``n[i]`` ranked candidates;
+position ``j`` (0-based) holds its ``j+1``-th ranked tool, and the prefix of depth
+``t`` (``0 <= t <= n[i]``) exposes positions ``0 .. t-1``. Arrays are padded to
+``N = max(n)`` columns (``N + 1`` for per-depth curves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class Instances:
+    """A batch of ranked tasks.
+
+    Attributes
+    ----------
+    task_ids : ndarray of str, shape (T,)
+    tools : ndarray of object, shape (T, N)
+        Tool names in rank order, ``""`` in padding.
+    scores : ndarray of float, shape (T, N)
+        Ranker scores, non-increasing along each row; NaN in padding.
+    costs : ndarray of float, shape (T, N)
+        Costs c_j(d) of the ranked tools; 0 in padding.
+    member : ndarray of bool, shape (T, N)
+        Whether the tool is in the task's required set G_x.
+    success : ndarray of bool, shape (T, N + 1)
+        Exact success of each prefix depth: some sufficient set lies inside A_t.
+    partial : ndarray of float, shape (T, N + 1)
+        Partial value |G_x & A_t| / |G_x| of each prefix depth (1 where G_x is empty).
+    n : ndarray of int, shape (T,)
+        Number of ranked candidates per task.
+    folds : ndarray of int, shape (T,)
+    text_len : ndarray of float, shape (T,)
+        Task text length in characters.
+    tool_ids : ndarray of int, shape (T, N)
+        Index of each tool in ``vocab`` (-1 in padding), for tool-identity features.
+    vocab : list of str
+        Every tool name that appears, in first-seen order.
+    """
+
+    task_ids: np.ndarray
+    tools: np.ndarray
+    scores: np.ndarray
+    costs: np.ndarray
+    member: np.ndarray
+    success: np.ndarray
+    partial: np.ndarray
+    n: np.ndarray
+    folds: np.ndarray
+    text_len: np.ndarray
+    tool_ids: np.ndarray
+    vocab: list[str] = field(default_factory=list)
+
+    @property
+    def T(self) -> int:
+        return len(self.task_ids)
+
+    @property
+    def N(self) -> int:
+        return self.tools.shape[1]
+
+    @property
+    def valid(self) -> np.ndarray:
+        """(T, N) bool: position j holds a real tool."""
+        return np.arange(self.N)[None, :] < self.n[:, None]
+
+    @property
+    def valid_depth(self) -> np.ndarray:
+        """(T, N + 1) bool: depth t is reachable (t <= n)."""
+        return np.arange(self.N + 1)[None, :] <= self.n[:, None]
+
+    def subset(self, rows: np.ndarray) -> "Instances":
+        """The instances of the selected rows (boolean mask or indices)."""
+        return replace(
+            self,
+            task_ids=self.task_ids[rows],
+            tools=self.tools[rows],
+            scores=self.scores[rows],
+            costs=self.costs[rows],
+            member=self.member[rows],
+            success=self.success[rows],
+            partial=self.partial[rows],
+            n=self.n[rows],
+            folds=self.folds[rows],
+            text_len=self.text_len[rows],
+            tool_ids=self.tool_ids[rows],
+        )
+
+    def with_costs(self, cost_of: dict[str, float]) -> "Instances":
+        """Same rankings with other costs (looked up by tool name)."""
+        costs = np.zeros_like(self.costs)
+        valid = self.valid
+        costs[valid] = [cost_of[name] for name in self.tools[valid]]
+        return replace(self, costs=costs)
+
+
+def curves_from_sets(
+    member: np.ndarray, positions_of_sets: list[list[np.ndarray]], n: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Success and partial curves from each task's sufficient sets.
+
+    Parameters
+    ----------
+    member : (T, N) bool
+        Membership of each ranked position in G_x.
+    positions_of_sets : list (T) of list of int arrays
+        For each task, the ranked positions of each sufficient set (G_x first, then
+        the alternatives); a set with a tool outside the ranking is passed as None.
+    n : (T,) int
+
+    Returns
+    -------
+    success : (T, N + 1) bool
+        ``t >= cover`` with cover = min over sets of (max position + 1), 0 for an empty set.
+    partial : (T, N + 1) float
+        cumulative members / |G_x|, 1 where G_x is empty.
+    """
+    T, N = member.shape
+    big = N + 1
+    cover = np.full(T, big, dtype=np.int64)
+    for i, sets in enumerate(positions_of_sets):
+        for pos in sets:
+            if pos is None:
+                continue
+            cover[i] = min(cover[i], int(pos.max()) + 1 if len(pos) else 0)
+    depth = np.arange(N + 1)
+    success = depth[None, :] >= cover[:, None]
+    g = member.sum(axis=1)
+    cum = np.concatenate([np.zeros((T, 1)), np.cumsum(member, axis=1)], axis=1)
+    partial = np.where(g[:, None] > 0, cum / np.maximum(g, 1)[:, None], 1.0)
+    return success, partial
+
+
+def build_instances(
+    scores: pd.DataFrame,
+    required: dict[str, Sequence[str]],
+    costs: dict[str, float] | pd.Series,
+    alternatives: dict[str, Sequence[Sequence[str]]] | None = None,
+    texts: dict[str, str] | None = None,
+) -> Instances:
+    """Pad a long-format score table into :class:`Instances`.
+
+    Parameters
+    ----------
+    scores : DataFrame
+        Columns ``task_id, tool, score, rank, fold``; one row per (task, candidate).
+    required : dict task id -> tool names (G_x)
+    costs : mapping tool -> cost c_j(d) > 0
+    alternatives : dict task id -> list of other sufficient sets, optional
+    texts : dict task id -> text, optional (for the text-length feature)
+    """
+    df = scores.sort_values(["task_id", "rank"], kind="stable")
+    order = pd.unique(scores["task_id"])  # keep the caller's task order
+    groups = {tid: g for tid, g in df.groupby("task_id", sort=False)}
+    T = len(order)
+    n = np.array([len(groups[t]) for t in order], dtype=np.int64)
+    N = int(n.max()) if T else 0
+    tools = np.full((T, N), "", dtype=object)
+    sc = np.full((T, N), np.nan)
+    cost = np.zeros((T, N))
+    member = np.zeros((T, N), dtype=bool)
+    folds = np.zeros(T, dtype=np.int64)
+    vocab: dict[str, int] = {}
+    tool_ids = np.full((T, N), -1, dtype=np.int64)
+    sets_pos: list[list[np.ndarray | None]] = []
+    cost_of = dict(costs)
+    alternatives = alternatives or {}
+    for i, tid in enumerate(order):
+        g = groups[tid]
+        names = g["tool"].to_numpy()
+        k = len(names)
+        tools[i, :k] = names
+        sc[i, :k] = g["score"].to_numpy(dtype=float)
+        cost[i, :k] = [cost_of[name] for name in names]
+        folds[i] = int(g["fold"].iloc[0])
+        pos_of = {name: j for j, name in enumerate(names)}
+        req = list(required.get(tid, ()))
+        member[i, [pos_of[r] for r in req if r in pos_of]] = True
+        sets = []
+        for s in [req, *alternatives.get(tid, ())]:
+            sets.append(None if any(r not in pos_of for r in s) else np.array([pos_of[r] for r in s], dtype=int))
+        sets_pos.append(sets)
+        for j, name in enumerate(names):
+            tool_ids[i, j] = vocab.setdefault(name, len(vocab))
+    success, partial = curves_from_sets(member, sets_pos, n)
+    texts = texts or {}
+    return Instances(
+        task_ids=np.asarray(order, dtype=object),
+        tools=tools,
+        scores=sc,
+        costs=cost,
+        member=member,
+        success=success,
+        partial=partial,
+        n=n,
+        folds=folds,
+        text_len=np.array([len(texts.get(t, "")) for t in order], dtype=float),
+        tool_ids=tool_ids,
+        vocab=list(vocab),
+    )

@@ -1,0 +1,84 @@
+"""Membership model: P(ranked tool is in G_x), fitted on training tasks only.
+
+A logistic regression on the ranker's signal (normalised and raw score, position,
+reciprocal rank, catalog size) plus the tool's identity (one-hot, sparse). It feeds
+the stoppers' p_next, sufficiency and plug-in features and the predict-then-act
+baselines. :func:`cross_fit` gives out-of-fold probabilities inside a training set,
+so that the features a stopper trains on are as noisy as the ones it meets at test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+
+from camdf.features import normalised_scores
+from camdf.instances import Instances
+
+
+def _design(inst: Instances, n_vocab: int) -> sp.csr_matrix:
+    valid = inst.valid
+    pos = np.broadcast_to(np.arange(inst.N, dtype=float)[None, :], valid.shape)[valid]
+    dense = np.stack(
+        [
+            normalised_scores(inst)[valid],
+            np.nan_to_num(inst.scores)[valid],
+            pos / np.maximum(np.broadcast_to(inst.n[:, None], valid.shape)[valid], 1),
+            1.0 / (pos + 1.0),
+            np.log1p(np.broadcast_to(inst.n[:, None], valid.shape)[valid].astype(float)),
+        ],
+        axis=1,
+    )
+    ids = inst.tool_ids[valid]
+    onehot = sp.csr_matrix((np.ones(len(ids)), (np.arange(len(ids)), ids)), shape=(len(ids), n_vocab))
+    return sp.hstack([sp.csr_matrix(dense), onehot], format="csr")
+
+
+class MembershipModel:
+    """Logistic membership model over ranked positions.
+
+    Parameters
+    ----------
+    C : float
+        Inverse L2 strength.
+    """
+
+    def __init__(self, C: float = 1.0):
+        self.C = C
+
+    def fit(self, inst: Instances, member: np.ndarray) -> "MembershipModel":
+        """Fit on the valid positions of ``inst`` with labels ``member`` (T, N) bool."""
+        self.n_vocab_ = len(inst.vocab)
+        y = member[inst.valid].astype(int)
+        self.base_rate_ = float(y.mean()) if len(y) else 0.0
+        if len(np.unique(y)) < 2:
+            self.model_ = None  # one class only: predict the base rate
+            return self
+        X = _design(inst, self.n_vocab_)
+        self.model_ = LogisticRegression(C=self.C, max_iter=2000, solver="lbfgs").fit(X, y)
+        return self
+
+    def predict_proba(self, inst: Instances) -> np.ndarray:
+        """P(member) for every ranked position, (T, N); 0 in padding."""
+        p = np.zeros(inst.tools.shape)
+        if self.model_ is None:
+            p[inst.valid] = self.base_rate_
+        else:
+            p[inst.valid] = self.model_.predict_proba(_design(inst, self.n_vocab_))[:, 1]
+        return p
+
+
+def cross_fit(
+    inst: Instances, member: np.ndarray, n_folds: int = 5, random_state: int = 0, C: float = 1.0
+) -> np.ndarray:
+    """Out-of-fold membership probabilities within ``inst`` (each task scored by a model that never saw it)."""
+    rng = np.random.default_rng(random_state)
+    k = max(2, min(n_folds, inst.T))
+    inner = rng.permutation(np.arange(inst.T) % k)
+    p = np.zeros(inst.tools.shape)
+    for f in range(k):
+        te = inner == f
+        model = MembershipModel(C).fit(inst.subset(~te), member[~te])
+        p[te] = model.predict_proba(inst.subset(te))
+    return p

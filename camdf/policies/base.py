@@ -1,0 +1,108 @@
+"""What every stopping rule sees: a batch of states, and the estimator interface.
+
+A rule is fitted on a training :class:`StateBatch` (which carries the true payoffs
+and the Delta labels) and then decides a depth for each task of a test batch (which
+carries neither: only scores, costs and out-of-fold membership estimates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from camdf.features import state_features
+from camdf.instances import Instances
+from camdf.labels import deltas, stop_labels, walk
+from camdf.payoff import at_depth, prefix_payoffs
+
+
+@dataclass
+class StateBatch:
+    """Instances with their membership estimates and state features at one lambda.
+
+    ``u``, ``delta``, ``label`` and ``weight`` are set only for training batches.
+    """
+
+    inst: Instances
+    p: np.ndarray
+    lam: float
+    kind: str
+    feats: dict
+    u: np.ndarray | None = None
+    delta: np.ndarray | None = None
+    label: np.ndarray | None = None
+    weight: np.ndarray | None = None
+
+    @classmethod
+    def make(cls, inst: Instances, p: np.ndarray, lam: float, kind: str, train: bool) -> "StateBatch":
+        feats = state_features(inst, p, lam, kind)
+        if not train:
+            return cls(inst, p, lam, kind, feats)
+        u = prefix_payoffs(inst, lam, kind)
+        delta = deltas(u)
+        label, weight = stop_labels(delta)
+        return cls(inst, p, lam, kind, feats, u, delta, label, weight)
+
+    def subset(self, rows: np.ndarray) -> "StateBatch":
+        pick = (lambda a: None if a is None else a[rows])
+        return StateBatch(
+            self.inst.subset(rows), self.p[rows], self.lam, self.kind,
+            {k: v[rows] for k, v in self.feats.items()},
+            pick(self.u), pick(self.delta), pick(self.label), pick(self.weight),
+        )
+
+
+class StoppingRule:
+    """Base class: ``fit(batch) -> self``, ``decide(batch) -> depth (T,)``.
+
+    Subclasses either give a stop matrix (:meth:`stop_matrix`, walked to the first
+    stop) or override :meth:`decide` to pick a depth directly.
+    """
+
+    def fit(self, batch: StateBatch) -> "StoppingRule":
+        return self
+
+    def stop_matrix(self, batch: StateBatch) -> np.ndarray:
+        raise NotImplementedError
+
+    def decide(self, batch: StateBatch) -> np.ndarray:
+        return walk(self.stop_matrix(batch), batch.inst.n)
+
+
+def mean_payoff(batch: StateBatch, depth: np.ndarray) -> float:
+    """Mean true payoff of the depths on a training batch."""
+    return float(at_depth(batch.u, depth).mean())
+
+
+def first_crossing_depths(stat: np.ndarray, thresholds: np.ndarray, n: np.ndarray, stop_below: bool) -> np.ndarray:
+    """Depths for many thresholds at once: stop at the first t where stat crosses the threshold.
+
+    Parameters
+    ----------
+    stat : (T, N) float
+    thresholds : (G,) float
+    n : (T,) int
+    stop_below : bool
+        Stop where ``stat < tau`` (True) or where ``stat >= tau`` (False).
+
+    Returns
+    -------
+    (G, T) int
+    """
+    N = stat.shape[1]
+    valid = np.arange(N)[None, :] < n[:, None]
+    cmp = stat[None, :, :] < thresholds[:, None, None] if stop_below else stat[None] >= thresholds[:, None, None]
+    cmp &= valid[None]
+    first = np.argmax(cmp, axis=2)
+    return np.where(cmp.any(axis=2), first, n[None, :])
+
+
+def candidate_thresholds(stat: np.ndarray, valid: np.ndarray, max_candidates: int = 64) -> np.ndarray:
+    """Thresholds to tune over: quantiles of the statistic on valid training states, plus both extremes."""
+    values = stat[valid]
+    if len(values) == 0:
+        return np.array([np.inf])
+    qs = np.unique(np.quantile(values, np.linspace(0, 1, max_candidates)))
+    mids = (qs[1:] + qs[:-1]) / 2 if len(qs) > 1 else qs
+    return np.unique(np.concatenate([[-np.inf], qs, mids, [np.inf]]))

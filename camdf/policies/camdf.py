@@ -1,0 +1,187 @@
+"""CAM-DF: a |Delta|-weighted classifier of stop vs continue on state features.
+
+The full model is LightGBM with the next tool's identity as a categorical feature;
+CAM-DF-lite is a weighted L2 logistic regression on exactly 10 standardised
+features with named coefficients. The |Delta|-weighted Bayes rule is
+stop iff E[Delta | features] >= 0, which a weighted classifier's P(stop) >= 1/2
+approximates. Ablations switch the weighting, feature groups or the target.
+"""
+
+from __future__ import annotations
+
+import lightgbm as lgb
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import StandardScaler
+
+from camdf.features import COST_FEATURES, FEATURES, LITE_FEATURES, MEMBERSHIP_FEATURES, design
+from camdf.labels import walk
+from camdf.payoff import at_depth
+from camdf.policies.base import StateBatch, StoppingRule
+
+# Small-data hyperparameter candidates, chosen per training set by inner cross-validation on payoff.
+DEFAULT_GRID = (
+    {"num_leaves": 7, "min_child_samples": 10},
+    {"num_leaves": 15, "min_child_samples": 30},
+)
+BASE_PARAMS = {
+    "n_estimators": 150,
+    "learning_rate": 0.05,
+    "reg_lambda": 1.0,
+    "subsample": 1.0,
+    "colsample_bytree": 1.0,
+    "n_jobs": 1,
+    "deterministic": True,
+    "force_row_wise": True,
+    "verbose": -1,
+}
+
+
+class CamDF(StoppingRule):
+    """Regret-weighted LightGBM stopper.
+
+    Parameters
+    ----------
+    features : sequence of str or None
+        State features (default: all of :data:`camdf.features.FEATURES` but ``lam``).
+    tool_identity : bool
+        Add the next tool's identity as a categorical feature.
+    weighted : bool
+        Weight each state by |Delta| (False: the unweighted ablation).
+    target : {"classify", "regress"}
+        Classify stop vs continue, or regress Delta and stop iff the prediction >= 0.
+    grid : sequence of dict
+        LightGBM hyperparameter candidates; chosen by inner cross-validation when > 1.
+    inner_folds : int
+    random_state : int
+    """
+
+    def __init__(
+        self,
+        features=None,
+        tool_identity: bool = True,
+        weighted: bool = True,
+        target: str = "classify",
+        grid=DEFAULT_GRID,
+        inner_folds: int = 3,
+        random_state: int = 0,
+    ):
+        self.features = features
+        self.tool_identity = tool_identity
+        self.weighted = weighted
+        self.target = target
+        self.grid = grid
+        self.inner_folds = inner_folds
+        self.random_state = random_state
+
+    def _names(self) -> list[str]:
+        return list(self.features) if self.features is not None else [f for f in FEATURES if f != "lam"]
+
+    def _matrix(self, batch: StateBatch) -> np.ndarray:
+        valid = batch.inst.valid
+        X = design(batch.feats, self._names(), valid)
+        if self.tool_identity:
+            X = np.column_stack([X, batch.inst.tool_ids[valid].astype(float)])
+        return X
+
+    def _fit_one(self, batch: StateBatch, params: dict):
+        valid = batch.inst.valid
+        X = self._matrix(batch)
+        cat = [X.shape[1] - 1] if self.tool_identity else "auto"
+        full = {**BASE_PARAMS, **params, "random_state": self.random_state}
+        if self.target == "regress":
+            y = batch.delta[valid]
+            return lgb.LGBMRegressor(**full).fit(X, y, categorical_feature=cat)
+        y = batch.label[valid].astype(int)
+        w = batch.weight[valid] if self.weighted else np.ones(len(y))
+        keep = w > 0
+        if len(np.unique(y[keep])) < 2:
+            return ("constant", bool(y[keep][0]) if keep.any() else True)
+        return lgb.LGBMClassifier(**full).fit(X[keep], y[keep], sample_weight=w[keep], categorical_feature=cat)
+
+    def _stop(self, model, batch: StateBatch) -> np.ndarray:
+        stop = np.zeros(batch.inst.tools.shape, dtype=bool)
+        valid = batch.inst.valid
+        if isinstance(model, tuple):
+            stop[valid] = model[1]
+            return stop
+        X = self._matrix(batch)
+        if self.target == "regress":
+            stop[valid] = model.predict(X) >= 0
+        else:
+            stop[valid] = model.predict_proba(X)[:, 1] >= 0.5
+        return stop
+
+    def fit(self, batch: StateBatch) -> "CamDF":
+        grid = list(self.grid)
+        self.params_ = grid[0]
+        if len(grid) > 1 and batch.inst.T >= 2 * self.inner_folds:
+            rng = np.random.default_rng(self.random_state)
+            inner = rng.permutation(np.arange(batch.inst.T) % self.inner_folds)
+            scores = np.zeros(len(grid))
+            for f in range(self.inner_folds):
+                tr, va = batch.subset(inner != f), batch.subset(inner == f)
+                for g, params in enumerate(grid):
+                    depth = walk(self._stop(self._fit_one(tr, params), va), va.inst.n)
+                    scores[g] += at_depth(va.u, depth).sum()
+            self.params_ = grid[int(np.argmax(scores))]
+        self.model_ = self._fit_one(batch, self.params_)
+        return self
+
+    def stop_matrix(self, batch: StateBatch) -> np.ndarray:
+        return self._stop(self.model_, batch)
+
+
+class CamDFLite(StoppingRule):
+    """Weighted L2 logistic regression on 10 standardised features.
+
+    Attributes
+    ----------
+    coefficients_ : pandas.Series
+        One coefficient per feature (standardised units), plus ``intercept``.
+    """
+
+    def __init__(self, features=LITE_FEATURES, C: float = 1.0, weighted: bool = True):
+        self.features = features
+        self.C = C
+        self.weighted = weighted
+
+    def fit(self, batch: StateBatch) -> "CamDFLite":
+        valid = batch.inst.valid
+        X = design(batch.feats, list(self.features), valid)
+        y = batch.label[valid].astype(int)
+        w = batch.weight[valid] if self.weighted else np.ones(len(y))
+        keep = w > 0
+        self.scaler_ = StandardScaler().fit(X[keep] if keep.any() else X)
+        if len(np.unique(y[keep])) < 2:
+            self.model_ = None
+            self.constant_ = bool(y[keep][0]) if keep.any() else True
+            coef = np.zeros(len(self.features))
+            intercept = np.inf if self.constant_ else -np.inf
+        else:
+            self.model_ = LogisticRegression(C=self.C, max_iter=5000).fit(
+                self.scaler_.transform(X[keep]), y[keep], sample_weight=w[keep] / w[keep].mean()
+            )
+            coef, intercept = self.model_.coef_[0], float(self.model_.intercept_[0])
+        self.coefficients_ = pd.Series([*coef, intercept], index=[*self.features, "intercept"], name="coefficient")
+        return self
+
+    def stop_matrix(self, batch: StateBatch) -> np.ndarray:
+        valid = batch.inst.valid
+        stop = np.zeros(batch.inst.tools.shape, dtype=bool)
+        if self.model_ is None:
+            stop[valid] = self.constant_
+        else:
+            X = self.scaler_.transform(design(batch.feats, list(self.features), valid))
+            stop[valid] = self.model_.predict_proba(X)[:, 1] >= 0.5
+        return stop
+
+
+def without(groups) -> list[str]:
+    drop = {f for g in groups for f in g}
+    return [f for f in FEATURES if f != "lam" and f not in drop]
+
+
+NO_COST = without([COST_FEATURES])
+NO_MEMBERSHIP = without([MEMBERSHIP_FEATURES])

@@ -1,0 +1,105 @@
+"""One table object rendered three ways: markdown for the README, CSV for machines, LaTeX for papers.
+
+A :class:`Report` holds a DataFrame of already-formatted cells plus which column's
+best value to bold and which cells to mark as significant; rendering is pure
+string formatting, so the same store gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+
+@dataclass
+class Report:
+    """A results table.
+
+    Attributes
+    ----------
+    name : str
+        File stem under ``outputs/tables/`` (``table2``, ``a18``, ...).
+    title : str
+    frame : DataFrame
+        Values to show (numbers or strings); the index is written as the first column.
+    note : str
+        What the table is and where its numbers come from.
+    bold : dict of str to {"max", "min"}
+        Columns whose best value is bolded (markdown ``**x**``, LaTeX ``\\textbf``).
+    marks : DataFrame of bool or None
+        Same shape as ``frame``: cells to mark with a dagger (e.g. CI excludes 0).
+    digits : int
+        Decimals for floats.
+    """
+
+    name: str
+    title: str
+    frame: pd.DataFrame
+    note: str = ""
+    bold: dict[str, str] = field(default_factory=dict)
+    marks: pd.DataFrame | None = None
+    digits: int = 3
+
+    def _cells(self, bold_fmt: str, mark: str) -> pd.DataFrame:
+        df = self.frame.copy()
+        out = pd.DataFrame(index=df.index, columns=df.columns, dtype=object)
+        for col in df.columns:
+            values = df[col]
+            best = None
+            if col in self.bold and pd.api.types.is_numeric_dtype(values) and values.notna().any():
+                best = values.max() if self.bold[col] == "max" else values.min()
+            for idx, v in values.items():
+                text = self._fmt(v)
+                if best is not None and pd.notna(v) and v == best:
+                    text = bold_fmt.format(text)
+                if self.marks is not None and col in self.marks and bool(self.marks.at[idx, col]):
+                    text += mark
+                out.at[idx, col] = text
+        return out
+
+    def _fmt(self, v) -> str:
+        if isinstance(v, float):
+            return "" if pd.isna(v) else f"{v:.{self.digits}f}"
+        return str(v)
+
+    def to_markdown(self) -> str:
+        cells = self._cells("**{}**", " †")
+        head = [str(self.frame.index.name or ""), *map(str, cells.columns)]
+        lines = [f"### {self.title}", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for idx, row in cells.iterrows():
+            lines.append("| " + " | ".join([str(idx), *row.tolist()]) + " |")
+        if self.note:
+            lines += ["", self.note]
+        return "\n".join(lines) + "\n"
+
+    def to_latex(self) -> str:
+        esc = lambda s: str(s).replace("_", r"\_").replace("%", r"\%").replace("#", r"\#")  # noqa: E731
+        cells = self._cells(r"\textbf{{{}}}", r"$^\dagger$")
+        cols = "l" + "r" * len(cells.columns)
+        lines = [
+            r"\begin{table}[t]", r"\centering", f"\\caption{{{esc(self.title)}}}", f"\\begin{{tabular}}{{{cols}}}",
+            r"\toprule",
+            " & ".join([esc(self.frame.index.name or ""), *map(esc, cells.columns)]) + r" \\", r"\midrule",
+        ]
+        for idx, row in cells.iterrows():
+            lines.append(" & ".join([esc(idx), *(c if c.startswith("\\textbf") else esc(c) for c in row)]) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}", f"\\label{{tab:{self.name}}}", r"\end{table}"]
+        return "\n".join(lines) + "\n"
+
+    def to_csv(self) -> str:
+        return self.frame.to_csv(float_format=f"%.{max(self.digits, 6)}g", lineterminator="\n")
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """Write ``<name>.md``, ``<name>.csv`` and ``<name>.tex`` into ``folder``."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        out = []
+        for ext, text in (("md", self.to_markdown()), ("csv", self.to_csv()), ("tex", self.to_latex())):
+            path = folder / f"{self.name}.{ext}"
+            tmp = path.with_suffix(path.suffix + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(path)
+            out.append(path)
+        return out

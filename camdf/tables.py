@@ -1,0 +1,321 @@
+"""Tables 2 and A18-A24, and their figures, built from the MLflow store alone.
+
+Every function here takes the frame of FINISHED cell runs (:func:`runs_frame`) and
+selects cells by their logged config params; nothing is recomputed from data. Where
+several runs match one cell (an older code version, say), the latest one is used.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from camdf.report import Report
+
+METHOD_ORDER = (
+    "camdf", "camdf_lite", "camdf_unweighted", "camdf_no_cost", "camdf_no_membership", "camdf_regression",
+    "camdf_lambda", "full", "none", "fixed_k", "score_threshold", "score_per_cost", "predict_threshold",
+    "sufficiency_threshold", "plugin_argmax", "marginal_rule", "oracle_set", "best_prefix",
+)
+
+
+def runs_frame(tracker) -> pd.DataFrame:
+    """One row per FINISHED run: ``run_id``, ``start``, ``p:<param>``, ``m:<metric>``, ``t:<tag>``."""
+    rows = []
+    for run in tracker.runs():
+        row: dict[str, Any] = {"run_id": run.info.run_id, "start": run.info.start_time}
+        row.update({f"p:{k}": v for k, v in run.data.params.items()})
+        row.update({f"m:{k}": v for k, v in run.data.metrics.items()})
+        row.update({f"t:{k}": v for k, v in run.data.tags.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def select(runs: pd.DataFrame, **params: Any) -> pd.DataFrame:
+    """Runs whose params equal the given values (``cost__lam=0.12`` means param ``cost.lam``)."""
+    if runs.empty:
+        return runs
+    mask = pd.Series(True, index=runs.index)
+    for key, value in params.items():
+        col = "p:" + key.replace("__", ".")
+        if col not in runs:
+            return runs.iloc[0:0]
+        mask &= runs[col] == str(value)
+    out = runs[mask].sort_values("start", kind="stable")
+    # The latest run of each cell key wins.
+    return out.drop_duplicates("t:cell_key", keep="last")
+
+
+def _one(runs: pd.DataFrame, what: str, **params) -> pd.Series:
+    sel = select(runs, **params)
+    if sel.empty:
+        raise LookupError(f"{what}: no FINISHED run in the store with {params}; run its experiment first")
+    return sel.iloc[-1]
+
+
+def _methods(run: pd.Series) -> list[str]:
+    present = {c.split("/")[0][2:] for c in run.index if c.startswith("m:") and c.endswith("/payoff_mean")}
+    present = {m for m in present if pd.notna(run.get(f"m:{m}/payoff_mean"))}
+    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+
+
+def _ci(mean, lo, hi, digits=3) -> str:
+    return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _main_params(main: dict) -> dict:
+    return dict(domain__name=main["domain"], scorer__label=main["scorer"], cost__regime=main["regime"],
+                cost__lam=main["lam"], cost__d=main["d"], seed=main["seed"], payoff="exact",
+                label_noise=0.0, label_source="data")
+
+
+def table2(runs: pd.DataFrame, main: dict) -> Report:
+    """The main retail cell: every method with payoff (CI), success, tools, cost and difference to CAM-DF."""
+    run = _one(runs, "Table 2", **_main_params(main), method__names=str(list(main["methods"])))
+    rows = []
+    for m in _methods(run):
+        g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+        diff = "" if m == "camdf" else _ci(-g("diff_vs_ref"), -g("diff_vs_ref_ci_high"), -g("diff_vs_ref_ci_low"))
+        holm_p = g("p_holm_vs_ref")
+        rows.append({
+            "method": m,
+            "payoff (95% CI)": _ci(g("payoff_mean"), g("payoff_ci_low"), g("payoff_ci_high")),
+            "payoff": g("payoff_mean"),
+            "success": g("success"),
+            "tools exposed": g("n_exposed"),
+            "% fewer than full": g("fewer_tools_vs_full_pct"),
+            "cost": g("cost"),
+            "CAM-DF minus method (95% CI)": diff,
+            "Holm p": "" if pd.isna(holm_p) else f"{holm_p:.4f}",
+        })
+    frame = pd.DataFrame(rows).set_index("method")
+    return Report(
+        "table2",
+        f"Table 2: {main['domain']} main cell (lambda = {main['lam']}, d = {main['d']}, scorer {main['scorer']}, "
+        f"costs {main['regime']})",
+        frame, bold={"payoff": "max"}, digits=3,
+        note=f"{int(run['m:cell/n_tasks'])} tasks, out-of-fold decisions (5 folds); CIs: paired bootstrap over tasks "
+             "(one shared resample matrix); Holm over the baselines of the cell (sign-flip p). "
+             f"MLflow run {run['run_id']}.",
+    )
+
+
+def _grid(runs: pd.DataFrame, main: dict, rival: str, name: str, title: str) -> tuple[Report, pd.DataFrame]:
+    p = _main_params(main)
+    p.pop("cost__lam"), p.pop("cost__d")
+    sel = select(runs, **p, method__names=str(list(main["grid_methods"])))
+    if sel.empty:
+        raise LookupError(f"{name}: no FINISHED grid run in the store; run `experiment=a18` first")
+    sel = sel.assign(lam=sel["p:cost.lam"].astype(float), d=sel["p:cost.d"].astype(float))
+    sel = sel.sort_values("start").drop_duplicates(["lam", "d"], keep="last")
+    diff = -sel[f"m:{rival}/diff_vs_ref"]
+    lo, hi = -sel[f"m:{rival}/diff_vs_ref_ci_high"], -sel[f"m:{rival}/diff_vs_ref_ci_low"]
+    long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "diff": diff, "lo": lo, "hi": hi})
+    long["excludes0"] = (long.lo > 0) | (long.hi < 0)
+    text = long.assign(cell=[f"{r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]" for r in long.itertuples()])
+    frame = text.pivot(index="lam", columns="d", values="cell").sort_index()
+    marks = long.pivot(index="lam", columns="d", values="excludes0").sort_index().fillna(False)
+    frame.index = [f"{v:g}" for v in frame.index]
+    marks.index = frame.index
+    frame.columns = [f"d={v:g}" for v in frame.columns]
+    marks.columns = frame.columns
+    frame.index.name = "lambda"
+    n_pos = int(((long.lo > 0)).sum())
+    n_neg = int(((long.hi < 0)).sum())
+    return Report(name, title, frame, marks=marks,
+                  note=f"CAM-DF minus {rival}, mean payoff difference with its paired-bootstrap 95% CI; "
+                       f"† marks cells whose CI excludes 0 ({n_pos} favour CAM-DF, {n_neg} favour {rival}, "
+                       f"of {len(long)} cells)."), long
+
+
+def a18(runs, main) -> tuple[Report, pd.DataFrame]:
+    return _grid(runs, main, "predict_threshold", "a18",
+                 f"A18: {main['domain']} lambda x d grid, CAM-DF minus predict-then-threshold")
+
+
+def a24(runs, main) -> tuple[Report, pd.DataFrame]:
+    return _grid(runs, main, "score_per_cost", "a24",
+                 f"A24: {main['domain']} lambda x d grid, CAM-DF minus the tuned score-per-cost threshold")
+
+
+def a19(runs, main) -> Report:
+    p = _main_params(main)
+    p.pop("label_noise")
+    sel = select(runs, **p, method__names=str(list(main["noise_methods"])))
+    if sel.empty:
+        raise LookupError("A19: no FINISHED noise run in the store; run `experiment=a19` first")
+    sel = sel.assign(eps=sel["p:label_noise"].astype(float)).sort_values("start").drop_duplicates("eps", keep="last")
+    methods = [m for m in METHOD_ORDER if f"m:{m}/payoff_mean" in sel]
+    frame = pd.DataFrame({m: sel[f"m:{m}/payoff_mean"].to_numpy() for m in methods},
+                         index=[f"{e:g}" for e in sel["eps"]])
+    frame.index.name = "epsilon"
+    return Report("a19", "A19: membership noise in the training G_x (evaluated on clean G_x), mean payoff",
+                  frame.sort_index(), note="Each required tool dropped and each other candidate added with "
+                  "probability epsilon in the training labels only.")
+
+
+def a20(runs, main) -> Report:
+    run = _one(runs, "A20", **_main_params(main), method__names=str(list(main["ablation_methods"])))
+    rows = []
+    for m in _methods(run):
+        g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+        rows.append({
+            "method": m,
+            "payoff (95% CI)": _ci(g("payoff_mean"), g("payoff_ci_low"), g("payoff_ci_high")),
+            "payoff": g("payoff_mean"),
+            "tools exposed": g("n_exposed"),
+            "method minus CAM-DF (95% CI)": "" if m == "camdf" else
+            _ci(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high")),
+        })
+    return Report("a20", "A20: ablations at the main cell", pd.DataFrame(rows).set_index("method"),
+                  bold={"payoff": "max"},
+                  note="unweighted: labels without |Delta| weights; no_cost / no_membership: feature groups "
+                       "removed; regression: LightGBM regression on Delta, stop iff prediction >= 0; "
+                       "lite: 10-feature weighted logistic model.")
+
+
+def a21(runs, main) -> Report:
+    p = _main_params(main)
+    p.pop("scorer__label")
+    sel = select(runs, **p, method__names=str(list(main["methods"])))
+    if sel.empty:
+        raise LookupError("A21: no FINISHED scorer runs in the store; run `experiment=a21` first")
+    sel = sel.sort_values("start").drop_duplicates("p:scorer.label", keep="last")
+    rows = []
+    for _, r in sel.iterrows():
+        rows.append({
+            "scorer": r["p:scorer.label"],
+            "recall@3": r.get("m:ranking/recall@3", np.nan),
+            "nDCG@10": r.get("m:ranking/ndcg@10", np.nan),
+            "CAM-DF payoff": r["m:camdf/payoff_mean"],
+            "predict-threshold payoff": r["m:predict_threshold/payoff_mean"],
+            "score-per-cost payoff": r["m:score_per_cost/payoff_mean"],
+            "fixed-k payoff": r["m:fixed_k/payoff_mean"],
+            "best prefix": r["m:best_prefix/payoff_mean"],
+        })
+    frame = pd.DataFrame(rows).set_index("scorer").sort_index()
+    return Report("a21", "A21: ranking sources at the main cell", frame,
+                  note="recall@3 and nDCG@10 of G_x from the same runs (metrics ranking/*).")
+
+
+def cross_domain(runs, main, kind: str) -> Report:
+    p = _main_params(main)
+    p.pop("domain__name")
+    p["payoff"] = kind
+    sel = select(runs, **p, method__names=str(list(main["methods"])))
+    sel = sel[sel["p:domain.name"] != main["domain"]] if not sel.empty else sel
+    if sel.empty:
+        raise LookupError(f"A22/A23: no FINISHED cross-domain run with payoff={kind}; run `experiment=a22` first")
+    sel = sel.sort_values("start").drop_duplicates("p:domain.name", keep="last")
+    methods = [m for m in METHOD_ORDER if f"m:{m}/payoff_mean" in sel]
+    frame = pd.DataFrame({m: sel[f"m:{m}/payoff_mean"].to_numpy() for m in methods},
+                         index=sel["p:domain.name"].to_numpy()).sort_index()
+    frame.insert(0, "tasks", sel.set_index("p:domain.name")["m:cell/n_tasks"].reindex(frame.index).astype(int))
+    frame.index.name = "domain"
+    name, what = ("a22", "exact") if kind == "exact" else ("a23", "partial")
+    return Report(name, f"{name.upper()}: other domains at the main cell, {what} payoff (mean)", frame,
+                  note="Mean payoff per method; every method tuned and evaluated out of fold per domain.")
+
+
+def heatmap_png(long: pd.DataFrame, title: str) -> bytes:
+    """Heatmap of a lambda x d grid of differences, CI-excluding-zero cells outlined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = long.pivot(index="lam", columns="d", values="diff").sort_index()
+    excl = long.pivot(index="lam", columns="d", values="excludes0").sort_index().fillna(False)
+    fig, ax = plt.subplots(figsize=(6, 5), dpi=110)
+    lim = float(np.nanmax(np.abs(grid.to_numpy()))) or 1.0
+    im = ax.imshow(grid.to_numpy(), cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto", origin="lower")
+    ax.set_xticks(range(len(grid.columns)), [f"{v:g}" for v in grid.columns])
+    ax.set_yticks(range(len(grid.index)), [f"{v:g}" for v in grid.index])
+    ax.set_xlabel("cost dispersion d")
+    ax.set_ylabel("lambda")
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            v = grid.iat[i, j]
+            if pd.notna(v):
+                ax.text(j, i, f"{v:+.2f}" + ("*" if excl.iat[i, j] else ""), ha="center", va="center", fontsize=7)
+    fig.colorbar(im, ax=ax, label="payoff difference")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def figure_payoff_vs_tools(runs: pd.DataFrame, main: dict) -> bytes:
+    """The per-method payoff vs tools exposed figure of the main cell at d = 0."""
+    from camdf.experiment import payoff_vs_tools_png
+
+    run = _one(runs, "payoff-vs-tools figure", **{**_main_params(main), "cost__d": 0.0},
+               method__names=str(list(main["methods"])))
+    rows = {}
+    for m in _methods(run):
+        rows[m] = {k: run[f"m:{m}/{k}"] for k in ("payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed")}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    return payoff_vs_tools_png(table, f"{main['domain']}: lambda = {main['lam']}, d = 0 (homogeneous costs)")
+
+
+def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, bytes], list[str]]:
+    """Every table and figure the store can support.
+
+    Returns
+    -------
+    reports : list of Report
+    figures : dict file name -> PNG bytes
+    missing : list of str
+        What could not be built and why (a table whose runs are not in the store).
+    """
+    reports, figures, missing = [], {}, []
+    builders = [
+        ("table2", lambda: table2(runs, main)),
+        ("a18", lambda: a18(runs, main)),
+        ("a19", lambda: a19(runs, main)),
+        ("a20", lambda: a20(runs, main)),
+        ("a21", lambda: a21(runs, main)),
+        ("a22", lambda: cross_domain(runs, main, "exact")),
+        ("a23", lambda: cross_domain(runs, main, "partial")),
+        ("a24", lambda: a24(runs, main)),
+    ]
+    for name, build in builders:
+        try:
+            out = build()
+        except LookupError as err:
+            missing.append(str(err))
+            continue
+        if isinstance(out, tuple):
+            report, long = out
+            figures[f"{name}_heatmap.png"] = heatmap_png(long, report.title)
+        else:
+            report = out
+        reports.append(report)
+    try:
+        figures["payoff_vs_tools.png"] = figure_payoff_vs_tools(runs, main)
+    except LookupError as err:
+        missing.append(str(err))
+    return reports, figures, missing
+
+
+def results_markdown(reports: list[Report], command: str) -> str:
+    """The README's Results section body: every table, and the command that produced it."""
+    parts = [f"Generated by `{command}` from the MLflow store (do not edit by hand).", ""]
+    for r in reports:
+        parts.append(r.to_markdown())
+    return "\n".join(parts)
+
+
+def update_readme(readme: str, body: str, start: str = "<!-- results:start -->",
+                  end: str = "<!-- results:end -->") -> str:
+    """Replace the text between the two markers (which must exist) with ``body``."""
+    if start not in readme or end not in readme:
+        raise ValueError(f"readme: markers {start} and {end} are missing")
+    head, rest = readme.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{body.rstrip()}\n{end}{tail}"

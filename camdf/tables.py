@@ -26,6 +26,8 @@ def runs_frame(tracker) -> pd.DataFrame:
     """One row per FINISHED run: ``run_id``, ``start``, ``p:<param>``, ``m:<metric>``, ``t:<tag>``."""
     rows = []
     for run in tracker.runs():
+        if run.data.tags.get("kind") == "tables":  # the figures run of the tables stage, not a cell
+            continue
         row: dict[str, Any] = {"run_id": run.info.run_id, "start": run.info.start_time}
         row.update({f"p:{k}": v for k, v in run.data.params.items()})
         row.update({f"m:{k}": v for k, v in run.data.metrics.items()})
@@ -188,8 +190,8 @@ def a21(runs, main) -> Report:
     for _, r in sel.iterrows():
         rows.append({
             "scorer": r["p:scorer.label"],
-            "recall@3": r.get("m:ranking/recall@3", np.nan),
-            "nDCG@10": r.get("m:ranking/ndcg@10", np.nan),
+            "recall@3": r.get("m:ranking/recall_at_3", np.nan),
+            "nDCG@10": r.get("m:ranking/ndcg_at_10", np.nan),
             "CAM-DF payoff": r["m:camdf/payoff_mean"],
             "predict-threshold payoff": r["m:predict_threshold/payoff_mean"],
             "score-per-cost payoff": r["m:score_per_cost/payoff_mean"],
@@ -319,3 +321,32 @@ def update_readme(readme: str, body: str, start: str = "<!-- results:start -->",
     head, rest = readme.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{body.rstrip()}\n{end}{tail}"
+
+
+def build_tables(tracker, main: dict, out_dir, readme=None) -> tuple[list, list[str]]:
+    """Build every table and figure from the store into ``out_dir`` (and the README's Results).
+
+    Figures are also logged to a ``tables`` run of the tracker's experiment, replaced
+    on each build so the UI shows the latest ones.
+    """
+    from pathlib import Path
+
+    out_dir = Path(out_dir)
+    runs = runs_frame(tracker)
+    reports, figures, missing = build_all(runs, main)
+    written = []
+    for report in reports:
+        written += report.write(out_dir)
+    for name, png in figures.items():
+        path = out_dir / name
+        path.write_bytes(png)
+        written.append(path)
+    if readme is not None and reports:
+        text = Path(readme).read_text(encoding="utf-8")
+        body = results_markdown(reports, "make reproduce")
+        Path(readme).write_text(update_readme(text, body), encoding="utf-8")
+        written.append(Path(readme))
+    if figures:
+        with tracker.cell_run("tables", "tables", {}, {"kind": "tables"}) as run:
+            tracker.log_files(run.info.run_id, {f"figures/{k}": v for k, v in figures.items()})
+    return written, missing

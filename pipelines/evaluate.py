@@ -1,0 +1,30 @@
+"""Evaluate stage: one MLflow run per cell, skipped when its cell key already has a FINISHED run.
+
+Inputs: data/<domain>/ (make data), the scorer and cost configs (scores are cached under outputs/cache).
+Outputs: an MLflow run with params, `/`-namespaced metrics per method, outcomes.parquet, figures, .hydra/.
+Make target: `make reproduce` (through the experiment sweeps); one cell: `python -m pipelines.evaluate`.
+"""
+
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+import camdf.config  # noqa: F401  (registers resolvers)
+from camdf.experiment import Paths, cell_name, run_tracked_cell
+from camdf.tracking import Tracker
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
+def main(cfg: DictConfig) -> None:
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
+    tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifact_root)
+    hydra_dir = Path(HydraConfig.get().runtime.output_dir) / ".hydra"
+    run_id, skipped = run_tracked_cell(resolved, paths, tracker, Path(cfg.paths.root_dir), hydra_dir)
+    print(f"{cell_name(resolved)}: {'reused FINISHED run' if skipped else 'logged run'} {run_id}")
+
+
+if __name__ == "__main__":
+    main()

@@ -39,3 +39,21 @@ def test_every_yaml_key_has_a_comment():
                 continue
             if ":" in stripped and "#" not in stripped:
                 raise AssertionError(f"{path.relative_to(CONF)}:{lineno}: key without a comment: {stripped}")
+
+
+EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_composes_with_its_sweep_and_header(experiment):
+    text = (CONF / "experiment" / f"{experiment}.yaml").read_text()
+    assert "# Run: python -m pipelines.evaluate -m experiment=" in text
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="evaluate", overrides=[f"experiment={experiment}"], return_hydra_config=True)
+        assert cfg.method.names, experiment
+        from camdf.policies import METHODS
+
+        assert set(cfg.method.names) <= set(METHODS)
+        params = cfg.hydra.sweeper.params or {}
+        if experiment not in ("a20",):
+            assert params, f"{experiment} has no sweep"

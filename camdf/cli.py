@@ -1,4 +1,4 @@
-"""The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``.
+"""The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``, ``camdf select``.
 
 Exit codes: 0 on success, 2 on bad input (every problem listed on stderr).
 """
@@ -58,6 +58,32 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_select(args: argparse.Namespace) -> int:
+    """Read a JSON request (or a list of them), write the selection(s) as JSON."""
+    from camdf.runtime import load_policy
+
+    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
+    with source:
+        text = source.read()
+    try:
+        request = json.loads(text)
+    except json.JSONDecodeError as err:
+        print(f"camdf select: request: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}",
+              file=sys.stderr)
+        return 2
+    try:
+        policy = load_policy(args.policy)
+        batch = request if isinstance(request, list) else [request]
+        selections = policy.select_batch(batch, lam=args.lam)
+    except ValueError as err:
+        print(f"camdf select: {err}", file=sys.stderr)
+        return 2
+    out = [s.to_json() for s in selections]
+    json.dump(out if isinstance(request, list) else out[0], sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="camdf", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="group", required=True)
@@ -73,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     summary = data.add_parser("summary", help="markdown table of the built domains (from their manifests)")
     summary.add_argument("data_dir", nargs="?", default="data", help="folder of built domains (default: data)")
     summary.set_defaults(func=cmd_summary)
+    select = sub.add_parser("select", help="expose a prefix of a ranked tool list with a fitted policy")
+    select.add_argument("--policy", required=True, help="MLflow model URI (runs:/..., models:/...) or model folder")
+    select.add_argument("--input", default="-", help="JSON request file (default: stdin)")
+    select.add_argument("--lam", type=float, default=None, help="lambda (default: the request's, else the policy's)")
+    select.set_defaults(func=cmd_select)
     return parser
 
 

@@ -31,7 +31,10 @@ def _design(inst: Instances, n_vocab: int) -> sp.csr_matrix:
         axis=1,
     )
     ids = inst.tool_ids[valid]
-    onehot = sp.csr_matrix((np.ones(len(ids)), (np.arange(len(ids)), ids)), shape=(len(ids), n_vocab))
+    known = ids >= 0  # tools unseen in training (id -1, at run time) get no identity column
+    onehot = sp.csr_matrix(
+        (np.ones(int(known.sum())), (np.flatnonzero(known), ids[known])), shape=(len(ids), n_vocab)
+    )
     return sp.hstack([sp.csr_matrix(dense), onehot], format="csr")
 
 

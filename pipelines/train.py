@@ -1,0 +1,31 @@
+"""Train stage: fit the run-time stopper (StopPolicy) on every task of one cell; log it to MLflow.
+
+Inputs: data/<domain>/ and the cell config (scorer, cost regime, lambda, d) of conf/train.yaml.
+Outputs: an MLflow run (tag kind=policy) with the pyfunc model `policy`, decisions.parquet,
+requests.jsonl and, for camdf_lite, its 10 named coefficients.
+Make target: `make reproduce` (after the experiments); alone: `python -m pipelines.train`.
+"""
+
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+import camdf.config  # noqa: F401  (registers resolvers)
+from camdf.experiment import Paths, train_policy
+from camdf.tracking import Tracker
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="train")
+def main(cfg: DictConfig) -> None:
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifact_root)
+    paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
+    uri, info = train_policy(resolved, paths, tracker, Path(cfg.paths.root_dir))
+    print(f"policy {cfg.policy.method}: logged {uri} (mean depth {info['mean_depth']:.2f})")
+    if "coefficients" in info:
+        print(info["coefficients"].to_string(float_format=lambda v: f"{v:+.4f}"))
+
+
+if __name__ == "__main__":
+    main()

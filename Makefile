@@ -49,6 +49,7 @@ reproduce: data ## run every experiment (one MLflow run per cell), then the tabl
 	  echo "== experiment $$exp"; \
 	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(HYDRA_QUIET); \
 	done
+	@$(PY) -m pipelines.train $(HYDRA_QUIET)
 	@$(MAKE) --no-print-directory tables
 	@echo "outputs: data/<domain>/, outputs/tables/ (md, csv, tex, png), MLflow store outputs/mlflow.db (make ui)"
 

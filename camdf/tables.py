@@ -64,6 +64,11 @@ def _methods(run: pd.Series) -> list[str]:
     return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
 
 
+def _present(sel: pd.DataFrame) -> list[str]:
+    """Methods with a payoff in any of the selected runs (columns from other runs' methods are dropped)."""
+    return [m for m in METHOD_ORDER if f"m:{m}/payoff_mean" in sel and sel[f"m:{m}/payoff_mean"].notna().any()]
+
+
 def _ci(mean, lo, hi, digits=3) -> str:
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
@@ -150,7 +155,7 @@ def a19(runs, main) -> Report:
     if sel.empty:
         raise LookupError("A19: no FINISHED noise run in the store; run `experiment=a19` first")
     sel = sel.assign(eps=sel["p:label_noise"].astype(float)).sort_values("start").drop_duplicates("eps", keep="last")
-    methods = [m for m in METHOD_ORDER if f"m:{m}/payoff_mean" in sel]
+    methods = _present(sel)
     frame = pd.DataFrame({m: sel[f"m:{m}/payoff_mean"].to_numpy() for m in methods},
                          index=[f"{e:g}" for e in sel["eps"]])
     frame.index.name = "epsilon"
@@ -212,7 +217,7 @@ def cross_domain(runs, main, kind: str) -> Report:
     if sel.empty:
         raise LookupError(f"A22/A23: no FINISHED cross-domain run with payoff={kind}; run `experiment=a22` first")
     sel = sel.sort_values("start").drop_duplicates("p:domain.name", keep="last")
-    methods = [m for m in METHOD_ORDER if f"m:{m}/payoff_mean" in sel]
+    methods = _present(sel)
     frame = pd.DataFrame({m: sel[f"m:{m}/payoff_mean"].to_numpy() for m in methods},
                          index=sel["p:domain.name"].to_numpy()).sort_index()
     frame.insert(0, "tasks", sel.set_index("p:domain.name")["m:cell/n_tasks"].reindex(frame.index).astype(int))

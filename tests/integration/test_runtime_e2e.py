@@ -110,3 +110,13 @@ def test_mlflow_models_serve_gives_the_same_decisions(trained):
     finally:
         os.killpg(proc.pid, 15)
         proc.wait(timeout=30)
+
+
+def test_readme_harness_example_runs(trained):
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- example:harness -->", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"], "CAMDF_POLICY": trained["model_uri"]}
+    proc = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2 and all(re.match(r"^\d+ \[", line) for line in lines)

@@ -1,7 +1,8 @@
 """Data stage: convert one domain into ``data/<name>/``.
 
 Inputs: the installed benchmark package (tau2, BFCL) or a user folder, per ``conf/domain/``.
-Outputs: ``data/<name>/catalog.json``, ``tasks.jsonl``, ``report.md``, ``manifest.json``.
+Outputs: ``data/<name>/catalog.json``, ``tasks.jsonl``, ``report.md``, ``manifest.json``; with
+``label_source: derived``, the derivation cache under ``paths.cache_dir``.
 Make target: ``make data`` (all built-in domains as one Hydra multirun).
 """
 
@@ -23,11 +24,12 @@ def main(cfg: DictConfig) -> None:
         packages=list(dom.packages),
         inputs=list(dom.inputs),
         force=cfg.force,
+        cache_dir=cfg.paths.cache_dir,
     )
     s = result.summary
     state = "cached" if result.cached else "built"
     print(f"{dom.name}: {state} {s['n_tasks']} tasks, {s['n_acquirable']} acquirable tools, "
-          f"mean |G_x| {s['required_size_mean']:.3f} -> {result.folder}")
+          f"mean |G_x| {s['required_size_mean']:.3f} ({s.get('label_source', 'annotated')}) -> {result.folder}")
 
 
 if __name__ == "__main__":

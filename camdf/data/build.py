@@ -1,4 +1,10 @@
-"""The data stage: convert a source into ``data/<domain>/``, cached by content key."""
+"""The data stage: convert a source into ``data/<domain>/``, cached by content key.
+
+A domain config may set ``label_source``: ``annotated`` (default; G_x as the
+converter gives it) or ``derived`` (G_x derived by running the domain's tools,
+:mod:`camdf.sufficiency`; executable domains only). Derived labels add the
+sufficiency and agreement sections to the report.
+"""
 
 from __future__ import annotations
 
@@ -25,16 +31,44 @@ class DataBuild:
     summary: dict[str, Any]
 
 
-def data_key(config: dict[str, Any], packages: list[str], inputs: list[str]) -> str:
-    """Cache key: resolved domain config + camdf.data code + package versions + input bytes."""
+LABEL_SOURCES = ("annotated", "derived")
+
+
+def data_key(
+    config: dict[str, Any], packages: list[str], inputs: list[str], code: tuple[str, ...] = ("camdf.data", "camdf.cache")
+) -> str:
+    """Cache key: resolved domain config + code of ``code`` modules + package versions + input bytes."""
     return hash_json(
         {
             "config": config,
-            "code": code_version("camdf.data", "camdf.cache"),
+            "code": code_version(*code),
             "packages": package_versions(packages),
             "inputs": hash_paths(inputs) if inputs else None,
         }
     )
+
+
+def _label_source(config: dict[str, Any]) -> str:
+    source = config.get("label_source", "annotated")
+    if source not in LABEL_SOURCES:
+        raise ValueError(
+            f"domain `{config.get('name', '?')}`: label_source must be one of {', '.join(LABEL_SOURCES)}, got {source!r}"
+        )
+    return source
+
+
+def derive_labels(domain: Domain, cache_dir: str | Path | None) -> tuple[Domain, list[str], dict[str, Any]]:
+    """Relabel ``domain`` with G_x derived by execution; return it, the report sections and a summary."""
+    from camdf import sufficiency
+
+    if domain.name not in sufficiency.executable_domains():
+        raise ValueError(
+            f"domain `{domain.name}`: label_source `derived` needs an executable domain "
+            f"({', '.join(sufficiency.executable_domains())}); use label_source: annotated"
+        )
+    der = sufficiency.derive(domain, cache_dir)
+    sections = [sufficiency.sufficiency_section(der, "derived"), sufficiency.agreement_section(der)]
+    return sufficiency.relabel(domain, der, "derived"), sections, sufficiency.summary(der)
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
@@ -51,6 +85,7 @@ def build_domain(
     packages: list[str] = (),
     inputs: list[str] = (),
     force: bool = False,
+    cache_dir: str | Path | None = None,
 ) -> DataBuild:
     """Convert a domain and write it with its report, unless the cached copy has the same key.
 
@@ -66,17 +101,25 @@ def build_domain(
         Distribution packages and input paths whose versions/bytes enter the key.
     force : bool
         Rebuild even when the key matches.
+    cache_dir : path, optional
+        Folder for stage caches (the derivation of labels caches there).
     """
     out_dir = Path(out_dir)
-    key = data_key(config, list(packages), list(inputs))
+    derived = _label_source(config) == "derived"
+    code = ("camdf.data", "camdf.cache") + (("camdf.sufficiency",) if derived else ())
+    key = data_key(config, list(packages), list(inputs), code)
     manifest = read_manifest(out_dir)
     if not force and manifest is not None and manifest.get("key") == key:
         return DataBuild(out_dir, key, True, manifest["summary"])
     domain = convert()
+    sections: list[str] = []
+    extra: dict[str, Any] = {}
+    if derived:
+        domain, sections, extra["sufficiency"] = derive_labels(domain, cache_dir)
     domain.name = config.get("name", domain.name)
-    summary = summarize(domain)
+    summary = {**summarize(domain), "label_source": "derived" if derived else "annotated", **extra}
     files = {
-        "report.md": render_report(domain, summary),
+        "report.md": render_report(domain, summary, extra_sections=sections),
         MANIFEST: json.dumps({"key": key, "config": config, "summary": summary}, indent=2, sort_keys=True) + "\n",
     }
     write_domain(domain, out_dir, extra_files=files)  # validated before it is swapped in

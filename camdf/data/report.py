@@ -51,7 +51,8 @@ def render_report(domain: Domain, summary: dict[str, Any], extra_sections: list[
         + (f"; never acquirable: {', '.join(domain.never_acquirable)}" if domain.never_acquirable else "")
         + ")",
         f"- mean candidates per task: {s['candidates_mean']:.2f}",
-        f"- mean |G_x|: {s['required_size_mean']:.3f}",
+        f"- mean |G_x|: {s['required_size_mean']:.3f}"
+        + (f" (label source: {s['label_source']})" if s.get("label_source") else ""),
         f"- tasks with alternatives: {s['with_alternatives']}",
     ]
     if s["gold_lists_no_read"]:

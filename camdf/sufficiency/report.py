@@ -1,0 +1,189 @@
+"""Markdown sections for ``data/<domain>/report.md``: sufficiency by execution, and derived versus annotated G_x.
+
+Both are rendered from a :class:`~camdf.sufficiency.derive.Derivation` only, so
+the numbers in the report are the ones the labels were made from. Every list is
+complete (no sampling) and sorted in the domain's task order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from camdf.sufficiency.derive import Derivation, TaskResult
+
+AGREEMENT = ("equal", "subset", "superset", "other")
+
+
+def _names(tools: list[str] | None) -> str:
+    if tools is None:
+        return "(none sufficient)"
+    return ", ".join(f"`{t}`" for t in tools) or "(empty)"
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _missing(m: dict[str, Any]) -> str:
+    src = ", ".join(f"`{s}`" for s in m.get("sources", [])) or "no tool"
+    return f"{m['value']} ({m['need']}: {m['what']}; known through {src})"
+
+
+def summary(der: Derivation) -> dict[str, Any]:
+    """The derivation's headline numbers (for the manifest and the report)."""
+    res = der.results
+    executable = [r for r in res if r.executable]
+    sizes = [len(r.required) for r in res if r.required is not None]
+    return {
+        "n_tasks": len(res),
+        "n_executable": len(executable),
+        "n_sufficient_all": sum(r.required is not None for r in res),
+        "n_executable_sufficient_all": sum(r.required is not None for r in executable),
+        "share_executable_sufficient_all": (
+            sum(r.required is not None for r in executable) / len(executable) if executable else 0.0
+        ),
+        "n_empty": sum(r.required == [] for r in res),
+        "n_with_alternatives": sum(bool(r.alternatives) for r in res),
+        "derived_size_mean": float(np.mean(sizes)) if sizes else 0.0,
+        "agreement": dict(Counter(agreement(r) for r in res if r.annotated_read)),
+    }
+
+
+def agreement(r: TaskResult) -> str:
+    """How the derived set relates to the annotated one: equal, subset, superset or other."""
+    if r.required is None:
+        return "other"
+    d, a = set(r.required), set(r.annotated)
+    if d == a:
+        return "equal"
+    if d < a:
+        return "subset"
+    if d > a:
+        return "superset"
+    return "other"
+
+
+def explain(r: TaskResult) -> str:
+    """Why the derived set differs from the annotated one, from the derivation's own evidence."""
+    if r.required is None:
+        return "no tool set is sufficient: " + "; ".join(_missing(m) for m in r.missing_all)
+    parts = []
+    extra = [t for t in r.annotated if t not in r.required]
+    added = [t for t in r.required if t not in r.annotated]
+    if added:
+        misses = r.missing_annotated
+        shown = "; ".join(_missing(m) for m in misses[:4]) + (f"; and {len(misses) - 4} more" if len(misses) > 4 else "")
+        parts.append(f"the annotated set is not sufficient, it lacks {shown}")
+    if extra:
+        if any(set(alt) == set(r.annotated) for alt in r.alternatives):
+            why = "the annotated set is another minimal sufficient set, with more tools"
+        elif not r.missing_annotated:
+            why = "the annotated set is sufficient but not minimal: the derived set already is"
+        else:
+            why = "the derived set is sufficient without it"
+        parts.append(f"{_names(extra)} not needed: {why}")
+    return "; ".join(parts)
+
+
+def sufficiency_section(der: Derivation, label_source: str) -> str:
+    """``## Sufficiency by execution``: executability, the share sufficient with every tool, empty sets."""
+    s = summary(der)
+    res = der.results
+    lines = [
+        "## Sufficiency by execution",
+        "",
+        f"G_x derived by running the domain's real tools (`camdf.sufficiency`, label source: {label_source}). "
+        "A tool set is sufficient for a task when the knowledge closure of the task text under the set holds "
+        "every identifier of the gold writes and every string to communicate, and the policy preconditions hold; "
+        f"every one of the {2 ** len(der.tools)} subsets of the {len(der.tools)} acquirable tools is checked. "
+        "Not checked, by rule: free text the agent composes (reasons, summaries) and the other details of a "
+        "write (addresses, names, dates of birth, cabins, counts, amounts).",
+        "",
+        f"- gold plans executable (no write raises on replay): {s['n_executable']} of {s['n_tasks']}",
+        f"- sufficient with every acquirable tool exposed: {s['n_executable_sufficient_all']} of "
+        f"{s['n_executable']} executable tasks ({100 * s['share_executable_sufficient_all']:.1f}%); "
+        f"{s['n_sufficient_all']} of {s['n_tasks']} overall",
+        f"- mean derived |G_x|: {s['derived_size_mean']:.3f}; tasks with alternative minimal sets: "
+        f"{s['n_with_alternatives']}",
+        f"- empty derived G_x: {s['n_empty']}",
+    ]
+    hist = Counter(len(r.required) for r in res if r.required is not None)
+    lines += ["", "| derived \\|G_x\\| | tasks |", "| ---: | ---: |"]
+    lines += [f"| {k} | {hist[k]} |" for k in sorted(hist)]
+    counts = Counter(t for r in res if r.required for t in r.required)
+    lines += ["", "| tool | tasks requiring it (derived) | in an alternative |", "| --- | ---: | ---: |"]
+    alt_counts = Counter(t for r in res for alt in r.alternatives for t in set(alt))
+    lines += [f"| `{t}` | {counts.get(t, 0)} | {alt_counts.get(t, 0)} |" for t in der.tools]
+
+    failing = [r for r in res if r.required is None]
+    lines += ["", "### Not sufficient with every tool", ""]
+    if failing:
+        lines += ["| task | executable | missing value (needed as: where; known through) |", "| --- | --- | --- |"]
+        lines += [f"| {r.task_id} | {'yes' if r.executable else 'no'} | "
+                  f"{_cell('; '.join(_missing(m) for m in r.missing_all))} |" for r in failing]
+    else:
+        lines.append("(none: every task is sufficient with every acquirable tool exposed)")
+
+    broken = [r for r in res if not r.executable]
+    lines += ["", "### Gold plans that do not execute", ""]
+    if broken:
+        lines += ["| task | error |", "| --- | --- |"]
+        lines += [f"| {r.task_id} | {_cell(r.error)} |" for r in broken]
+    else:
+        lines.append("(none)")
+    reads = [r for r in res if r.read_errors]
+    if reads:
+        lines += ["", f"Gold reads that raise while the plan still executes ({len(reads)} tasks; a first guess "
+                      "at an email or an item id tried as a product id):", "",
+                  "| task | error |", "| --- | --- |"]
+        lines += [f"| {r.task_id} | {_cell('; '.join(r.read_errors))} |" for r in reads]
+
+    empty = [r for r in res if r.required == []]
+    lines += ["", "### Empty derived G_x", ""]
+    if empty:
+        lines += ["| task | why no tool is needed |", "| --- | --- |"]
+        lines += [f"| {r.task_id} | {_cell(r.needs_no_information)} |" for r in empty]
+    else:
+        lines.append("(none)")
+
+    arith = [r for r in res if r.expressions]
+    if arith:
+        lines += ["", "### Arithmetic recovered for numbers to communicate", "",
+                  "No tool returns these numbers; `calculate` is called on the expression found over the numbers "
+                  "of the records the gold plan touches (`camdf.sufficiency.arithmetic`).", "",
+                  "| task | expression(s) |", "| --- | --- |"]
+        lines += [f"| {r.task_id} | {_cell('; '.join(f'`{e}`' for e in r.expressions))} |" for r in arith]
+    bounded = [r for r in res if r.bounded]
+    if bounded:
+        lines += ["", "Closures that hit the bound on calls per tool: "
+                  + ", ".join(f"{r.task_id} ({', '.join(r.bounded)})" for r in bounded)]
+    return "\n".join(lines) + "\n"
+
+
+def agreement_section(der: Derivation) -> str:
+    """``## Derived versus annotated G_x`` for the tasks whose gold plan lists a read action."""
+    res = [r for r in der.results if r.annotated_read]
+    counts = Counter(agreement(r) for r in res)
+    lines = [
+        "## Derived versus annotated G_x",
+        "",
+        f"Tasks whose gold plan lists a read action: {len(res)} of {len(der.results)}. Annotated G_x: the "
+        "acquirable tools among the gold actions; derived G_x: the minimal sufficient set chosen by execution "
+        "(subset: derived inside annotated; superset: derived contains annotated).",
+        "",
+        "| agreement | tasks |",
+        "| --- | ---: |",
+    ]
+    lines += [f"| {k} | {counts.get(k, 0)} |" for k in AGREEMENT]
+    differ = [r for r in res if agreement(r) != "equal"]
+    lines += ["", "### Disagreements", ""]
+    if differ:
+        lines += ["| task | agreement | annotated | derived | why |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| {r.task_id} | {agreement(r)} | {_names(r.annotated)} | {_names(r.required)} | "
+                  f"{_cell(explain(r))} |" for r in differ]
+    else:
+        lines.append("(none)")
+    return "\n".join(lines) + "\n"

@@ -106,7 +106,9 @@ def build_domain(
     """
     out_dir = Path(out_dir)
     derived = _label_source(config) == "derived"
-    code = ("camdf.data", "camdf.cache") + (("camdf.sufficiency",) if derived else ())
+    exec_costs = bool(config.get("report_execution_costs", False))
+    code = ("camdf.data", "camdf.cache") + (("camdf.sufficiency",) if derived else ()) + (
+        ("camdf.costs",) if exec_costs else ())
     key = data_key(config, list(packages), list(inputs), code)
     manifest = read_manifest(out_dir)
     if not force and manifest is not None and manifest.get("key") == key:
@@ -117,6 +119,12 @@ def build_domain(
     if derived:
         domain, sections, extra["sufficiency"] = derive_labels(domain, cache_dir)
     domain.name = config.get("name", domain.name)
+    if exec_costs:
+        from camdf.costs import execution_section, measure_execution
+
+        measured = measure_execution(domain, cache_dir=cache_dir)
+        sections.append(execution_section({domain.name: measured}))
+        extra["execution_costs"] = measured["mean_tokens"].round(3).to_dict()
     summary = {**summarize(domain), "label_source": "derived" if derived else "annotated", **extra}
     files = {
         "report.md": render_report(domain, summary, extra_sections=sections),

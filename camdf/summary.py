@@ -110,7 +110,23 @@ def summarize_cell(
                     "noninferior_vs_full": float(tost.noninferior),
                 }
             )
+    if "verified" in outcomes:
+        verified = wide(outcomes, "verified").astype(float)
+        for m in methods:
+            rows[m]["verified_success"] = verified[m].mean()
+            if "full" in methods and m != "full":
+                mc = mcnemar_exact(verified[m].to_numpy(), verified["full"].to_numpy())
+                tost = tost_paired(verified[m].to_numpy(), verified["full"].to_numpy(), delta=delta)
+                rows[m].update({"verified_mcnemar_p_vs_full": mc.pvalue, "verified_tost_p_vs_full": tost.p_lower,
+                                "verified_noninferior_vs_full": float(tost.noninferior),
+                                "verified_diff_vs_full": float(tost.diff)})
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "method"
     metrics = {f"{m}/{k}": float(v) for m, r in rows.items() for k, v in r.items() if pd.notna(v)}
+    if "verified" in outcomes:
+        # Agreement of the G_x proxy with verified sufficiency over every set any method exposed.
+        proxy, ver = outcomes["success"].astype(bool), outcomes["verified"].astype(bool)
+        metrics.update({"agreement/both": float((proxy & ver).sum()), "agreement/proxy_only": float((proxy & ~ver).sum()),
+                        "agreement/verified_only": float((~proxy & ver).sum()),
+                        "agreement/neither": float((~proxy & ~ver).sum())})
     return metrics, table

@@ -227,6 +227,68 @@ def cross_domain(runs, main, kind: str) -> Report:
                   note="Mean payoff per method; every method tuned and evaluated out of fold per domain.")
 
 
+SOURCES = {"data": "derived", "annotated": "annotated", "partial": "partial"}
+
+
+def a25(runs: pd.DataFrame, main: dict) -> list[Report]:
+    """A25: verified sufficiency at the main cell, per label source; agreement; tests; noise re-scored."""
+    p = _main_params(main)
+    p.pop("label_source")
+    sel = select(runs, **p, method__names=str(list(main["methods"])))
+    if sel.empty or "m:camdf/verified_success" not in sel:
+        raise LookupError("A25: no FINISHED label-source run with verified metrics; run `experiment=a25` first")
+    sel = sel[sel["m:camdf/verified_success"].notna()].sort_values("start")
+    sel = sel.drop_duplicates("p:label_source", keep="last").set_index("p:label_source")
+    order = [s for s in SOURCES if s in sel.index]
+    methods = _present(sel)
+    cols = {}
+    for s in order:
+        r = sel.loc[s]
+        cols[f"verified success ({SOURCES[s]})"] = [r.get(f"m:{m}/verified_success", np.nan) for m in methods]
+        cols[f"tools ({SOURCES[s]})"] = [r.get(f"m:{m}/n_exposed", np.nan) for m in methods]
+        cols[f"payoff ({SOURCES[s]})"] = [r.get(f"m:{m}/payoff_mean", np.nan) for m in methods]
+    main_frame = pd.DataFrame(cols, index=pd.Index(methods, name="method"))
+    agree = pd.DataFrame(
+        {k: [int(sel.loc[s, f"m:agreement/{k}"]) for s in order] for k in ("both", "proxy_only", "verified_only",
+                                                                               "neither")},
+        index=pd.Index([SOURCES[s] for s in order], name="label source"),
+    )
+    agree.columns = ["proxy and verified", "proxy only", "verified only", "neither"]
+    tests = []
+    for s in order:
+        r = sel.loc[s]
+        for m in methods:
+            if m == "full" or pd.isna(r.get(f"m:{m}/verified_tost_p_vs_full", np.nan)):
+                continue
+            tests.append({"label source / method": f"{SOURCES[s]} / {m}",
+                          "verified success minus full": r[f"m:{m}/verified_diff_vs_full"],
+                          "McNemar p": r[f"m:{m}/verified_mcnemar_p_vs_full"],
+                          "TOST p (delta 0.05)": r[f"m:{m}/verified_tost_p_vs_full"],
+                          "non-inferior": "yes" if r[f"m:{m}/verified_noninferior_vs_full"] else "no"})
+    tests_frame = pd.DataFrame(tests).set_index("label source / method") if tests else pd.DataFrame()
+    reports = [
+        Report("a25", f"A25 (b): verified success, tools exposed and payoff at the main cell, per training label source",
+               main_frame, note="Verified success: the exposed set passes the execution-based sufficiency check "
+               "(camdf.sufficiency) on tau2's real tools. Payoff uses the G_x of the label source."),
+        Report("a25_agreement", "A25 (a): the G_x proxy against verified sufficiency, over every set any method exposed",
+               agree, note="Counts of (method, task) outcomes at the main cell."),
+        Report("a25_tests", "A25 (c): verified success against full access: McNemar (exact) and TOST non-inferiority",
+               tests_frame, digits=4, note="Non-inferior: TOST lower one-sided p < 0.05 at margin delta = 0.05."),
+    ]
+    q = _main_params(main)
+    q.pop("label_noise")
+    noise = select(runs, **q, method__names=str(list(main["noise_methods"])))
+    if not noise.empty and "m:camdf/verified_success" in noise and noise["m:camdf/verified_success"].notna().all():
+        noise = noise.assign(eps=noise["p:label_noise"].astype(float)).sort_values("start")
+        noise = noise.drop_duplicates("eps", keep="last").sort_values("eps")
+        nm = [m for m in _present(noise)
+              if f"m:{m}/verified_success" in noise and noise[f"m:{m}/verified_success"].notna().all()]
+        frame = pd.DataFrame({m: noise[f"m:{m}/verified_success"].to_numpy() for m in nm},
+                             index=pd.Index([f"{e:g}" for e in noise["eps"]], name="epsilon"))
+        reports.append(Report("a25_noise", "A25 (d): the A19 noise study re-scored by verified success", frame))
+    return reports
+
+
 def heatmap_png(long: pd.DataFrame, title: str) -> bytes:
     """Heatmap of a lambda x d grid of differences, CI-excluding-zero cells outlined."""
     import matplotlib
@@ -290,6 +352,7 @@ def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, b
         ("a22", lambda: cross_domain(runs, main, "exact")),
         ("a23", lambda: cross_domain(runs, main, "partial")),
         ("a24", lambda: a24(runs, main)),
+        ("a25", lambda: a25(runs, main)),
     ]
     for name, build in builders:
         try:
@@ -300,9 +363,9 @@ def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, b
         if isinstance(out, tuple):
             report, long = out
             figures[f"{name}_heatmap.png"] = heatmap_png(long, report.title)
+            reports.append(report)
         else:
-            report = out
-        reports.append(report)
+            reports += out if isinstance(out, list) else [out]
     try:
         figures["payoff_vs_tools.png"] = figure_payoff_vs_tools(runs, main)
     except LookupError as err:
@@ -339,6 +402,10 @@ def build_tables(tracker, main: dict, out_dir, readme=None) -> tuple[list, list[
     out_dir = Path(out_dir)
     runs = runs_frame(tracker)
     reports, figures, missing = build_all(runs, main)
+    if out_dir.is_dir():  # a table the store no longer supports must not linger from an older build
+        for old in out_dir.iterdir():
+            if old.suffix in (".md", ".csv", ".tex", ".png"):
+                old.unlink()
     written = []
     for report in reports:
         written += report.write(out_dir)

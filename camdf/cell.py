@@ -10,9 +10,11 @@ training tasks, so they are as noisy as the ones met at test time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cache
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import ThreadpoolController
 
 from camdf.folds import fold_ids
 from camdf.instances import Instances, curves_from_sets
@@ -58,6 +60,8 @@ def evaluate_cell(
     kind: str = "exact",
     random_state: int = 0,
     label_noise: float = 0.0,
+    train_kind: str | None = None,
+    lam_grid: tuple[float, ...] | list[float] | None = None,
     inner_folds: int = 5,
 ) -> CellResult:
     """Out-of-fold outcomes of every method on every evaluated task.
@@ -78,6 +82,10 @@ def evaluate_cell(
         evaluation always uses the clean G_x.
     inner_folds : int
         Folds of the inner cross-fitting of membership probabilities.
+    train_kind : {"exact", "partial"} or None
+        Payoff behind the training labels and tuning (default: ``kind``); evaluation uses ``kind``.
+    lam_grid : sequence of float or None
+        Lambdas the ``camdf_lambda`` method trains across (lambda as a feature); default ``[lam]``.
 
     Returns
     -------
@@ -95,36 +103,60 @@ def evaluate_cell(
     train_member = noisy_membership(inst.member, inst.valid, label_noise, random_state)
     train_inst = inst if label_noise == 0 else with_membership(inst, train_member)
     rows, coefs, tuned = [], [], []
-    for f in fold_ids(inst.folds):
-        te = inst.folds == f
-        tr = ~te
-        tr_inst = train_inst.subset(tr)
-        te_inst = inst.subset(te)
-        p_te = MembershipModel().fit(tr_inst, train_member[tr]).predict_proba(te_inst)
-        p_tr = cross_fit(tr_inst, train_member[tr], n_folds=inner_folds, random_state=random_state + f)
-        train = StateBatch.make(tr_inst, p_tr, lam, kind, train=True)
-        test = StateBatch.make(te_inst, p_te, lam, kind, train=False)
-        idx = np.flatnonzero(te)
-        for name in methods:
-            if name == "oracle_set":
-                continue
-            if name == "best_prefix":
-                depth = np.argmax(u_true[te], axis=1)
-            else:
-                policy = make_policy(name, random_state).fit(train)
-                depth = policy.decide(test)
-                if isinstance(policy, CamDFLite):
-                    coefs.append(policy.coefficients_.rename(f).to_frame().T.assign(fold=f))
-                for attr in ("k_", "threshold_", "params_"):
-                    if hasattr(policy, attr):
-                        tuned.append({"fold": f, "method": name, "parameter": attr.rstrip("_"),
-                                      "value": str(getattr(policy, attr))})
-            rows.append(_outcomes(name, f, idx, depth, inst, u_true, cum_cost))
-        if "oracle_set" in methods:
-            rows.append(_oracle_set(f, idx, inst, lam, kind))
+    # The cell's models are small (hundreds to ~10^5 rows, ~20 columns): multi-threaded BLAS only adds
+    # hand-offs and spinning workers, which made the logistic fits 10-30x slower on 2 busy cores.
+    # Results are unchanged (checked on retail: identical outcomes, thresholds and coefficients).
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        for f in fold_ids(inst.folds):
+            te = inst.folds == f
+            tr = ~te
+            tr_inst = train_inst.subset(tr)
+            te_inst = inst.subset(te)
+            p_te = MembershipModel().fit(tr_inst, train_member[tr]).predict_proba(te_inst)
+            p_tr = cross_fit(tr_inst, train_member[tr], n_folds=inner_folds, random_state=random_state + f)
+            train = StateBatch.make(tr_inst, p_tr, lam, train_kind or kind, train=True)
+            test = StateBatch.make(te_inst, p_te, lam, kind, train=False)
+            idx = np.flatnonzero(te)
+            for name in methods:
+                if name == "oracle_set":
+                    continue
+                if name == "best_prefix":
+                    depth = np.argmax(u_true[te], axis=1)
+                elif name == "camdf_lambda":
+                    depth = _lambda_conditioned(tr_inst, p_tr, lam_grid or [lam], train_kind or kind,
+                                                random_state).decide(test)
+                else:
+                    policy = make_policy(name, random_state).fit(train)
+                    depth = policy.decide(test)
+                    if isinstance(policy, CamDFLite):
+                        coefs.append(policy.coefficients_.rename(f).to_frame().T.assign(fold=f))
+                    for attr in ("k_", "threshold_", "params_"):
+                        if hasattr(policy, attr):
+                            tuned.append({"fold": f, "method": name, "parameter": attr.rstrip("_"),
+                                          "value": str(getattr(policy, attr))})
+                rows.append(_outcomes(name, f, idx, depth, inst, u_true, cum_cost))
+            if "oracle_set" in methods:
+                rows.append(_oracle_set(f, idx, inst, lam, kind))
     outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS)]
     coef_df = pd.concat(coefs, ignore_index=True) if coefs else pd.DataFrame()
     return CellResult(outcomes, coef_df, pd.DataFrame(tuned))
+
+
+@cache
+def _blas_controller() -> ThreadpoolController:
+    """The process's BLAS libraries, inspected once (the inspection costs tens of milliseconds)."""
+    return ThreadpoolController()
+
+
+def _lambda_conditioned(tr_inst, p_tr, lam_grid, kind, random_state):
+    """One CAM-DF model trained across a lambda grid with lambda as a feature (the run-time dial)."""
+    from camdf.features import FEATURES
+    from camdf.policies.camdf import DEFAULT_GRID, CamDF
+    from camdf.runtime import concat_batches
+
+    batches = [StateBatch.make(tr_inst, p_tr, float(value), kind, train=True) for value in lam_grid]
+    return CamDF(features=list(FEATURES), grid=DEFAULT_GRID[:1], random_state=random_state).fit(
+        concat_batches(batches))
 
 
 def _outcomes(name, fold, idx, depth, inst, u_true, cum_cost) -> pd.DataFrame:

@@ -184,6 +184,34 @@ def a20(runs, main) -> Report:
                        "lite: 10-feature weighted logistic model.")
 
 
+def a20_lambda(runs, main) -> Report:
+    """A20 (lambda dial): one lambda-conditioned model against per-cell models over the A18 grid."""
+    p = _main_params(main)
+    p.pop("cost__lam"), p.pop("cost__d")
+    sel = select(runs, **p, method__names=str(list(main["grid_methods"])))
+    if sel.empty or "m:camdf_lambda/payoff_mean" not in sel:
+        raise LookupError("A20 (lambda): no FINISHED grid run with camdf_lambda; run `experiment=a18` first")
+    sel = sel.assign(lam=sel["p:cost.lam"].astype(float), d=sel["p:cost.d"].astype(float))
+    sel = sel.sort_values("start").drop_duplicates(["lam", "d"], keep="last")
+    cond = sel["m:camdf_lambda/payoff_mean"]
+    inside = (cond >= sel["m:camdf/payoff_ci_low"] - 1e-12) & (cond <= sel["m:camdf/payoff_ci_high"] + 1e-12)
+    long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "inside": inside,
+                         "cell": [f"{c:.3f} vs {m:.3f} [{lo:.3f}, {hi:.3f}]" for c, m, lo, hi in zip(
+                             cond, sel["m:camdf/payoff_mean"], sel["m:camdf/payoff_ci_low"],
+                             sel["m:camdf/payoff_ci_high"])]})
+    frame = long.pivot(index="lam", columns="d", values="cell").sort_index()
+    marks = ~long.pivot(index="lam", columns="d", values="inside").sort_index().astype(bool)
+    frame.index = [f"{v:g}" for v in frame.index]
+    frame.columns = [f"d={v:g}" for v in frame.columns]
+    marks.index, marks.columns = frame.index, frame.columns
+    frame.index.name = "lambda"
+    share = float(inside.mean())
+    return Report("a20_lambda", "A20 (lambda dial): one lambda-conditioned CAM-DF against per-cell CAM-DF models",
+                  frame, marks=marks,
+                  note=f"Each cell: lambda-conditioned payoff vs per-cell payoff [95% CI]; † marks cells outside the "
+                       f"CI. Inside the CI in {int(inside.sum())} of {len(long)} cells ({100 * share:.0f}%).")
+
+
 def a21(runs, main) -> Report:
     p = _main_params(main)
     p.pop("scorer__label")
@@ -348,6 +376,7 @@ def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, b
         ("a18", lambda: a18(runs, main)),
         ("a19", lambda: a19(runs, main)),
         ("a20", lambda: a20(runs, main)),
+        ("a20_lambda", lambda: a20_lambda(runs, main)),
         ("a21", lambda: a21(runs, main)),
         ("a22", lambda: cross_domain(runs, main, "exact")),
         ("a23", lambda: cross_domain(runs, main, "partial")),

@@ -11,7 +11,8 @@ from camdf.policies.baselines import (
 )
 from camdf.policies.camdf import NO_COST, NO_MEMBERSHIP, CamDF, CamDFLite
 
-# name -> factory(random_state). ``oracle_set`` is not a prefix rule: the cell evaluates it directly.
+# name -> factory(random_state). ``oracle_set`` (not a prefix rule) and ``camdf_lambda`` (trained across a
+# lambda grid) are built by the cell evaluator itself.
 REGISTRY: dict[str, Callable[[int], StoppingRule]] = {
     "camdf": lambda rs: CamDF(random_state=rs),
     "camdf_lite": lambda rs: CamDFLite(),
@@ -32,7 +33,7 @@ REGISTRY: dict[str, Callable[[int], StoppingRule]] = {
     "camdf_regression": lambda rs: CamDF(target="regress", random_state=rs),
 }
 ORACLES = ("oracle_set", "best_prefix")
-METHODS = (*REGISTRY, "oracle_set")
+METHODS = (*REGISTRY, "oracle_set", "camdf_lambda")
 
 
 def make_policy(name: str, random_state: int = 0) -> StoppingRule:

@@ -1,0 +1,336 @@
+"""The benchmark suite (`make bench`): every benchmark, then outputs/bench/bench.json and summary.md.
+
+Benchmarks, in order (each also times a plain reference of the same work in the same
+run and reports the ratio, since absolute times on shared machines are noisy):
+
+- labels: Delta labels of 100 000 synthetic tasks x 20 tools (bench_core.py)
+- features: state features + CAM-DF prediction for a whole cell, per state (bench_core.py)
+- bootstrap: paired bootstrap, B = 10 000 x n = 2 285 x 12 methods (bench_stats.py)
+- cell: the issue-5 retail cell end to end and by parts (bench_cell.py)
+- scaling: the retail cell with 0 / 100 / 500 / 1 000 distractor tools (bench_cell.py)
+- profile: cProfile of the retail cell's evaluation (bench_cell.py)
+- sufficiency: G_x derivation by execution, cold and warm (bench_sufficiency.py)
+- rankers: scoring four domains x five scorers from a cold cache (bench_rankers.py)
+
+Needs the built domains (`make data`).  Options: ``--only NAME[,NAME]`` runs a subset;
+``--skip NAME[,NAME]`` leaves some out; ``--skip-dense`` scores without the dense and
+hybrid scorers (the cold MiniLM embeddings are most of the rankers benchmark);
+``--out DIR`` changes the output folder (default ``outputs/bench``).  A failing
+benchmark is recorded with its error and the others still run; the exit status is 1
+when any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import ROOT, load, machine_facts  # noqa: E402
+
+BUDGET_S = 600.0  # acceptance 1: the whole suite under 10 minutes
+
+
+def _core(name: str) -> Callable[[], Any]:
+    def go():
+        import bench_core
+
+        if name == "labels":
+            return bench_core.bench_labels()
+        domains = [d for d in ("retail", "retail_d100") if (ROOT / "data" / d / "catalog.json").is_file()]
+        return {"domains": [bench_core.bench_features(d) for d in domains]}
+    return go
+
+
+def _cell(name: str) -> Callable[[], Any]:
+    def go():
+        import bench_cell
+
+        return {"cell": bench_cell.bench_cell, "scaling": bench_cell.bench_scaling,
+                "profile": bench_cell.profile_cell}[name]()
+    return go
+
+
+def _module_run(module: str, **kwargs) -> Callable[[], Any]:
+    def go():
+        mod = importlib.import_module(module)  # imported here: bench_rankers times its process from import
+        if not callable(getattr(mod, "run", None)):
+            raise RuntimeError(f"benchmarks/{module}.py has no run() function")
+        return mod.run(**kwargs)
+    return go
+
+
+def steps(skip_dense: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
+    """name -> (description, function returning the figures)."""
+    rankers_kwargs = {"scorers": ["bm25", "supervised", "prior"]} if skip_dense else {}
+    out = {
+        "labels": ("Delta labels, 100 000 tasks x 20 tools", _core("labels")),
+        "features": ("features + CAM-DF prediction per state", _core("features")),
+        "bootstrap": ("paired bootstrap, B 10 000 x n 2 285 x 12", _module_run("bench_stats")),
+        "cell": ("retail cell end to end (issue 5)", _cell("cell")),
+        "scaling": ("retail + 0/100/500/1000 distractors", _cell("scaling")),
+        "profile": ("cProfile of the retail cell", _cell("profile")),
+        "sufficiency": ("G_x by execution, cold and warm", _module_run("bench_sufficiency")),
+        "rankers": ("scoring, 4 domains x scorers, cold cache", _module_run("bench_rankers", **rankers_kwargs)),
+    }
+    if not (Path(__file__).parent / "bench_sufficiency.py").is_file():
+        del out["sufficiency"]
+    return out
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def _f(x: Any, digits: int = 3) -> str:
+    if isinstance(x, bool) or x is None:
+        return "yes" if x is True else ("no" if x is False else "")
+    if isinstance(x, float):
+        return f"{x:,.{digits}f}" if abs(x) < 1e5 else f"{x:,.0f}"
+    if isinstance(x, int):
+        return f"{x:,}"
+    return str(x)
+
+
+def _table(header: list[str], rows: list[list[Any]], align: str | None = None) -> str:
+    align = align or "l" + "r" * (len(header) - 1)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(_f(c) if not isinstance(c, str) else c for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _md_labels(r: dict) -> str:
+    rows = [
+        ["vectorised (payoffs, Deltas, labels)", r["tasks"], r["states"], r["vectorised"]["best_s"],
+         r["vectorised"]["median_s"], f"{r['states_per_s'] / 1e6:.1f} M", "1"],
+        ["reference loop (tests/unit/core/reference.py)", r["reference_tasks"], r["reference_tasks"] * r["tools"],
+         r["reference"]["best_s"], r["reference"]["median_s"], f"{r['reference_states_per_s'] / 1e3:.0f} k",
+         f"{r['ratio_vs_reference']:.0f}x"],
+        ["tuned single-pass Python loop", r["loop_tasks"], r["loop_tasks"] * r["tools"], r["loop"]["best_s"],
+         r["loop"]["median_s"], f"{r['loop_states_per_s'] / 1e3:.0f} k", f"{r['ratio_vs_loop']:.0f}x"],
+    ]
+    return (_table(["implementation", "tasks", "states", "best (s)", "median (s)", "states/s", "vectorised speed-up"],
+                   rows)
+            + f"\n\nTarget: >= 5 M states/s and >= 50x the reference loop: "
+              f"**{'met' if r['meets_target'] else 'missed'}**.")
+
+
+def _md_features(r: dict) -> str:
+    rows = [[d["domain"], d["tasks"], d["states"], d["features_us_per_state"], d["prediction_us_per_state"],
+             d["us_per_state"], d["reference_us_per_state"], f"{d['ratio_vs_reference']:.0f}x"] for d in r["domains"]]
+    return (_table(["cell", "tasks", "states", "features (us/state)", "prediction (us/state)",
+                    "features + prediction (us/state)", "reference (us/state)", "speed-up"], rows)
+            + "\n\nReference: per-task Python features from the definitions and one `predict_proba` per task "
+              "(checked equal). Times are best of 5 (reference: best of 3).")
+
+
+def _md_bootstrap(r: dict) -> str:
+    keys = [("bootstrap_indices_s", "index matrix B x n"), ("resample_means_s", "resample means (all methods)"),
+            ("paired_bootstrap_percentile_given_indices_s", "paired bootstrap, percentile"),
+            ("paired_bootstrap_bca_given_indices_s", "paired bootstrap, BCa"),
+            ("paired_bootstrap_end_to_end_s", "end to end (indices + percentile)"),
+            ("loop_extrapolated_full_B_s", f"reference: loop over resamples ({r['loop_resamples']:,} rows, "
+                                           f"extrapolated to B)")]
+    rows = [[label, r[k]] for k, label in keys]
+    return (_table(["step", "best (s)"], rows)
+            + f"\n\nB = {r['B']:,}, n = {r['n_tasks']:,}, {r['n_methods']} methods. Speed-up of the resample means "
+              f"over the loop: {r['speedup_means_vs_loop']:.0f}x; end to end over loop + indices: "
+              f"{r['speedup_end_to_end_vs_loop_plus_indices']:.1f}x. Target end to end <= "
+              f"{r['target_end_to_end_s']:.0f} s: **{'met' if r['meets_target'] else 'missed'}**.")
+
+
+def _md_cell(r: dict) -> str:
+    def row(label, t):
+        return [label, t["best_s"], t["median_s"], ", ".join(f"{x:.2f}" for x in t["runs_s"])]
+    rows = [
+        row(f"run_cell end to end, {r['methods_all']} methods (cold score cache)", r["run_cell_end_to_end"]),
+        row("cell_instances (load, score, price, pad)", r["cell_instances"]),
+        row(f"evaluate_cell, all {r['methods_all']} methods", r["evaluate_cell_all_methods"]),
+        row(f"evaluate_cell, Table 2 methods ({r['methods_main']})", r["evaluate_cell_main_methods"]),
+        row("reference: evaluate_cell, all methods, default BLAS threads", r["reference_default_threads"]),
+    ]
+    return (_table(["measurement", "best (s)", "median (s)", "runs (s)"], rows)
+            + f"\n\n{r['cell']}; {r['tasks']} tasks, {r['states']} states. Summary + plot (end to end minus parts): "
+              f"{r['summary_and_plot_s']:.2f} s. Default BLAS threads / single-thread BLAS: "
+              f"{r['ratio_reference_vs_evaluate']:.2f}x (outcomes identical: "
+              f"{_f(r['reference_outcomes_identical'])}). Target end to end <= {r['target_s']:.0f} s: "
+              f"**{'met' if r['meets_target'] else 'missed'}**.")
+
+
+def _md_scaling(r: dict) -> str:
+    base = next((x for x in r["rows"] if x["distractors"] == 100), r["rows"][0])
+    rows = [[x["distractors"], x["candidates"], x["states"], x["instances_s"], x["evaluate_s"], x["cell_s"],
+             f"{x['us_per_state']:.0f}", f"{x['states'] / base['states']:.2f}x", f"{x['cell_s'] / base['cell_s']:.2f}x"]
+            for x in r["rows"]]
+    text = _table(["distractors", "candidates / task", "states", "instances (s)", "evaluate_cell (s)", "cell (s)",
+                   "us / state", "states vs 100", "time vs 100"], rows, "r" * 9)
+    text += f"\n\nMethods: {', '.join(r['methods'])}."
+    if "time_ratio_1000_vs_100" in r:
+        text += (f" 1 000 vs 100 distractors: time {r['time_ratio_1000_vs_100']:.1f}x for "
+                 f"{r['state_ratio_1000_vs_100']:.1f}x the states (target <= {r['target_ratio']:.0f}x): "
+                 f"**{'met' if r['meets_target'] else 'missed'}**.")
+    return text
+
+
+def _md_profile(r: dict) -> str:
+    own = _table(["function (by own time)", "calls", "own (s)", "cumulative (s)"],
+                 [[x["function"], x["calls"], x["own_s"], x["cumulative_s"]] for x in r["by_own_time"]])
+    cum = _table(["function (by cumulative time)", "calls", "own (s)", "cumulative (s)"],
+                 [[x["function"], x["calls"], x["own_s"], x["cumulative_s"]] for x in r["by_cumulative_time"]])
+    pkg = _table(["package", "own time (s)", "share"],
+                 [[k, v, f"{v / r['profiled_s']:.0%}"] for k, v in r["own_time_by_package"].items()])
+    return f"Profiled total: {r['profiled_s']:.2f} s (cProfile overhead included).\n\n{own}\n\n{cum}\n\n{pkg}"
+
+
+def _md_flat(r: dict) -> str:
+    rows = [[k, v] for k, v in r.items() if not isinstance(v, (dict, list))]
+    return _table(["figure", "value"], rows)
+
+
+def _md_rankers(r: dict) -> str:
+    jobs = _table(["domain", "scorer", "seconds", "(task, candidate) rows", "MRR"],
+                  [[j["domain"], j["scorer"], j["seconds"], j["rows"], j["mrr"]] for j in r["jobs"]], "llrrr")
+    return (jobs + f"\n\nAll jobs {r['all_jobs_s']:.1f} s; with imports {r['process_s']:.1f} s "
+                   f"(target {r['target_s']:.0f} s: **{'met' if r['meets_target'] else 'missed'}**). "
+                   f"Scorers: {', '.join(r['scorers'])}.")
+
+
+RENDER = {"labels": _md_labels, "features": _md_features, "bootstrap": _md_bootstrap, "cell": _md_cell,
+          "scaling": _md_scaling, "profile": _md_profile, "sufficiency": _md_flat, "rankers": _md_rankers}
+
+
+def acceptance(results: dict, total_s: float) -> list[dict]:
+    """The issue's acceptance points this suite can check."""
+    def get(name, key, default=None):
+        r = results.get(name, {})
+        return r.get("figures", {}).get(key, default) if r.get("ok") else default
+
+    checks = [{"point": "1. make bench under 10 minutes", "value": f"{total_s:.0f} s", "met": total_s <= BUDGET_S}]
+    rate, ratio = get("labels", "states_per_s"), get("labels", "ratio_vs_reference")
+    if rate is not None:
+        checks.append({"point": "2. labels >= 5 M states/s and >= 50x the reference loop",
+                       "value": f"{rate / 1e6:.1f} M states/s, {ratio:.0f}x", "met": rate >= 5e6 and ratio >= 50})
+    sc = get("scaling", "time_ratio_1000_vs_100")
+    if sc is not None:
+        checks.append({"point": "3. 1 000 vs 100 distractors <= 12x time per cell", "value": f"{sc:.1f}x",
+                       "met": sc <= 12})
+    cell = get("cell", "run_cell_end_to_end")
+    if cell is not None:
+        checks.append({"point": "issue 5: retail cell, all methods, <= 10 s", "value": f"{cell['best_s']:.1f} s",
+                       "met": cell["best_s"] <= 10})
+    return checks
+
+
+def summary_md(report: dict) -> str:
+    m = report["machine"]
+    v = m["versions"]
+    blas = "; ".join(f"{b['internal_api']} {b['version']} ({b['num_threads']} threads)" for b in m["blas"])
+    facts = _table(["fact", "value"], [
+        ["CPU", m["cpu"]], ["cores (usable)", f"{m['cores']} ({m['cores_usable']})"], ["memory", f"{m['memory_gb']} GB"],
+        ["platform", m["platform"]], ["python", m["python"]],
+        ["numpy / scipy / pandas", f"{v['numpy']} / {v['scipy']} / {v['pandas']}"],
+        ["scikit-learn / lightgbm / bm25s", f"{v['sklearn']} / {v['lightgbm']} / {v['bm25s']}"],
+        ["BLAS", blas], ["git", f"{m['git_commit']}{' (uncommitted changes)' if m['git_dirty'] else ''}"],
+        ["load average at start / end (1, 5, 15 min)", f"{report['load_avg_start']} / {report['load_avg_end']}"],
+        ["started (UTC)", report["started"]], ["total", f"{report['total_s']:.0f} s"],
+    ])
+    parts = [
+        "# Benchmarks\n",
+        "Generated by `make bench` (`benchmarks/run.py`); figures in `bench.json`. Times are wall-clock seconds, "
+        "best of the repeats unless stated; each benchmark times a plain reference of the same work in the same "
+        "run, and the ratios are the figures to compare across machines.\n",
+        "## Machine\n", facts,
+        "\n## Acceptance\n",
+        _table(["point", "value", "met"], [[c["point"], c["value"], _f(c["met"])] for c in report["acceptance"]], "lrl"),
+    ]
+    for name, res in report["benchmarks"].items():
+        parts.append(f"\n## {name}: {res['description']}\n")
+        if not res["ok"]:
+            parts.append(f"Failed after {res['seconds']:.1f} s: `{res['error']}`")
+            continue
+        parts.append(RENDER.get(name, _md_flat)(res["figures"]))
+        parts.append(f"\n\n_{res['seconds']:.1f} s; load average {res['load_avg']}._")
+    skipped = report.get("skipped") or []
+    if skipped:
+        parts.append(f"\n\nNot run: {', '.join(skipped)}.")
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", default="", help="comma-separated benchmarks to run")
+    parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
+    parser.add_argument("--skip-dense", action="store_true", help="rankers without the dense and hybrid scorers")
+    parser.add_argument("--out", default=str(ROOT / "outputs" / "bench"), help="output folder")
+    args = parser.parse_args(argv)
+
+    plan = steps(args.skip_dense)
+    only = [s for s in args.only.split(",") if s]
+    skip = [s for s in args.skip.split(",") if s]
+    unknown = [s for s in only + skip if s not in plan]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {unknown}; expected names from {list(plan)}")
+    chosen = [s for s in plan if (not only or s in only) and s not in skip]
+
+    console = Console(stderr=True)
+    report: dict[str, Any] = {
+        "machine": machine_facts(),
+        "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "load_avg_start": load(),
+        "options": {"only": only, "skip": skip, "skip_dense": args.skip_dense},
+        "benchmarks": {},
+        "skipped": [s for s in plan if s not in chosen],
+    }
+    m = report["machine"]
+    console.print(f"[bold]make bench[/]: {m['cpu']}, {m['cores']} cores, python {m['python']}, "
+                  f"load {report['load_avg_start']}")
+    t0 = time.perf_counter()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/"
+                  "{task.total}"), TimeElapsedColumn(), console=console, transient=False) as progress:
+        overall = progress.add_task("benchmarks", total=len(chosen))
+        for name in chosen:
+            description, fn = plan[name]
+            step = progress.add_task(f"  {name}: {description}", total=1)
+            start = time.perf_counter()
+            entry: dict[str, Any] = {"description": description}
+            try:
+                entry["figures"] = fn()
+                entry["ok"] = True
+            except Exception as err:  # noqa: BLE001 - recorded; the other benchmarks still run
+                entry.update(ok=False, error=f"{type(err).__name__}: {err}", traceback=traceback.format_exc())
+                progress.console.print(f"[red]{name} failed[/]: {entry['error']}")
+            entry["seconds"] = time.perf_counter() - start
+            entry["load_avg"] = load()
+            report["benchmarks"][name] = entry
+            progress.update(step, completed=1)
+            progress.advance(overall)
+    report["total_s"] = time.perf_counter() - t0
+    report["load_avg_end"] = load()
+    report["acceptance"] = acceptance(report["benchmarks"], report["total_s"])
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    (out / "summary.md").write_text(summary_md(report))
+    for c in report["acceptance"]:
+        console.print(f"{'[green]met[/]' if c['met'] else '[red]missed[/]'}  {c['point']}: {c['value']}")
+    console.print(f"wrote {out / 'bench.json'} and {out / 'summary.md'} ({report['total_s']:.0f} s)")
+    return 0 if all(e["ok"] for e in report["benchmarks"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

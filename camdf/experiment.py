@@ -24,6 +24,9 @@ from camdf.instances import Instances, build_instances
 from camdf.summary import summarize_cell
 
 
+LABEL_SOURCES = ("data", "annotated", "partial")
+
+
 @dataclass
 class Paths:
     """Where a cell reads data and keeps caches."""
@@ -62,10 +65,11 @@ def required_sets(domain: Domain, label_source: str) -> tuple[dict, dict]:
 
     ``data`` uses the sets in tasks.jsonl (the execution-derived ones where the
     domain derives them); ``annotated`` uses ``meta.annotated_required`` where a
-    task has it (the gold-action annotation), with no alternatives.
+    task has it (the gold-action annotation), with no alternatives; ``partial``
+    uses the ``data`` sets but trains on partial-payoff labels (see :func:`run_cell`).
     """
-    if label_source not in ("data", "annotated"):
-        raise ValueError(f"label_source: expected 'data' or 'annotated', got {label_source!r}")
+    if label_source not in LABEL_SOURCES:
+        raise ValueError(f"label_source: expected one of {LABEL_SOURCES}, got {label_source!r}")
     req, alts = {}, {}
     for t in domain.tasks:
         if label_source == "annotated" and "annotated_required" in t.meta:
@@ -121,7 +125,12 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     result = evaluate_cell(
         inst, float(cfg["cost"]["lam"]), list(cfg["method"]["names"]), kind=cfg["payoff"],
         random_state=seed, label_noise=float(cfg.get("label_noise", 0.0)),
+        train_kind="partial" if cfg.get("label_source") == "partial" else None,
+        lam_grid=cfg.get("lambda_grid"),
     )
+    verified = verified_curves(domain, inst)
+    if verified is not None:
+        result.outcomes["verified"] = verified_outcomes(result.outcomes, inst, verified, domain)
     stats = cfg["stats"]
     metrics, table = summarize_cell(result.outcomes, n_resamples=int(stats["n_resamples"]),
                                     delta=float(stats["delta"]), random_state=seed)
@@ -144,6 +153,39 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     if not result.lite_coefficients.empty:
         artifacts["lite_coefficients.csv"] = result.lite_coefficients.to_csv(index=False, float_format="%.6g").encode()
     return metrics, artifacts
+
+
+def verified_curves(domain: Domain, inst: Instances) -> dict | None:
+    """Execution-verified sufficiency of every prefix, where the domain carries sufficiency tables.
+
+    Returns None for domains that cannot be executed (telecom, BFCL, user domains);
+    else ``{"prefix": (T, N + 1) bool, "table": (T, 2**k) bool, "bit": tool -> bit, "row": (T,) int}``.
+    Tools outside the executable catalog (distractors) add nothing to a set.
+    """
+    from camdf.sufficiency import sufficiency_table
+
+    if not domain.tasks or not all("sufficiency" in t.meta for t in domain.tasks):
+        return None
+    ids, tools, table = sufficiency_table(domain)
+    bit = {name: 1 << i for i, name in enumerate(tools)}
+    row_of = {tid: i for i, tid in enumerate(ids)}
+    rows = np.array([row_of[t] for t in inst.task_ids])
+    bits = np.array([[bit.get(name, 0) for name in line] for line in inst.tools], dtype=np.int64)
+    masks = np.concatenate([np.zeros((inst.T, 1), np.int64), np.bitwise_or.accumulate(bits, axis=1)], axis=1)
+    return {"prefix": table[rows[:, None], masks], "table": table, "bit": bit, "row": rows}
+
+
+def verified_outcomes(outcomes: pd.DataFrame, inst: Instances, verified: dict, domain: Domain) -> np.ndarray:
+    """Verified success of the set each outcome row exposed (a prefix, or G_x for ``oracle_set``)."""
+    pos = {tid: i for i, tid in enumerate(inst.task_ids)}
+    i = outcomes["task_id"].map(pos).to_numpy()
+    depth = outcomes["depth"].to_numpy()
+    out = verified["prefix"][i, np.maximum(depth, 0)]
+    oracle = (outcomes["method"] == "oracle_set").to_numpy()
+    if oracle.any():
+        gmask = np.array([sum(verified["bit"].get(n, 0) for n in inst.tools[k][inst.member[k]]) for k in i[oracle]])
+        out[oracle] = verified["table"][verified["row"][i[oracle]], gmask]
+    return out.astype(bool)
 
 
 def _parquet(df: pd.DataFrame) -> bytes:

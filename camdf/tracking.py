@@ -1,24 +1,66 @@
-"""MLflow tracking: one run per cell, found again by its cell key.
+"""MLflow tracking: one run per cell, found again by its cell key, claimed before it is computed.
 
 The default store is an embedded SQLite database under ``outputs/`` with artifacts
 beside it; ``MLFLOW_TRACKING_URI`` overrides it (a shared ``mlflow server``, say).
 A cell whose key already has a FINISHED run is skipped; a FAILED, KILLED or
 unfinished one is run again.
+
+Claims
+------
+Several workers (joblib processes, SLURM jobs, machines sharing one server) may
+reach the same cell key. Before computing a cell, a worker claims it in the
+tracking store itself, so the protocol works wherever the store is shared:
+
+1. It creates a RUNNING run tagged ``cell_key`` plus its identity (``claim.token``,
+   ``claim.host``, ``claim.node``, ``claim.pid``, ``claim.pid_start``) and a
+   ``claim.heartbeat`` time.
+2. It reads every run of the key and takes the ticket ``claim.ticket`` = 1 + the
+   largest ticket it saw (Lamport's bakery: a run without a ticket is still
+   choosing).
+3. It reads the key's runs again until no live claim is still choosing; then the
+   live claim with the smallest ``(ticket, run_id)`` wins. A worker whose run was
+   created after the winner's ticket was written necessarily draws a larger
+   ticket, so two workers never both win while both claims are live.
+
+The winner computes the cell while a thread refreshes its heartbeat; the run
+ends FINISHED. A loser deletes its own run (KILLED first) and waits for the
+winner's run: FINISHED means the cell is reused; a winner that failed or died
+sends it back to step 1. A FINISHED run of the key, seen at any step, ends the
+claim. A claim is dead (ignored, and marked KILLED by the next winner) when its
+heartbeat is older than the timeout, or at once when it was made on this
+machine (same host, boot and pid namespace) by a process that no longer exists,
+so the cell of a SIGKILLed worker is taken over by the rerun. Heartbeats use
+wall clocks, so machines sharing a server need clocks in step to well within
+the timeout (NTP does that), and reads must see every committed write (no read
+replica behind the server). A worker whose claim was taken over while it was
+still alive (a pause longer than the timeout) does not mark its run FINISHED.
+Runs with a ``kind`` tag (a policy, the tables' figures) are not cell runs and
+take no part.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import socket
 import subprocess
 import tempfile
+import threading
+import time
+import uuid
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import pandas as pd
 
 CELL_KEY = "cell_key"
+CLAIM_TIMEOUT = 300.0  # seconds without a heartbeat after which a claim counts as dead
+CLAIM_POLL = 2.0       # seconds between looks at the winner's run while waiting for it
+
+log = logging.getLogger(__name__)
 
 
 def _quiet() -> None:
@@ -58,6 +100,110 @@ def flatten(cfg: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+@contextmanager
+def _store_init_lock(uri: str) -> Iterator[None]:
+    """Serialise opening a SQLite store across local processes.
+
+    MLflow creates the tables of a fresh SQLite file without a lock, so two workers
+    opening a new store at once can both try; a server or another database needs none.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; a single worker per SQLite store there
+        fcntl = None
+    if not uri.startswith("sqlite:") or fcntl is None:
+        yield
+        return
+    name = hashlib.sha256(uri.encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir(), f"camdf-mlflow-init-{name}.lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _proc_start(pid: int) -> str | None:
+    """Start time of a live process in clock ticks since boot; None if it is gone or a zombie.
+
+    An empty string means the process exists but ``/proc`` cannot tell its start.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:  # no /proc (macOS): existence only
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return ""
+    fields = stat.rsplit(")", 1)[1].split()  # the command name may hold spaces and ')'
+    if fields[0] in ("Z", "X"):  # a SIGKILLed worker nobody has reaped yet
+        return None
+    return fields[19]
+
+
+def _node() -> str:
+    """Where a pid means something: host name, boot id and pid namespace."""
+    parts = [socket.gethostname()]
+    for read in (lambda: Path("/proc/sys/kernel/random/boot_id").read_text().strip(),
+                 lambda: os.readlink("/proc/self/ns/pid")):
+        try:
+            parts.append(read())
+        except OSError:
+            parts.append("")
+    return "|".join(parts)
+
+
+class _Heartbeat(threading.Thread):
+    """Refreshes ``claim.heartbeat`` of a run every ``every`` seconds until stopped."""
+
+    def __init__(self, uri: str, run_id: str, every: float):
+        super().__init__(name=f"camdf-heartbeat-{run_id[:8]}", daemon=True)
+        self.uri, self.run_id, self.every = uri, run_id, every
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        import mlflow
+
+        client = mlflow.MlflowClient(tracking_uri=self.uri)
+        while not self._halt.wait(self.every):
+            try:
+                client.set_tag(self.run_id, "claim.heartbeat", f"{time.time():.3f}")
+            except Exception as exc:  # a missed beat only matters after the whole timeout
+                log.warning("heartbeat of run %s failed: %s", self.run_id, exc)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=30)
+
+
+@dataclass
+class Claim:
+    """The outcome of :meth:`Tracker.claim`.
+
+    Attributes
+    ----------
+    run : mlflow.entities.Run
+        The RUNNING run this worker now holds (``won``), or the key's FINISHED run.
+    won : bool
+        True when this worker must compute the cell (and end ``run``).
+    """
+
+    run: Any
+    won: bool
+    _heartbeat: _Heartbeat | None = field(default=None, repr=False)
+
+    def release(self) -> None:
+        """Stop refreshing the heartbeat (the run itself is left as it is)."""
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+
+
 class Tracker:
     """A thin wrapper over :class:`mlflow.MlflowClient` for cell runs of one experiment.
 
@@ -70,28 +216,37 @@ class Tracker:
     artifact_root : str or None
         Where a new experiment stores artifacts when the store is local; None lets
         a tracking server decide.
+    claim_timeout : float, optional
+        Seconds without a heartbeat after which another worker's claim on a cell
+        counts as dead (default: ``CAMDF_CLAIM_TIMEOUT`` or 300).
+    claim_poll : float, optional
+        Seconds between looks at the winning run while waiting for it (default 2).
     """
 
-    def __init__(self, uri: str, experiment: str, artifact_root: str | None = None):
+    def __init__(self, uri: str, experiment: str, artifact_root: str | None = None, *,
+                 claim_timeout: float | None = None, claim_poll: float | None = None):
         import mlflow
 
         _quiet()
         self.uri = uri
-        self.client = mlflow.MlflowClient(tracking_uri=uri)
-        exp = self.client.get_experiment_by_name(experiment)
-        if exp is None:
-            location = None
-            if artifact_root is not None and is_local(uri):
-                location = Path(artifact_root, experiment).resolve().as_uri()
-            try:
-                self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
-            except Exception:  # another worker created it first
-                exp = self.client.get_experiment_by_name(experiment)
-                if exp is None:
-                    raise
+        self.claim_timeout = float(claim_timeout or os.environ.get("CAMDF_CLAIM_TIMEOUT") or CLAIM_TIMEOUT)
+        self.claim_poll = float(claim_poll or CLAIM_POLL)
+        with _store_init_lock(uri):
+            self.client = mlflow.MlflowClient(tracking_uri=uri)
+            exp = self.client.get_experiment_by_name(experiment)
+            if exp is None:
+                location = None
+                if artifact_root is not None and is_local(uri):
+                    location = Path(artifact_root, experiment).resolve().as_uri()
+                try:
+                    self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+                except Exception:  # another worker created it first
+                    exp = self.client.get_experiment_by_name(experiment)
+                    if exp is None:
+                        raise
+                    self.experiment_id = exp.experiment_id
+            else:
                 self.experiment_id = exp.experiment_id
-        else:
-            self.experiment_id = exp.experiment_id
         self.experiment = experiment
 
     def runs(self, filter_string: str = "", status: str | None = "FINISHED") -> list:
@@ -109,27 +264,172 @@ class Tracker:
                 return out
 
     def finished(self, key: str):
-        """The latest FINISHED run with this cell key, or None."""
-        runs = self.runs(f"tags.{CELL_KEY} = '{key}'")
+        """The latest FINISHED cell run with this key, or None.
+
+        Runs with a ``kind`` tag (the train stage's policy runs carry the key of their
+        cell too) are not cell runs.
+        """
+        runs = [r for r in self.runs(f"tags.{CELL_KEY} = '{key}'") if "kind" not in r.data.tags]
         return runs[-1] if runs else None
 
+    def _key_runs(self, key: str) -> list:
+        """Every cell run of the key, whatever its status (deleted runs aside), oldest first."""
+        return [r for r in self.runs(f"tags.{CELL_KEY} = '{key}'", status=None) if "kind" not in r.data.tags]
+
+    # -- claims ---------------------------------------------------------------------------------
+
+    def _live(self, run, timeout: float, now: float) -> bool:
+        """Whether a run is a claim whose worker may still be computing the cell."""
+        tags = run.data.tags
+        if run.info.status != "RUNNING" or "claim.token" not in tags:
+            return False
+        if now - float(tags.get("claim.heartbeat", 0)) > timeout:
+            return False
+        if tags.get("claim.node") == _node():
+            start = _proc_start(int(tags.get("claim.pid", -1)))
+            if start is None or (start and tags.get("claim.pid_start") and start != tags["claim.pid_start"]):
+                return False  # the process is gone, or its pid now belongs to another one
+        return True
+
+    def _withdraw(self, run_id: str) -> None:
+        self.client.set_terminated(run_id, status="KILLED")
+        self.client.delete_run(run_id)
+
+    def _await(self, winner_id: str, timeout: float):
+        """Wait for another worker's claim: its FINISHED run, or None once it failed or died."""
+        from mlflow.exceptions import MlflowException
+
+        while True:
+            time.sleep(self.claim_poll)
+            try:
+                run = self.client.get_run(winner_id)
+            except MlflowException:  # purged (mlflow gc): it will never finish
+                return None
+            if run.info.status == "FINISHED":
+                return run
+            if not self._live(run, timeout, time.time()):
+                return None
+
+    def claim(self, key: str, name: str, tags: dict[str, str] | None = None,
+              timeout: float | None = None) -> Claim:
+        """Claim a cell key for this worker, or find its FINISHED run (the module docstring has the protocol).
+
+        Blocks while another live worker holds the key.
+
+        Parameters
+        ----------
+        key, name : str
+            Cell key and run name.
+        tags : dict, optional
+            Tags of the claim run (it becomes the cell's run if this worker wins).
+        timeout : float, optional
+            Heartbeat timeout for this claim (default ``self.claim_timeout``).
+
+        Returns
+        -------
+        Claim
+            ``won`` with a RUNNING run whose heartbeat is kept fresh until
+            :meth:`cell_run` ends it, or not ``won`` with the key's FINISHED run.
+        """
+        if "kind" in (tags or {}):
+            raise ValueError(f"claim: tags of a cell run may not hold 'kind' (got {tags['kind']!r}); "
+                             "runs with a kind are not cell runs")
+        timeout = float(timeout or self.claim_timeout)
+        beat_every = max(0.5, min(30.0, timeout / 5))
+        ident = {"claim.host": socket.gethostname(), "claim.node": _node(), "claim.pid": str(os.getpid()),
+                 "claim.pid_start": _proc_start(os.getpid()) or ""}
+        while True:
+            done = self.finished(key)
+            if done is not None:
+                return Claim(done, won=False)
+            beat = time.time()
+            run = self.client.create_run(self.experiment_id, run_name=name, tags={
+                CELL_KEY: key, **(tags or {}), **ident, "claim.token": uuid.uuid4().hex,
+                "claim.heartbeat": f"{beat:.3f}"})
+            rid = run.info.run_id
+            seen = self._key_runs(key)
+            tickets = [int(r.data.tags["claim.ticket"]) for r in seen if "claim.ticket" in r.data.tags]
+            ticket = 1 + max(tickets, default=0)
+            self.client.set_tag(rid, "claim.ticket", str(ticket))
+            while True:
+                runs = self._key_runs(key)
+                done = [r for r in runs if r.info.status == "FINISHED"]
+                if done:
+                    self._withdraw(rid)
+                    return Claim(done[-1], won=False)
+                mine = next((r for r in runs if r.info.run_id == rid), None)
+                if mine is None or mine.info.status != "RUNNING":  # taken for dead by another worker
+                    break
+                now = time.time()
+                if now - beat > beat_every:
+                    beat = now
+                    self.client.set_tag(rid, "claim.heartbeat", f"{beat:.3f}")
+                others = [r for r in runs if r.info.run_id != rid and self._live(r, timeout, now)]
+                if any("claim.ticket" not in r.data.tags for r in others):
+                    time.sleep(0.05)  # someone is still drawing a ticket
+                    continue
+                rank = lambda r: (int(r.data.tags["claim.ticket"]), r.info.run_id)  # noqa: E731
+                winner = min([mine, *others], key=rank)
+                if winner is mine:
+                    live = {rid, *(r.info.run_id for r in others)}
+                    for r in runs:  # dead claims and unclaimed leftovers of killed workers
+                        if r.info.status == "RUNNING" and r.info.run_id not in live:
+                            self.client.set_tag(r.info.run_id, "claim.taken_over_by", rid)
+                            self.client.set_terminated(r.info.run_id, status="KILLED")
+                    heartbeat = _Heartbeat(self.uri, rid, beat_every)
+                    heartbeat.start()
+                    return Claim(mine, won=True, _heartbeat=heartbeat)
+                self._withdraw(rid)
+                finished = self._await(winner.info.run_id, timeout)
+                if finished is not None:
+                    return Claim(finished, won=False)
+                break  # the winner failed or died: claim afresh
+
     @contextmanager
-    def cell_run(self, key: str, name: str, params: dict[str, str], tags: dict[str, str]) -> Iterator:
-        """Start a run for a cell; it ends FINISHED on success and FAILED on an exception."""
-        run = self.client.create_run(self.experiment_id, run_name=name, tags={CELL_KEY: key, **tags})
+    def cell_run(self, key: str, name: str, params: dict[str, str], tags: dict[str, str],
+                 claim: Claim | None = None) -> Iterator:
+        """Start a run for a cell (or use a won ``claim``'s run); FINISHED on success, FAILED on an exception.
+
+        With a claim, a run that another worker has meanwhile taken over (it is no longer
+        RUNNING) or whose key got a FINISHED run elsewhere is not marked FINISHED.
+        """
+        if claim is None:
+            run = self.client.create_run(self.experiment_id, run_name=name, tags={CELL_KEY: key, **tags})
+        elif not claim.won:
+            raise ValueError(f"cell_run: the claim on cell {key} was lost to run {claim.run.info.run_id}; "
+                             "expected a won claim (reuse that run instead)")
+        else:
+            run = claim.run
         rid = run.info.run_id
         try:
             items = list(params.items())
-            from mlflow.entities import Param
+            from mlflow.entities import Param, RunTag
 
+            if claim is not None:
+                self.client.log_batch(rid, tags=[RunTag(k, v) for k, v in tags.items()])
             for i in range(0, len(items), 100):
                 self.client.log_batch(rid, params=[Param(k, v) for k, v in items[i:i + 100]])
             yield run
         except BaseException:
+            if claim is not None:
+                claim.release()
             self.client.set_terminated(rid, status="FAILED")
             raise
-        else:
+        if claim is None:
             self.client.set_terminated(rid, status="FINISHED")
+            return
+        claim.release()
+        status = self.client.get_run(rid).info.status
+        if status != "RUNNING":
+            log.warning("cell %s: run %s was taken over by another worker (%s); not marking it FINISHED",
+                        key, rid, status)
+            return
+        other = self.finished(key)
+        if other is not None:
+            self.client.set_tag(rid, "claim.duplicate_of", other.info.run_id)
+            self.client.set_terminated(rid, status="KILLED")
+            return
+        self.client.set_terminated(rid, status="FINISHED")
 
     def log_metrics(self, run_id: str, metrics: dict[str, float]) -> None:
         from mlflow.entities import Metric

@@ -1,0 +1,235 @@
+"""Cell claims on the tracking store (camdf.tracking): one winner per key, dead claims taken over."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from camdf.tracking import Claim, Tracker, _proc_start
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """One SQLite store for the module (creating its tables takes seconds); each test has its own experiment."""
+    folder = tmp_path_factory.mktemp("store")
+    Tracker(f"sqlite:///{folder}/mlflow.db", "init", str(folder / "artifacts"))
+    return folder
+
+
+@pytest.fixture()
+def exp(request) -> str:
+    return request.node.name
+
+
+def _tracker(store: Path, exp: str, **kw) -> Tracker:
+    return Tracker(f"sqlite:///{store}/mlflow.db", exp, str(store / "artifacts"), claim_poll=0.1, **kw)
+
+
+def _ids(runs) -> list[str]:
+    return [r.info.run_id for r in runs]
+
+
+def _finish(tracker: Tracker, claim, key: str, seconds: float = 0.0) -> str:
+    with tracker.cell_run(key, key, {"p": "1"}, {"scorer": "test"}, claim=claim) as run:
+        time.sleep(seconds)
+    return run.info.run_id
+
+
+def _foreign_claim(tracker: Tracker, key: str, ticket: str | None = "1"):
+    """A RUNNING claim as another machine's worker leaves it (its pid means nothing here)."""
+    tags = {"cell_key": key, "claim.token": "x", "claim.node": "elsewhere", "claim.pid": "1",
+            "claim.heartbeat": f"{time.time():.3f}"}
+    if ticket is not None:
+        tags["claim.ticket"] = ticket
+    return tracker.client.create_run(tracker.experiment_id, run_name="foreign", tags=tags)
+
+
+def test_first_claim_wins_and_later_claims_reuse_its_finished_run(store, exp):
+    t = _tracker(store, exp)
+    claim = t.claim("k", "cell", {"domain": "retail"})
+    assert claim.won and claim.run.info.status == "RUNNING"
+    rid = _finish(t, claim, "k")
+    again = t.claim("k", "cell", {})
+    assert not again.won and again.run.info.run_id == rid
+    assert _ids(t.runs()) == [rid]
+    assert t.runs(status="RUNNING") == []
+    assert t.finished("k").data.tags["domain"] == "retail"
+    # Without a claim, cell_run behaves as before: its own run, FINISHED on success.
+    with t.cell_run("k2", "cell", {"p": "1"}, {}) as run:
+        pass
+    assert t.finished("k2").info.run_id == run.info.run_id
+
+
+def test_loser_waits_for_the_winner_and_reuses_its_run(store, exp):
+    a, b = _tracker(store, exp), _tracker(store, exp)
+    first = a.claim("k", "cell", {})
+    assert first.won
+    got = {}
+    waiter = threading.Thread(target=lambda: got.update(claim=b.claim("k", "cell", {})))
+    waiter.start()
+    time.sleep(1.0)
+    assert waiter.is_alive()  # blocked while the winner computes
+    rid = _finish(a, first, "k")
+    waiter.join(timeout=30)
+    assert not got["claim"].won and got["claim"].run.info.run_id == rid
+    assert _ids(a.runs(status=None)) == [rid]  # the loser's claim run is deleted
+
+
+def test_claim_of_a_killed_process_is_taken_over_at_once(store, exp, tmp_path):
+    uri = f"sqlite:///{store}/mlflow.db"
+    code = ("import sys, time; from camdf.tracking import Tracker; "
+            f"t = Tracker({uri!r}, {exp!r}, {str(store / 'artifacts')!r}); c = t.claim('k', 'cell', {{}}); "
+            "print(c.run.info.run_id, flush=True); time.sleep(120)")
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    dead = child.stdout.readline().strip()
+    os.kill(child.pid, signal.SIGKILL)
+    time.sleep(0.2)
+    assert _proc_start(child.pid) is None  # a zombie (not yet reaped) counts as gone
+    t = _tracker(store, exp, claim_timeout=300)
+    start = time.time()
+    claim = t.claim("k", "cell", {})
+    assert claim.won and time.time() - start < 30  # not the 300 s heartbeat timeout
+    old = t.client.get_run(dead)
+    assert old.info.status == "KILLED" and old.data.tags["claim.taken_over_by"] == claim.run.info.run_id
+    rid = _finish(t, claim, "k")
+    assert _ids(t.runs()) == [rid]
+    child.wait(timeout=30)
+
+
+def test_silent_claim_from_another_machine_is_taken_over_after_the_timeout(store, exp):
+    t = _tracker(store, exp)
+    foreign = _foreign_claim(t, "k")
+    start = time.time()
+    claim = t.claim("k", "cell", {}, timeout=1.5)
+    assert claim.won and time.time() - start >= 1.4  # waited for the heartbeat to go stale
+    assert t.client.get_run(foreign.info.run_id).info.status == "KILLED"
+    _finish(t, claim, "k")
+    assert len(t.runs()) == 1
+
+
+def test_claim_still_drawing_its_ticket_is_waited_for(store, exp):
+    t = _tracker(store, exp)
+    foreign = _foreign_claim(t, "k", ticket=None)  # created, no ticket yet
+    fid = foreign.info.run_id
+
+    def other_worker():
+        time.sleep(0.7)
+        t.client.set_tag(fid, "claim.ticket", "0")  # it drew the smaller ticket: it wins
+        time.sleep(0.7)
+        t.client.set_terminated(fid, status="FINISHED")
+
+    worker = threading.Thread(target=other_worker)
+    worker.start()
+    claim = t.claim("k", "cell", {})
+    worker.join()
+    assert not claim.won and claim.run.info.run_id == fid
+    assert _ids(t.runs()) == [fid]
+
+
+def test_runs_of_other_kinds_with_the_key_are_not_cell_runs(store, exp):
+    t = _tracker(store, exp)
+    policy = t.client.create_run(t.experiment_id, tags={"cell_key": "k", "kind": "policy"})  # train stage
+    claim = t.claim("k", "cell", {})
+    assert claim.won  # neither reused nor waited for
+    t.client.set_terminated(policy.info.run_id, status="FINISHED")
+    rid = _finish(t, claim, "k")
+    assert t.finished("k").info.run_id == rid
+
+
+def test_run_taken_over_meanwhile_is_not_marked_finished(store, exp):
+    t = _tracker(store, exp)
+    claim = t.claim("k", "cell", {})
+    with t.cell_run("k", "cell", {}, {}, claim=claim) as run:
+        t.client.set_terminated(run.info.run_id, status="KILLED")  # another worker took it for dead
+    assert t.client.get_run(run.info.run_id).info.status == "KILLED"
+    assert t.finished("k") is None
+
+
+def test_second_finished_run_of_a_key_is_not_written(store, exp):
+    t = _tracker(store, exp)
+    claim = t.claim("k", "cell", {})
+    with t.cell_run("k", "cell", {}, {}, claim=claim) as run:
+        with t.cell_run("k", "other", {}, {}) as other:  # finished elsewhere meanwhile
+            pass
+    mine = t.client.get_run(run.info.run_id)
+    assert mine.info.status == "KILLED" and mine.data.tags["claim.duplicate_of"] == other.info.run_id
+    assert _ids(t.runs()) == [other.info.run_id]
+
+
+def test_failed_cell_ends_failed_and_is_claimed_again(store, exp):
+    t = _tracker(store, exp)
+    claim = t.claim("k", "cell", {})
+    with pytest.raises(RuntimeError):
+        with t.cell_run("k", "cell", {}, {}, claim=claim):
+            raise RuntimeError("cell broke")
+    assert t.client.get_run(claim.run.info.run_id).info.status == "FAILED"
+    again = t.claim("k", "cell", {})
+    assert again.won
+    _finish(t, again, "k")
+    with pytest.raises(ValueError, match="lost to run"):
+        with t.cell_run("k", "cell", {}, {}, claim=Claim(again.run, won=False)):
+            pass
+
+
+WORKER = """
+import json, sys, time
+from pathlib import Path
+uri, folder, n, keys = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(",")
+
+def barrier(name):
+    (folder / f"{name}.{sys.argv[5]}").touch()
+    while len(list(folder.glob(f"{name}.*"))) < n:
+        time.sleep(0.01)
+
+from camdf.tracking import Tracker
+barrier("imported")
+t = Tracker(uri, sys.argv[6], str(folder / "artifacts"), claim_poll=0.05)  # all at once, a new experiment
+barrier("opened")
+out = {}
+for key in keys:
+    c = t.claim(key, key, {})
+    if c.won:
+        with t.cell_run(key, key, {"p": "1"}, {}, claim=c):
+            time.sleep(0.2)
+    out[key] = [c.run.info.run_id, c.won]
+print(json.dumps(out))
+"""
+
+
+def test_concurrent_workers_compute_each_key_once(store, exp, tmp_path):
+    n, keys = 3, [f"key{i}" for i in range(5)]
+    uri = f"sqlite:///{store}/mlflow.db"
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, uri, str(tmp_path), str(n), ",".join(keys), str(i), exp],
+                              cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(n)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    t = _tracker(store, exp)
+    finished = {r.data.tags["cell_key"]: r.info.run_id for r in t.runs()}
+    assert len(t.runs()) == len(keys) and set(finished) == set(keys)  # one FINISHED run per key
+    assert t.runs(status="RUNNING") == []
+    for key in keys:
+        assert {res[key][0] for res in results} == {finished[key]}  # every worker ends on that run
+        assert sum(res[key][1] for res in results) == 1  # computed by exactly one worker
+
+
+def test_proc_start_tells_live_processes_from_gone_ones():
+    assert _proc_start(os.getpid())
+    child = subprocess.Popen(["sleep", "30"])
+    assert _proc_start(child.pid)
+    child.kill()
+    time.sleep(0.2)
+    assert _proc_start(child.pid) is None  # a zombie
+    child.wait()
+    assert _proc_start(child.pid) is None

@@ -11,6 +11,7 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 - profile: cProfile of the retail cell's evaluation (bench_cell.py)
 - sufficiency: G_x derivation by execution, cold and warm (bench_sufficiency.py)
 - rankers: scoring four domains x five scorers from a cold cache (bench_rankers.py)
+- runtime: StopPolicy per-decision latency p50/p99 and batch throughput (bench_runtime.py)
 
 Needs the built domains (`make data`).  Options: ``--only NAME[,NAME]`` runs a subset;
 ``--skip NAME[,NAME]`` leaves some out; ``--skip-dense`` scores without the dense and
@@ -80,6 +81,7 @@ def steps(skip_dense: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
         "profile": ("cProfile of the retail cell", _cell("profile")),
         "sufficiency": ("G_x by execution, cold and warm", _module_run("bench_sufficiency")),
         "rankers": ("scoring, 4 domains x scorers, cold cache", _module_run("bench_rankers", **rankers_kwargs)),
+        "runtime": ("run-time stopper latency and batch throughput", _module_run("bench_runtime")),
     }
     if not (Path(__file__).parent / "bench_sufficiency.py").is_file():
         del out["sufficiency"]

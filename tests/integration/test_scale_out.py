@@ -63,6 +63,7 @@ def test_launcher_configs_compose_on_the_plugin_schemas(launcher, target):
     assert cfg.hydra.launcher._target_ == f"hydra_plugins.{target}"
 
 
+@pytest.mark.slow  # make test-full: keeps make test (CI) well under 15 minutes
 def test_joblib_two_workers_give_the_tables_of_the_basic_launcher(tmp_path, data_dir, reference):
     out = tmp_path / "out"
     start = time.time()
@@ -77,6 +78,7 @@ def test_joblib_two_workers_give_the_tables_of_the_basic_launcher(tmp_path, data
           f"ratio {wall / reference[1]:.2f}")
 
 
+@pytest.mark.slow  # make test-full: keeps make test (CI) well under 15 minutes
 def test_submitit_local_launcher_runs_the_smoke_grid(tmp_path, data_dir, reference):
     out = tmp_path / "out"
     proc = _run([*SMOKE, "hydra/launcher=slurm_local", "hydra.launcher.timeout_min=10"], out, data_dir, check=False)
@@ -112,6 +114,7 @@ def test_two_concurrent_sweeps_on_one_server_compute_each_cell_once(server, tmp_
     assert _strip(_tables(tmp_path / "a" / "tables")) == reference[0]
 
 
+@pytest.mark.slow  # make test-full: keeps make test (CI) well under 15 minutes
 def test_sigkill_of_a_joblib_worker_mid_cell_then_rerun_loses_and_duplicates_nothing(tmp_path, data_dir, reference):
     out = tmp_path / "out"
     uri = f"sqlite:///{out}/mlflow.db"

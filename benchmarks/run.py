@@ -228,6 +228,16 @@ def acceptance(results: dict, total_s: float) -> list[dict]:
     if cell is not None:
         checks.append({"point": "issue 5: retail cell, all methods, <= 10 s", "value": f"{cell['best_s']:.1f} s",
                        "met": cell["best_s"] <= 10})
+    runtime = results.get("runtime", {})
+    if runtime.get("ok"):
+        f = runtime["figures"]
+        for key, label in [("camdf_lite_7_p50_us", "camdf_lite, 7 tools, p50"), ("camdf_7_p50_us", "camdf, 7 tools, p50"),
+                           ("camdf_1000_p50_us", "camdf, 1 000 tools, p50")]:
+            checks.append({"point": f"issue 9: {label} <= {f['targets'][key]:,.0f} us",
+                           "value": f"{f[key]:,.0f} us (p99 {f[key.replace('p50', 'p99')]:,.0f} us)",
+                           "met": f["met"][key]})
+        checks.append({"point": "issue 9: camdf_lite batch >= 50 000 decisions/s",
+                       "value": f"{f['camdf_lite_batch_per_s']:,.0f}/s", "met": f["met"]["camdf_lite_batch_per_s"]})
     return checks
 
 

@@ -7,6 +7,11 @@ ignored downstream.
 
 from __future__ import annotations
 
+import math
+import operator
+from functools import cached_property
+from itertools import accumulate
+
 import numpy as np
 
 from camdf.instances import Instances
@@ -47,15 +52,15 @@ LITE_FEATURES = (
 )
 
 
-def normalised_scores(inst: Instances) -> np.ndarray:
+def normalised_scores(inst: Instances, valid: np.ndarray | None = None) -> np.ndarray:
     """Scores min-max normalised within each task to [0, 1] (0.5 where all are equal); 0 in padding."""
-    s = np.where(inst.valid, inst.scores, np.nan)
-    lo = np.nanmin(s, axis=1, keepdims=True)
-    hi = np.nanmax(s, axis=1, keepdims=True)
+    valid = inst.valid if valid is None else valid
+    lo = np.where(valid, inst.scores, np.inf).min(axis=1, keepdims=True)
+    hi = np.where(valid, inst.scores, -np.inf).max(axis=1, keepdims=True)
     span = hi - lo
     with np.errstate(invalid="ignore", divide="ignore"):
-        z = np.where(span > 0, (s - lo) / np.where(span > 0, span, 1.0), 0.5)
-    return np.where(inst.valid, z, 0.0)
+        z = np.where(span > 0, (inst.scores - lo) / np.where(span > 0, span, 1.0), 0.5)
+    return np.where(valid, z, 0.0)
 
 
 def sufficiency_curve(p: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -83,8 +88,87 @@ def plugin_payoffs(inst: Instances, p: np.ndarray, lam: float, kind: str = "exac
     return np.where(inst.valid_depth, u, -np.inf)
 
 
-def state_features(inst: Instances, p: np.ndarray, lam: float, kind: str = "exact") -> dict[str, np.ndarray]:
-    """Every feature of :data:`FEATURES` as a (T, N) array.
+class _State:
+    """Shared intermediates of the state features, each computed on first use."""
+
+    def __init__(self, inst: Instances, p: np.ndarray, lam: float, kind: str, valid: np.ndarray):
+        self.inst, self.p, self.lam, self.kind, self.valid = inst, p, float(lam), kind, valid
+        self.T, self.N = inst.T, inst.N
+        self.n = inst.n[:, None].astype(float)
+
+    @cached_property
+    def t(self) -> np.ndarray:
+        return np.broadcast_to(np.arange(self.N, dtype=float)[None, :], (self.T, self.N))
+
+    @cached_property
+    def z(self) -> np.ndarray:
+        return normalised_scores(self.inst, self.valid)
+
+    @cached_property
+    def cum_cost(self) -> np.ndarray:
+        return cumulative_costs(self.inst.costs)[:, :-1]
+
+    @cached_property
+    def cum_score(self) -> np.ndarray:
+        return np.concatenate([np.zeros((self.T, 1)), np.cumsum(self.z, axis=1)], axis=1)[:, :-1]
+
+    @cached_property
+    def suff(self) -> np.ndarray:
+        return sufficiency_curve(self.p, self.valid)
+
+    def z_next(self) -> np.ndarray:
+        z_next = np.concatenate([self.z[:, 1:], np.zeros((self.T, 1))], axis=1)
+        return np.where(np.arange(self.N)[None, :] + 1 < self.inst.n[:, None], z_next, 0.0)
+
+    def gap_prev(self) -> np.ndarray:
+        z_prev = np.concatenate([self.z[:, :1], self.z[:, :-1]], axis=1)
+        return np.where(self.t > 0, z_prev - self.z, 0.0)
+
+    def delta_hat(self) -> np.ndarray:
+        return np.nan_to_num(deltas(plugin_payoffs(self.inst, self.p, self.lam, self.kind)))
+
+    def entropy(self) -> np.ndarray:
+        ez = np.where(self.valid, np.exp(self.z), 0.0)
+        prob = ez / ez.sum(axis=1, keepdims=True)
+        logp = np.log(np.where(prob > 0, prob, 1.0))
+        h = -(np.where(prob > 0, prob * logp, 0.0)).sum(axis=1, keepdims=True)
+        return np.broadcast_to(h, (self.T, self.N))
+
+    def column(self, value) -> np.ndarray:
+        return np.broadcast_to(value, (self.T, self.N))
+
+
+# How each feature is computed from the shared intermediates (the comments of FEATURES define them).
+_BUILD = {
+    "depth": lambda s: s.t,
+    "rel_depth": lambda s: s.t / np.maximum(s.n, 1.0),
+    "n_candidates": lambda s: s.column(s.n),
+    "next_score": lambda s: np.nan_to_num(s.inst.scores),
+    "next_score_norm": lambda s: s.z,
+    "gap_prev": lambda s: s.gap_prev(),
+    "gap_next": lambda s: s.z - s.z_next(),
+    "next_cost": lambda s: s.inst.costs,
+    "lam_cost": lambda s: s.lam * s.inst.costs,
+    "score_per_cost": lambda s: s.z / np.where(s.inst.costs > 0, s.inst.costs, 1.0),
+    "cum_score": lambda s: s.cum_score,
+    "cum_cost": lambda s: s.cum_cost,
+    "lam_cum_cost": lambda s: s.lam * s.cum_cost,
+    "remaining_score": lambda s: s.z.sum(axis=1, keepdims=True) - s.cum_score,
+    "remaining_cost": lambda s: s.inst.costs.sum(axis=1, keepdims=True) - s.cum_cost,
+    "p_next": lambda s: s.p,
+    "p_suff": lambda s: s.suff[:, :-1],
+    "p_suff_next": lambda s: s.suff[:, 1:],
+    "delta_hat": lambda s: s.delta_hat(),
+    "text_len": lambda s: s.column(s.inst.text_len[:, None]),
+    "score_entropy": lambda s: s.entropy(),
+    "lam": lambda s: np.full((s.T, s.N), s.lam),
+}
+
+
+def state_features(
+    inst: Instances, p: np.ndarray, lam: float, kind: str = "exact", names=FEATURES
+) -> dict[str, np.ndarray]:
+    """The named features of :data:`FEATURES` (all by default) as (T, N) arrays, 0 at padding.
 
     Parameters
     ----------
@@ -93,53 +177,108 @@ def state_features(inst: Instances, p: np.ndarray, lam: float, kind: str = "exac
         Cross-fitted membership probabilities of the ranked tools.
     lam : float
     kind : {"exact", "partial"}
+    names : sequence of str
+        Which features to compute (a stopper needs only its own; intermediates are shared).
     """
-    T, N = inst.T, inst.N
     valid = inst.valid
-    n = inst.n[:, None].astype(float)
-    t = np.broadcast_to(np.arange(N, dtype=float)[None, :], (T, N))
-    z = normalised_scores(inst)
-    z_prev = np.concatenate([z[:, :1], z[:, :-1]], axis=1)
-    z_next = np.concatenate([z[:, 1:], np.zeros((T, 1))], axis=1)
-    z_next = np.where(np.arange(N)[None, :] + 1 < inst.n[:, None], z_next, 0.0)
-    cost = inst.costs
-    cum_cost = cumulative_costs(cost)[:, :-1]
-    cum_score = np.concatenate([np.zeros((T, 1)), np.cumsum(z, axis=1)], axis=1)[:, :-1]
-    total_score = z.sum(axis=1, keepdims=True)
-    total_cost = cost.sum(axis=1, keepdims=True)
-    suff = sufficiency_curve(p, valid)
-    delta_hat = deltas(plugin_payoffs(inst, p, lam, kind))
-    ez = np.where(valid, np.exp(z), 0.0)
-    prob = ez / ez.sum(axis=1, keepdims=True)
-    entropy = -(np.where(prob > 0, prob * np.log(np.where(prob > 0, prob, 1.0)), 0.0)).sum(axis=1, keepdims=True)
-    safe_cost = np.where(cost > 0, cost, 1.0)
-    feats = {
-        "depth": t,
-        "rel_depth": t / np.maximum(n, 1.0),
-        "n_candidates": np.broadcast_to(n, (T, N)),
-        "next_score": np.nan_to_num(inst.scores),
-        "next_score_norm": z,
-        "gap_prev": np.where(t > 0, z_prev - z, 0.0),
-        "gap_next": z - z_next,
-        "next_cost": cost,
-        "lam_cost": lam * cost,
-        "score_per_cost": z / safe_cost,
-        "cum_score": cum_score,
-        "cum_cost": cum_cost,
-        "lam_cum_cost": lam * cum_cost,
-        "remaining_score": total_score - cum_score,
-        "remaining_cost": total_cost - cum_cost,
-        "p_next": p,
-        "p_suff": suff[:, :-1],
-        "p_suff_next": suff[:, 1:],
-        "delta_hat": np.nan_to_num(delta_hat),
-        "text_len": np.broadcast_to(inst.text_len[:, None], (T, N)),
-        "score_entropy": np.broadcast_to(entropy, (T, N)),
-        "lam": np.full((T, N), float(lam)),
-    }
-    return {k: np.where(valid, v, 0.0) for k, v in feats.items()}
+    state = _State(inst, p, lam, kind, valid)
+    return {name: np.where(valid, _BUILD[name](state), 0.0) for name in names}
 
 
 def design(feats: dict[str, np.ndarray], names: tuple[str, ...] | list[str], valid: np.ndarray) -> np.ndarray:
     """Stack the chosen features of the valid states into a matrix (S, F), row-major over (task, depth)."""
     return np.stack([feats[name][valid] for name in names], axis=1)
+
+
+class _Task:
+    """One ranked task's lists and running sums, for :func:`task_features`."""
+
+    __slots__ = ("scores", "costs", "p", "lam", "text_len", "n", "z", "cum_cost", "cum_score", "suff", "idx")
+
+    def __init__(self, scores, costs, p, lam, text_len):
+        self.scores, self.costs, self.p, self.lam, self.text_len = scores, costs, p, float(lam), float(text_len)
+        self.n = n = len(scores)
+        self.z = task_normalised_scores(scores)
+        self.cum_cost = list(accumulate(costs, initial=0.0))  # C(A_t), t = 0..n
+        self.cum_score = list(accumulate(self.z, initial=0.0))
+        # P(G_x inside A_t) = prod_{j >= t} (1 - p_j), multiplied from the end as in sufficiency_curve
+        q = [1.0 - min(max(v, 0.0), 1.0) for v in reversed(p)]
+        self.suff = list(accumulate(q, operator.mul, initial=1.0))[::-1]
+        self.idx = range(n)
+
+    def delta_hat(self, kind: str) -> list[float]:
+        n, lam = self.n, self.lam
+        if kind == "exact":
+            value = self.suff
+        else:
+            cum_p = list(accumulate(self.p, initial=0.0))
+            value = [c / cum_p[n] for c in cum_p] if cum_p[n] > 0 else [1.0] * (n + 1)
+        u = [v - lam * c for v, c in zip(value, self.cum_cost)]
+        best, delta = u[n], [0.0] * n  # best = max_{k > t} u_k
+        for t in range(n - 1, -1, -1):
+            d = u[t] - best
+            delta[t] = d if math.isfinite(u[t]) and math.isfinite(best) else 0.0
+            best = max(best, u[t])
+        return delta
+
+    def entropy(self) -> list[float]:
+        ez = [math.exp(v) for v in self.z]
+        total = sum(ez)
+        h = -sum(q * math.log(q) for q in (e / total for e in ez) if q > 0)
+        return [h] * self.n
+
+
+# Whole columns of one task, one comprehension each (the comments of FEATURES define them).
+_TASK_BUILD = {
+    "depth": lambda k: [float(j) for j in k.idx],
+    "rel_depth": lambda k: [j / max(float(k.n), 1.0) for j in k.idx],
+    "n_candidates": lambda k: [float(k.n)] * k.n,
+    "next_score": lambda k: list(k.scores),
+    "next_score_norm": lambda k: k.z,
+    "gap_prev": lambda k: [0.0] + [a - b for a, b in zip(k.z, k.z[1:])],
+    "gap_next": lambda k: [a - b for a, b in zip(k.z, k.z[1:])] + [k.z[-1] - 0.0],
+    "next_cost": lambda k: list(k.costs),
+    "lam_cost": lambda k: [k.lam * c for c in k.costs],
+    "score_per_cost": lambda k: [v / c if c > 0 else v for v, c in zip(k.z, k.costs)],
+    "cum_score": lambda k: k.cum_score[:-1],
+    "cum_cost": lambda k: k.cum_cost[:-1],
+    "lam_cum_cost": lambda k: [k.lam * c for c in k.cum_cost[:-1]],
+    "remaining_score": lambda k: [k.cum_score[-1] - c for c in k.cum_score[:-1]],
+    "remaining_cost": lambda k: [k.cum_cost[-1] - c for c in k.cum_cost[:-1]],
+    "p_next": lambda k: list(k.p),
+    "p_suff": lambda k: k.suff[:-1],
+    "p_suff_next": lambda k: k.suff[1:],
+    "text_len": lambda k: [k.text_len] * k.n,
+    "score_entropy": lambda k: k.entropy(),
+    "lam": lambda k: [k.lam] * k.n,
+}
+
+
+def task_features(
+    scores: list[float], costs: list[float], p: list[float], lam: float, kind: str = "exact",
+    text_len: float = 0.0, names=FEATURES,
+) -> list[list[float]]:
+    """The named features of one ranked task, in plain Python: one list per feature, shape (F, n).
+
+    The same definitions as :func:`state_features` (tests hold the two together). The
+    run-time stopper uses it for a single request over a short ranking, where numpy's
+    per-call overhead on a handful of tools costs more than the arithmetic itself.
+
+    Parameters
+    ----------
+    scores, costs, p : list of float, length n
+        The ranked tools' scores (non-increasing), costs and membership probabilities.
+    lam : float
+    kind : {"exact", "partial"}
+    text_len : float
+    names : sequence of str
+    """
+    task = _Task(scores, costs, p, lam, text_len)
+    return [task.delta_hat(kind) if name == "delta_hat" else _TASK_BUILD[name](task) for name in names]
+
+
+def task_normalised_scores(scores: list[float]) -> list[float]:
+    """:func:`normalised_scores` of one task in plain Python."""
+    lo, hi = min(scores), max(scores)
+    span = hi - lo
+    return [(s - lo) / span for s in scores] if span > 0 else [0.5] * len(scores)

@@ -9,8 +9,11 @@ so that the features a stopper trains on are as noisy as the ones it meets at te
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
 from camdf.features import normalised_scores
@@ -63,13 +66,52 @@ class MembershipModel:
         return self
 
     def predict_proba(self, inst: Instances) -> np.ndarray:
-        """P(member) for every ranked position, (T, N); 0 in padding."""
-        p = np.zeros(inst.tools.shape)
+        """P(member) for every ranked position, (T, N); 0 in padding.
+
+        The logistic model's decision ``x . coef + intercept`` is summed term by term in
+        the column order of the design, as the sparse product in scikit-learn does, so the
+        probabilities are the estimator's own, without its per-call overhead (this is the
+        run-time stopper's hot path).
+        """
+        valid = inst.valid
         if self.model_ is None:
-            p[inst.valid] = self.base_rate_
-        else:
-            p[inst.valid] = self.model_.predict_proba(_design(inst, self.n_vocab_))[:, 1]
-        return p
+            return np.where(valid, self.base_rate_, 0.0)
+        c, cid = self.model_.coef_[0, :5], self.model_.coef_[0, 5:]
+        pos = np.arange(inst.N, dtype=float)[None, :]
+        n = inst.n[:, None]
+        d = normalised_scores(inst, valid) * c[0]
+        d += np.nan_to_num(inst.scores) * c[1]
+        d += pos / np.maximum(n, 1) * c[2]
+        d += 1.0 / (pos + 1.0) * c[3]
+        d += np.log1p(n.astype(float)) * c[4]
+        ids = inst.tool_ids
+        d += np.where(ids >= 0, cid[np.maximum(ids, 0)], 0.0)
+        d += self.model_.intercept_[0]
+        return np.where(valid, expit(d), 0.0)
+
+
+    def predict_task(self, z: list[float], scores: list[float], ids: list[int]) -> list[float]:
+        """:meth:`predict_proba` for one ranked task, in plain Python (the run-time fast path).
+
+        ``z`` are the task's normalised scores, ``ids`` the tools' vocabulary ids (-1: unseen).
+        """
+        n = len(z)
+        if self.model_ is None:
+            return [self.base_rate_] * n
+        c0, c1, c2, c3, c4, *cid = self.model_.coef_[0].tolist()
+        b, logn, size = float(self.model_.intercept_[0]), math.log1p(float(n)), max(float(n), 1.0)
+        out = []
+        for j in range(n):
+            d = z[j] * c0
+            d += scores[j] * c1
+            d += j / size * c2
+            d += 1.0 / (j + 1.0) * c3
+            d += logn * c4
+            if ids[j] >= 0:
+                d += cid[ids[j]]
+            d += b
+            out.append(1.0 / (1.0 + math.exp(-d)) if d >= 0 else math.exp(d) / (1.0 + math.exp(d)))
+        return out
 
 
 def cross_fit(

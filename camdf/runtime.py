@@ -15,57 +15,109 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from camdf.features import state_features
+from camdf.features import FEATURES, state_features, task_features, task_normalised_scores
 from camdf.instances import Instances
-from camdf.labels import walk
 from camdf.membership import MembershipModel, cross_fit
 from camdf.policies import StateBatch
 from camdf.policies.camdf import CamDF, CamDFLite
-from camdf.features import FEATURES
 
 REQUEST_FIELDS = {"query", "tools", "scores", "costs", "lam"}
+# Single requests with at most this many tools take the plain-Python path (numpy pays off beyond).
+SHORT_RANKING = 64
 
 
-def tool_name(tool: Any, i: int) -> tuple[str, dict]:
-    """Name and a plain ``{name, description, parameters}`` view of one tool in any supported format."""
+def _spec(tool: Any, i: int) -> dict:
     if not isinstance(tool, dict):
         raise ValueError(f"tools[{i}]: expected an object (OpenAI function tool or MCP tool), got {type(tool).__name__}")
     spec = tool.get("function") if tool.get("type") == "function" or "function" in tool else tool
     if not isinstance(spec, dict):
         raise ValueError(f"tools[{i}].function: expected an object")
+    return spec
+
+
+def tool_name(tool: Any, i: int) -> str:
+    """The name of one tool given as an OpenAI function tool or an MCP tool description.
+
+    Raises ValueError naming ``tools[i]`` when it is neither, or when its name or
+    description is not a (non-empty) string.
+    """
+    # Fast path for plain dicts with a string name and description (the common case).
+    if type(tool) is dict:
+        spec = tool["function"] if "function" in tool else (None if tool.get("type") == "function" else tool)
+        if type(spec) is dict:
+            name, desc = spec.get("name"), spec.get("description")
+            if type(name) is str and name.strip() and (desc is None or type(desc) is str):
+                return name
+    spec = _spec(tool, i)
     name = spec.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"tools[{i}].name: must be a non-empty string, got {name!r}")
-    desc = spec.get("description") or ""
-    if not isinstance(desc, str):
+    if not isinstance(spec.get("description") or "", str):
         raise ValueError(f"tools[{i}].description: must be a string")
+    return name
+
+
+def tool_view(tool: dict) -> dict:
+    """A plain ``{name, description, parameters}`` view of a tool :func:`tool_name` accepted."""
+    spec = _spec(tool, 0)
     params = spec.get("parameters", spec.get("inputSchema"))
-    return name, {"name": name, "description": desc, "parameters": params if isinstance(params, dict) else None}
+    return {"name": spec["name"], "description": spec.get("description") or "",
+            "parameters": params if isinstance(params, dict) else None}
 
 
-def _numbers(values: Any, field: str, n: int, positive: bool) -> np.ndarray:
+_PLAIN_NUMBERS = frozenset({int, float, np.float64, np.float32, np.int64, np.int32})
+
+
+def _numbers(values: Any, field: str, n: int, positive: bool) -> list[float]:
     if not isinstance(values, (list, tuple, np.ndarray)):
         raise ValueError(f"{field}: expected a list of {n} numbers, got {type(values).__name__}")
     if len(values) != n:
         raise ValueError(f"{field}: length {len(values)} does not match the {n} tools")
-    out = np.empty(n)
+    # Fast path: every value a plain number, finite (and > 0 for costs); numpy checks long lists.
+    try:
+        if isinstance(values, np.ndarray) or (n > SHORT_RANKING and set(map(type, values)) <= _PLAIN_NUMBERS):
+            arr = np.asarray(values)
+            if arr.dtype.kind in "iuf" and np.isfinite(arr).all() and (not positive or (arr > 0).all()):
+                return arr.astype(float).tolist()
+        elif all(type(v) in _PLAIN_NUMBERS and math.isfinite(v) and (v > 0 or not positive) for v in values):
+            return [float(v) for v in values]
+    except OverflowError:  # an int beyond float range: named below
+        pass
+    # Slow path: find the first bad value and name it.
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise ValueError(f"{field}[{i}]: expected a number, got {v!r}")
-        if not math.isfinite(float(v)):
+        try:
+            x = float(v)
+        except OverflowError:
+            x = math.inf
+        if not math.isfinite(x):
             raise ValueError(f"{field}[{i}]: must be finite, got {v!r}")
-        if positive and v <= 0:
+        if positive and x <= 0:
             raise ValueError(f"{field}[{i}]: must be > 0, got {v!r}")
-        out[i] = float(v)
-    return out
+    raise AssertionError("unreachable: the fast path accepts every valid list")
 
 
-@dataclass
+@dataclass(slots=True)
+class Request:
+    """One validated request: tool names, their vocabulary ids, scores and costs in the caller's order."""
+
+    names: list[str]
+    ids: list[int]
+    scores: list[float]
+    costs: list[float]
+    tools: list
+    query: str
+    lam: float | None
+
+
+@dataclass(slots=True)
 class Selection:
     """What to expose: the tools (in the caller's format, ranked order), the depth and the ranking."""
 
@@ -127,73 +179,88 @@ class StopPolicy:
         """Depth for every task of ``inst`` (its ranking and costs; labels are not read)."""
         lam = self.lam if lam is None else lam
         p = self.membership_.predict_proba(inst)
-        batch = StateBatch(inst, p, lam, self.kind, state_features(inst, p, lam, self.kind))
-        return walk(self.rule_.stop_matrix(batch), inst.n)
+        feats = state_features(inst, p, lam, self.kind, names=self.rule_.feature_names())
+        return self.rule_.decide(StateBatch(inst, p, lam, self.kind, feats))
 
-    def instances(self, requests: list[dict]) -> tuple[Instances, list[list[int]], list[list]]:
-        """Validate requests and pad them into :class:`Instances` (ranked by score, stable)."""
-        index = {name: i for i, name in enumerate(self.vocab_)}
-        parsed = [self._parse(r, k if len(requests) > 1 else None) for k, r in enumerate(requests)]
+    def instances(self, requests: list[dict]) -> tuple[Instances, np.ndarray, list[Request]]:
+        """Validate requests and pad them into :class:`Instances`, ranked by score.
+
+        Returns the instances, each row's ranking as indices into its request's tool
+        list, shape (T, N) (ties keep the caller's order), and the parsed requests.
+        """
+        parsed = self._parse_all(requests)
+        return (*self._pad(parsed), parsed)
+
+    def _parse_all(self, requests: list[dict]) -> list[Request]:
+        many = len(requests) > 1
+        return [self._parse(r, f"requests[{k}]." if many else "") for k, r in enumerate(requests)]
+
+    def _pad(self, parsed: list[Request]) -> tuple[Instances, np.ndarray]:
         T = len(parsed)
-        N = max((len(p[0]) for p in parsed), default=0)
-        tools = np.full((T, N), "", dtype=object)
-        scores = np.full((T, N), np.nan)
+        n = np.array([len(r.names) for r in parsed], dtype=np.int64)
+        N = int(n.max(initial=0))
+        scores = np.full((T, N), -np.inf)
         costs = np.zeros((T, N))
         ids = np.full((T, N), -1, dtype=np.int64)
-        n = np.zeros(T, dtype=np.int64)
-        orders, originals = [], []
-        for i, (names, sc, co, original) in enumerate(parsed):
-            order = sorted(range(len(names)), key=lambda j: -sc[j])  # stable: ties keep the caller's order
-            k = len(names)
-            n[i] = k
-            tools[i, :k] = [names[j] for j in order]
-            scores[i, :k] = sc[order]
-            costs[i, :k] = co[order]
-            ids[i, :k] = [index.get(names[j], -1) for j in order]
-            orders.append(order)
-            originals.append(original)
+        names = np.full((T, N), "", dtype=object)
+        valid = np.arange(N)[None, :] < n[:, None]
+        flat = lambda field: [x for r in parsed for x in getattr(r, field)]  # noqa: E731  row-major, as valid
+        scores[valid], costs[valid], ids[valid], names[valid] = (
+            flat("scores"), flat("costs"), flat("ids"), np.array(flat("names"), dtype=object))
+        order = np.argsort(-scores, axis=1, kind="stable")  # padding (-inf) sorts last
+        take = lambda a: np.take_along_axis(a, order, axis=1)  # noqa: E731
         inst = Instances(
-            task_ids=np.arange(T).astype(str).astype(object), tools=tools, scores=scores, costs=costs,
+            task_ids=np.array([str(i) for i in range(T)], dtype=object), tools=take(names),
+            scores=np.where(valid, take(scores), np.nan), costs=take(costs),
             member=np.zeros((T, N), bool), success=np.zeros((T, N + 1), bool), partial=np.zeros((T, N + 1)),
-            n=n, folds=np.zeros(T, np.int64), text_len=np.array([len(r.get("query") or "") for r in requests], float),
-            tool_ids=ids, vocab=self.vocab_,
+            n=n, folds=np.zeros(T, np.int64), text_len=np.array([float(len(r.query)) for r in parsed]),
+            tool_ids=take(ids), vocab=self.vocab_,
         )
-        return inst, orders, originals
+        return inst, order
 
-    def _parse(self, request: dict, k: int | None):
-        where = "" if k is None else f"requests[{k}]."
+    def _parse(self, request: Any, where: str) -> Request:
         if not isinstance(request, dict):
             raise ValueError(f"{where or 'request'}: expected a JSON object with `tools`")
-        unknown = sorted(set(request) - REQUEST_FIELDS)
-        if unknown:
-            raise ValueError(f"{where}{unknown[0]}: unknown field (expected some of {sorted(REQUEST_FIELDS)})")
+        if not request.keys() <= REQUEST_FIELDS:
+            unknown = sorted(set(request) - REQUEST_FIELDS)[0]
+            raise ValueError(f"{where}{unknown}: unknown field (expected some of {sorted(REQUEST_FIELDS)})")
         tools = request.get("tools")
         if not isinstance(tools, list) or not tools:
             raise ValueError(f"{where}tools: expected a non-empty list of tools")
-        names, plain = [], []
-        for i, tool in enumerate(tools):
-            try:
-                name, view = tool_name(tool, i)
-            except ValueError as err:
-                raise ValueError(f"{where}{err}") from None
-            if name in names:
-                raise ValueError(f"{where}tools[{i}].name: duplicate tool name {name!r}")
-            names.append(name)
-            plain.append(view)
+        try:
+            names = [tool_name(tool, i) for i, tool in enumerate(tools)]
+        except ValueError as err:
+            raise ValueError(f"{where}{err}") from None
+        if len(set(names)) < len(names):
+            seen = set()
+            for i, name in enumerate(names):
+                if name in seen:
+                    raise ValueError(f"{where}tools[{i}].name: duplicate tool name {name!r}")
+                seen.add(name)
         query = request.get("query")
         if query is not None and not isinstance(query, str):
             raise ValueError(f"{where}query: must be a string")
         if request.get("scores") is not None:
             scores = _numbers(request["scores"], f"{where}scores", len(names), positive=False)
+            if not math.isfinite(max(scores) - min(scores)):
+                raise ValueError(f"{where}scores: max - min overflows a float; rescale the scores")
+        elif query:
+            scores = bm25_tool_scores(query, [tool_view(tool) for tool in tools]).tolist()
         else:
-            if not query:
-                raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in bm25 ranker")
-            scores = bm25_tool_scores(query, plain)
+            raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in bm25 ranker")
         if request.get("costs") is not None:
             costs = _numbers(request["costs"], f"{where}costs", len(names), positive=True)
         else:
-            costs = np.array([self.costs_.get(name, 1.0) for name in names])
-        return names, scores, costs, tools
+            costs = [float(self.costs_.get(name, 1.0)) for name in names]
+        index = self.index_
+        lam = request.get("lam")
+        return Request(names, [index.get(name, -1) for name in names], scores, costs, tools, query or "",
+                       None if lam is None else check_lam(lam, f"{where}lam"))
+
+    @cached_property
+    def index_(self) -> dict[str, int]:
+        """Position of each training tool name in the vocabulary (the tool-identity feature)."""
+        return {name: i for i, name in enumerate(self.vocab_)}
 
     def select(self, tools: list, scores=None, costs=None, lam: float | None = None, query: str | None = None
                ) -> Selection:
@@ -203,20 +270,43 @@ class StopPolicy:
 
     def select_batch(self, requests: list[dict], lam: float | None = None) -> list[Selection]:
         """:meth:`select` for many tasks at once (one vectorised pass); a request's own ``lam`` wins."""
-        lams = {check_lam(r.get("lam", lam if lam is not None else self.lam), "lam") for r in requests
-                if isinstance(r, dict)}
-        inst, orders, originals = self.instances(requests)
-        depth = np.zeros(inst.T, dtype=np.int64)
-        for value in sorted(lams):
-            rows = np.array([check_lam(r.get("lam", lam if lam is not None else self.lam), "lam") == value
-                             for r in requests])
-            depth[rows] = self.depths(inst.subset(rows), value)
+        default = self.lam if lam is None else check_lam(lam, "lam")
+        parsed = self._parse_all(requests)
+        if len(parsed) == 1 and len(parsed[0].names) <= SHORT_RANKING:
+            r = parsed[0]
+            return [self._select_one(r, default if r.lam is None else r.lam)]
+        inst, order = self._pad(parsed)
+        lams = np.array([default if r.lam is None else r.lam for r in parsed])
+        values = np.unique(lams)
+        if len(values) == 1:
+            depth = self.depths(inst, float(values[0]))
+        else:
+            depth = np.zeros(inst.T, dtype=np.int64)
+            for value in values:
+                rows = lams == value
+                depth[rows] = self.depths(inst.subset(rows), float(value))
         out = []
-        for i in range(inst.T):
-            d = int(depth[i])
-            ranked = [str(x) for x in inst.tools[i, : inst.n[i]]]
-            out.append(Selection([originals[i][j] for j in orders[i][:d]], d, ranked))
+        for r, row, d in zip(parsed, order.tolist(), depth.tolist()):
+            ranked = row[: len(r.names)]
+            out.append(Selection([r.tools[j] for j in ranked[:d]], d, [r.names[j] for j in ranked]))
         return out
+
+
+    def _select_one(self, r: Request, lam: float) -> Selection:
+        """One request over a short ranking, in plain Python and one model call.
+
+        Decides exactly as the vectorised path (tests compare them on every retail task
+        and on random requests); numpy's per-call overhead on a handful of tools would
+        otherwise cost more than the arithmetic.
+        """
+        scores, costs = r.scores, r.costs
+        order = sorted(range(len(scores)), key=lambda j: -scores[j])  # stable: ties keep the caller's order
+        s, c, ids = [scores[j] for j in order], [costs[j] for j in order], [r.ids[j] for j in order]
+        p = self.membership_.predict_task(task_normalised_scores(s), s, ids)
+        cols = task_features(s, c, p, lam, self.kind, float(len(r.query)), self.rule_.feature_names())
+        stop = self.rule_.stop_design(np.array(cols).T, np.array(ids)).tolist()
+        depth = stop.index(True) if True in stop else len(stop)
+        return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])
 
 
 def check_lam(value: Any, field: str = "lam") -> float:

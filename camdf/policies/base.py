@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from camdf.features import state_features
+from camdf.features import FEATURES, state_features
 from camdf.instances import Instances
 from camdf.labels import deltas, stop_labels, walk
 from camdf.payoff import at_depth, prefix_payoffs
@@ -65,6 +65,10 @@ class StoppingRule:
 
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
         raise NotImplementedError
+
+    def feature_names(self) -> tuple[str, ...]:
+        """The state features the rule reads (the run-time stopper computes only these)."""
+        return FEATURES
 
     def decide(self, batch: StateBatch) -> np.ndarray:
         return walk(self.stop_matrix(batch), batch.inst.n)

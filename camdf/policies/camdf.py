@@ -12,6 +12,7 @@ from __future__ import annotations
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
@@ -25,6 +26,8 @@ DEFAULT_GRID = (
     {"num_leaves": 7, "min_child_samples": 10},
     {"num_leaves": 15, "min_child_samples": 30},
 )
+# CamDF.decide scores these first depths of every task before the rest of the walking ones.
+FIRST_BLOCK = 16
 BASE_PARAMS = {
     "n_estimators": 150,
     "learning_rate": 0.05,
@@ -78,6 +81,9 @@ class CamDF(StoppingRule):
     def _names(self) -> list[str]:
         return list(self.features) if self.features is not None else [f for f in FEATURES if f != "lam"]
 
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
     def _matrix(self, batch: StateBatch) -> np.ndarray:
         valid = batch.inst.valid
         X = design(batch.feats, self._names(), valid)
@@ -103,15 +109,22 @@ class CamDF(StoppingRule):
     def _stop(self, model, batch: StateBatch) -> np.ndarray:
         stop = np.zeros(batch.inst.tools.shape, dtype=bool)
         valid = batch.inst.valid
-        if isinstance(model, tuple):
-            stop[valid] = model[1]
-            return stop
-        X = self._matrix(batch)
-        if self.target == "regress":
-            stop[valid] = model.predict(X) >= 0
-        else:
-            stop[valid] = model.predict_proba(X)[:, 1] >= 0.5
+        stop[valid] = self._stop_rows(model, design(batch.feats, self._names(), valid), batch.inst.tool_ids[valid])
         return stop
+
+    def _stop_rows(self, model, X: np.ndarray, tool_ids: np.ndarray) -> np.ndarray:
+        if isinstance(model, tuple):
+            return np.full(len(X), model[1])
+        if self.tool_identity:
+            X = np.column_stack([X, tool_ids.astype(float)])
+        # The booster's raw output: the regressed Delta, or the logit of P(stop), and
+        # P(stop) >= 1/2 iff logit >= 0. Calling the booster skips the wrapper's per-call
+        # parameter handling, which dominates on the run-time stopper's small inputs.
+        return model.booster_.predict(X, raw_score=True) >= 0
+
+    def stop_design(self, X: np.ndarray, tool_ids: np.ndarray) -> np.ndarray:
+        """Stop decisions for states given as rows of :meth:`feature_names` values, (S,) bool."""
+        return self._stop_rows(self.model_, X, tool_ids)
 
     def fit(self, batch: StateBatch) -> "CamDF":
         grid = list(self.grid)
@@ -131,6 +144,29 @@ class CamDF(StoppingRule):
 
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
         return self._stop(self.model_, batch)
+
+    def decide(self, batch: StateBatch) -> np.ndarray:
+        """The walk of :meth:`stop_matrix`, predicting only the depths a walk can reach.
+
+        The first :data:`FIRST_BLOCK` depths are predicted for every task, the rest only
+        for tasks that did not stop among them. The booster scores rows independently,
+        so the depths equal ``walk(stop_matrix(batch), n)``; on a long ranking (a
+        catalog of 1,000 tools) that stops early, most states are never scored.
+        """
+        inst = batch.inst
+        valid = inst.valid
+        X = design(batch.feats, self._names(), valid)
+        ids = inst.tool_ids[valid]
+        row = np.cumsum(valid, axis=1) - 1 + np.concatenate([[0], np.cumsum(inst.n)[:-1]])[:, None]
+        early = np.arange(inst.N)[None, :] < FIRST_BLOCK
+        stop = np.zeros(valid.shape, dtype=bool)
+        for block in (valid & early, None):
+            if block is None:  # second pass: the later depths of tasks still walking
+                block = valid & ~early & ~stop.any(axis=1)[:, None]
+            if block.any():
+                rows = row[block]
+                stop[block] = self._stop_rows(self.model_, X[rows], ids[rows])
+        return walk(stop, inst.n)
 
 
 class CamDFLite(StoppingRule):
@@ -167,15 +203,26 @@ class CamDFLite(StoppingRule):
         self.coefficients_ = pd.Series([*coef, intercept], index=[*self.features, "intercept"], name="coefficient")
         return self
 
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(self.features)
+
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
         valid = batch.inst.valid
         stop = np.zeros(batch.inst.tools.shape, dtype=bool)
         if self.model_ is None:
             stop[valid] = self.constant_
         else:
-            X = self.scaler_.transform(design(batch.feats, list(self.features), valid))
-            stop[valid] = self.model_.predict_proba(X)[:, 1] >= 0.5
+            stop[valid] = self.stop_design(design(batch.feats, list(self.features), valid), None)
         return stop
+
+    def stop_design(self, X: np.ndarray, tool_ids=None) -> np.ndarray:
+        """Stop decisions for states given as rows of the 10 feature values, (S,) bool."""
+        if self.model_ is None:
+            return np.full(len(X), self.constant_)
+        # The scaler's and the logistic model's own arithmetic, without their per-call checks.
+        X = (np.asarray(X, dtype=float) - self.scaler_.mean_) / self.scaler_.scale_
+        logit = (X @ self.model_.coef_.T)[:, 0] + self.model_.intercept_[0]
+        return expit(logit) >= 0.5
 
 
 def without(groups) -> list[str]:

@@ -61,6 +61,8 @@ def test_loaded_policy_makes_the_recorded_decisions(trained, how, monkeypatch):
     policy = load_policy(uri)
     depths = [s.depth for s in policy.select_batch(trained["requests"])]
     assert depths == trained["decisions"]["depth"].tolist()
+    one_by_one = [policy.select_batch([r])[0].depth for r in trained["requests"]]  # the single-request path
+    assert one_by_one == depths
 
 
 def test_cli_select_matches_and_refuses_bad_json(trained, tmp_path):

@@ -105,3 +105,30 @@ def test_fuzz_only_value_errors(policy, request_):
         return
     assert len(out) == 1 and 0 <= out[0].depth <= len(out[0].ranked)
     json.dumps(out[0].to_json())
+
+
+@pytest.fixture(scope="module")
+def camdf_policy():
+    return StopPolicy(method="camdf", lam=0.2).fit(_family(60, True), costs={"x": 6.0})
+
+
+@pytest.mark.parametrize("which", ["policy", "camdf_policy"])
+def test_single_request_path_decides_as_the_vectorised_batch(which, request):
+    """One short request takes the plain-Python path; inside a batch the same request is vectorised."""
+    pol = request.getfixturevalue(which)
+    rng = np.random.default_rng(5)
+    vocab = ["a", "b", "c", "d", "x"]
+    depths = []
+    for k in range(150):
+        n = int(rng.integers(1, 80))  # beyond SHORT_RANKING too
+        names = vocab[: min(n, 5)] + [f"new{j}" for j in range(n - min(n, 5))]
+        names = list(rng.permutation(names))
+        scores = np.round(rng.normal(0.5, 0.3, n), 1).tolist()  # rounded: ties occur
+        costs = rng.uniform(0.1, 7.0, n).tolist()
+        req = {"tools": [_openai(m) for m in names], "scores": scores, "costs": costs,
+               "lam": float(rng.choice([0.0, 0.05, 0.2, 1.0]))}
+        one = pol.select_batch([req])[0]
+        batched = pol.select_batch([req, {"tools": [_openai("a")], "scores": [1.0]}])[0]
+        assert (one.depth, one.ranked, one.tools) == (batched.depth, batched.ranked, batched.tools), k
+        depths.append(one.depth)
+    assert len(set(depths)) > 2  # the comparison covers several depths, not one constant answer

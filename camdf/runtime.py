@@ -16,6 +16,7 @@ import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 from typing import Any, Sequence
 
 import numpy as np
@@ -85,8 +86,9 @@ def _numbers(values: Any, field: str, n: int, positive: bool) -> list[float]:
             arr = np.asarray(values)
             if arr.dtype.kind in "iuf" and np.isfinite(arr).all() and (not positive or (arr > 0).all()):
                 return arr.astype(float).tolist()
-        elif all(type(v) in _PLAIN_NUMBERS and math.isfinite(v) and (v > 0 or not positive) for v in values):
-            return [float(v) for v in values]
+        elif (set(map(type, values)) <= _PLAIN_NUMBERS and all(map(math.isfinite, values))
+              and (not positive or min(values) > 0)):
+            return list(map(float, values))
     except OverflowError:  # an int beyond float range: named below
         pass
     # Slow path: find the first bad value and name it.
@@ -143,15 +145,18 @@ class StopPolicy:
         Train one lambda-conditioned model across these lambdas (lambda is a
         feature), so lambda is a run-time dial without retraining.
     random_state : int
+    n_jobs : int
+        Threads for the full model's predictions on long rankings (-1: every CPU).
     """
 
     def __init__(self, method: str = "camdf_lite", kind: str = "exact", lam: float = 0.12,
-                 lam_grid: Sequence[float] | None = None, random_state: int = 0):
+                 lam_grid: Sequence[float] | None = None, random_state: int = 0, n_jobs: int = -1):
         self.method = method
         self.kind = kind
         self.lam = lam
         self.lam_grid = lam_grid
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _rule(self):
         if self.method == "camdf_lite":
@@ -160,7 +165,7 @@ class StopPolicy:
             return CamDFLite()
         if self.method == "camdf":
             features = list(FEATURES) if self.lam_grid else None  # FEATURES includes "lam"
-            return CamDF(features=features, random_state=self.random_state)
+            return CamDF(features=features, random_state=self.random_state, predict_jobs=self.n_jobs)
         raise ValueError(f"method: expected 'camdf' or 'camdf_lite', got {self.method!r}")
 
     def fit(self, inst: Instances, costs: dict[str, float] | None = None) -> "StopPolicy":
@@ -204,7 +209,7 @@ class StopPolicy:
         ids = np.full((T, N), -1, dtype=np.int64)
         names = np.full((T, N), "", dtype=object)
         valid = np.arange(N)[None, :] < n[:, None]
-        flat = lambda field: [x for r in parsed for x in getattr(r, field)]  # noqa: E731  row-major, as valid
+        flat = lambda field: list(chain.from_iterable(getattr(r, field) for r in parsed))  # noqa: E731  row-major
         scores[valid], costs[valid], ids[valid], names[valid] = (
             flat("scores"), flat("costs"), flat("ids"), np.array(flat("names"), dtype=object))
         order = np.argsort(-scores, axis=1, kind="stable")  # padding (-inf) sorts last

@@ -9,6 +9,8 @@ approximates. Ablations switch the weighting, feature groups or the target.
 
 from __future__ import annotations
 
+import os
+
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
@@ -28,6 +30,8 @@ DEFAULT_GRID = (
 )
 # CamDF.decide scores these first depths of every task before the rest of the walking ones.
 FIRST_BLOCK = 16
+# Predictions on at least this many states at once may use CamDF.predict_jobs threads.
+PARALLEL_ROWS = 512
 BASE_PARAMS = {
     "n_estimators": 150,
     "learning_rate": 0.05,
@@ -58,6 +62,9 @@ class CamDF(StoppingRule):
         LightGBM hyperparameter candidates; chosen by inner cross-validation when > 1.
     inner_folds : int
     random_state : int
+    predict_jobs : int
+        Threads for predicting :data:`PARALLEL_ROWS` or more states at once (-1: every
+        CPU); the run-time stopper's long rankings use them. Training uses one thread.
     """
 
     def __init__(
@@ -69,6 +76,7 @@ class CamDF(StoppingRule):
         grid=DEFAULT_GRID,
         inner_folds: int = 3,
         random_state: int = 0,
+        predict_jobs: int = 1,
     ):
         self.features = features
         self.tool_identity = tool_identity
@@ -77,6 +85,7 @@ class CamDF(StoppingRule):
         self.grid = grid
         self.inner_folds = inner_folds
         self.random_state = random_state
+        self.predict_jobs = predict_jobs
 
     def _names(self) -> list[str]:
         return list(self.features) if self.features is not None else [f for f in FEATURES if f != "lam"]
@@ -120,7 +129,10 @@ class CamDF(StoppingRule):
         # The booster's raw output: the regressed Delta, or the logit of P(stop), and
         # P(stop) >= 1/2 iff logit >= 0. Calling the booster skips the wrapper's per-call
         # parameter handling, which dominates on the run-time stopper's small inputs.
-        return model.booster_.predict(X, raw_score=True) >= 0
+        threads = 1
+        if len(X) >= PARALLEL_ROWS:
+            threads = (os.cpu_count() or 1) if self.predict_jobs == -1 else max(1, self.predict_jobs)
+        return model.booster_.predict(X, raw_score=True, num_threads=threads) >= 0
 
     def stop_design(self, X: np.ndarray, tool_ids: np.ndarray) -> np.ndarray:
         """Stop decisions for states given as rows of :meth:`feature_names` values, (S,) bool."""

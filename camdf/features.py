@@ -182,6 +182,8 @@ def state_features(
     """
     valid = inst.valid
     state = _State(inst, p, lam, kind, valid)
+    if valid.all():  # no padding to zero (a batch of equally long rankings)
+        return {name: np.array(_BUILD[name](state), dtype=float) for name in names}
     return {name: np.where(valid, _BUILD[name](state), 0.0) for name in names}
 
 

@@ -75,7 +75,9 @@ def tool_view(tool: dict) -> dict:
 _PLAIN_NUMBERS = frozenset({int, float, np.float64, np.float32, np.int64, np.int32})
 
 
-def _numbers(values: Any, field: str, n: int, positive: bool) -> list[float]:
+def _numbers(values: Any, where: str, name: str, n: int, positive: bool) -> list[float]:
+    """``values`` as floats after checking them; errors name ``<where><name>[i]``."""
+    field = where + name
     if not isinstance(values, (list, tuple, np.ndarray)):
         raise ValueError(f"{field}: expected a list of {n} numbers, got {type(values).__name__}")
     if len(values) != n:
@@ -209,9 +211,11 @@ class StopPolicy:
         ids = np.full((T, N), -1, dtype=np.int64)
         names = np.full((T, N), "", dtype=object)
         valid = np.arange(N)[None, :] < n[:, None]
-        flat = lambda field: list(chain.from_iterable(getattr(r, field) for r in parsed))  # noqa: E731  row-major
-        scores[valid], costs[valid], ids[valid], names[valid] = (
-            flat("scores"), flat("costs"), flat("ids"), np.array(flat("names"), dtype=object))
+        flat = lambda lists: list(chain.from_iterable(lists))  # noqa: E731  row-major, as `valid`
+        scores[valid] = flat([r.scores for r in parsed])
+        costs[valid] = flat([r.costs for r in parsed])
+        ids[valid] = flat([r.ids for r in parsed])
+        names[valid] = np.array(flat([r.names for r in parsed]), dtype=object)
         order = np.argsort(-scores, axis=1, kind="stable")  # padding (-inf) sorts last
         take = lambda a: np.take_along_axis(a, order, axis=1)  # noqa: E731
         inst = Instances(
@@ -232,10 +236,20 @@ class StopPolicy:
         tools = request.get("tools")
         if not isinstance(tools, list) or not tools:
             raise ValueError(f"{where}tools: expected a non-empty list of tools")
-        try:
-            names = [tool_name(tool, i) for i, tool in enumerate(tools)]
-        except ValueError as err:
-            raise ValueError(f"{where}{err}") from None
+        names = []
+        for i, tool in enumerate(tools):
+            # tool_name's fast path, inlined: this loop runs for every tool of every request
+            if type(tool) is dict:
+                spec = tool["function"] if "function" in tool else (None if tool.get("type") == "function" else tool)
+                if type(spec) is dict:
+                    name, desc = spec.get("name"), spec.get("description")
+                    if type(name) is str and name.strip() and (desc is None or type(desc) is str):
+                        names.append(name)
+                        continue
+            try:
+                names.append(tool_name(tool, i))
+            except ValueError as err:
+                raise ValueError(f"{where}{err}") from None
         if len(set(names)) < len(names):
             seen = set()
             for i, name in enumerate(names):
@@ -246,7 +260,7 @@ class StopPolicy:
         if query is not None and not isinstance(query, str):
             raise ValueError(f"{where}query: must be a string")
         if request.get("scores") is not None:
-            scores = _numbers(request["scores"], f"{where}scores", len(names), positive=False)
+            scores = _numbers(request["scores"], where, "scores", len(names), positive=False)
             if not math.isfinite(max(scores) - min(scores)):
                 raise ValueError(f"{where}scores: max - min overflows a float; rescale the scores")
         elif query:
@@ -254,7 +268,7 @@ class StopPolicy:
         else:
             raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in bm25 ranker")
         if request.get("costs") is not None:
-            costs = _numbers(request["costs"], f"{where}costs", len(names), positive=True)
+            costs = _numbers(request["costs"], where, "costs", len(names), positive=True)
         else:
             costs = [float(self.costs_.get(name, 1.0)) for name in names]
         index = self.index_

@@ -43,7 +43,7 @@ from unittest import mock
 if __package__ in (None, ""):  # allow `python benchmarks/bench_cell.py` from a checkout
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import ROOT, cell_config, load, method_names, timed  # noqa: E402
+from common import ROOT, cell_config, emit_json, load, method_names, timed  # noqa: E402
 
 from camdf import cell as cell_module  # noqa: E402
 from camdf.cell import evaluate_cell  # noqa: E402
@@ -287,8 +287,7 @@ def main() -> None:
               f"x{s['state_ratio_1000_vs_100']:.1f} (target <= x{s['target_ratio']:.0f})")
     for r in figures["profile"]["by_own_time"]:
         print(f"{r['own_s']:8.2f} s own {r['cumulative_s']:8.2f} s cum {r['calls']:7d}  {r['function']}")
-    if os.environ.get("BENCH_JSON"):
-        print(json.dumps(figures, default=float))
+    emit_json(figures)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Run as ``python benchmarks/bench_core.py`` or call :func:`run`.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -36,7 +35,7 @@ import numpy as np
 if __package__ in (None, ""):  # allow `python benchmarks/bench_core.py` from a checkout
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import CELL_OVERRIDES, ROOT, cell_config, load, timed  # noqa: E402
+from common import CELL_OVERRIDES, ROOT, cell_config, emit_json, load, timed  # noqa: E402
 
 from camdf.instances import Instances  # noqa: E402
 from camdf.labels import deltas, stop_labels  # noqa: E402
@@ -320,8 +319,7 @@ def main() -> None:
         print(f"features + prediction, {f['domain']}: {f['us_per_state']:.2f} us/state over {f['states']:,} states "
               f"(features {f['features_us_per_state']:.2f}, prediction {f['prediction_us_per_state']:.2f}); "
               f"reference {f['reference_us_per_state']:.1f} us/state (x{f['ratio_vs_reference']:.0f})")
-    if os.environ.get("BENCH_JSON"):
-        print(json.dumps(figures, default=float))
+    emit_json(figures)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ changes the domains).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -30,9 +29,12 @@ T_START = time.perf_counter()
 ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):  # allow `python benchmarks/bench_rankers.py` from a checkout
     sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
+
+from common import emit_json  # noqa: E402
 
 from camdf.rankers.stage import load_built_domain, run_scores  # noqa: E402
 
@@ -92,8 +94,7 @@ def main() -> None:
     print(f"all jobs: {figures['all_jobs_s']:.1f} s; whole process (imports included): {figures['process_s']:.1f} s; "
           f"target {figures['target_s']:.0f} s: {'met' if figures['meets_target'] else 'MISSED'} "
           f"({figures['cpu_count']} cores)")
-    if os.environ.get("BENCH_JSON"):
-        print(json.dumps(figures, default=float))
+    emit_json(figures)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Run as ``python benchmarks/bench_stats.py`` (``PYTHONPATH`` must reach
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -25,6 +24,9 @@ import numpy as np
 
 if __package__ in (None, ""):  # allow `python benchmarks/bench_stats.py` from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import print_figures  # noqa: E402
 
 from camdf import stats as cs  # noqa: E402
 from camdf.stats import _resample_means  # noqa: E402  (timed separately)
@@ -111,13 +113,7 @@ def run() -> dict:
 
 
 def main() -> None:
-    figures = run()
-    width = max(map(len, figures))
-    for key, val in figures.items():
-        shown = f"{val:.4f}" if isinstance(val, float) else str(val)
-        print(f"{key:<{width}}  {shown}")
-    if os.environ.get("BENCH_JSON"):
-        print(json.dumps(figures))
+    print_figures(run())
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ Run as ``python benchmarks/bench_sufficiency.py`` (``PYTHONPATH`` must reach
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -22,6 +21,9 @@ import time
 
 if __package__ in (None, ""):  # allow `python benchmarks/bench_sufficiency.py` from a checkout
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from common import print_figures  # noqa: E402
 
 from camdf.data.tau2 import convert_customer_service  # noqa: E402
 from camdf.sufficiency import derive, summary  # noqa: E402
@@ -64,13 +66,7 @@ def run() -> dict:
 
 
 def main() -> None:
-    figures = run()
-    width = max(map(len, figures))
-    for key, val in figures.items():
-        shown = f"{val:.4f}" if isinstance(val, float) else str(val)
-        print(f"{key:<{width}}  {shown}")
-    if os.environ.get("BENCH_JSON"):
-        print(json.dumps(figures))
+    print_figures(run())
 
 
 if __name__ == "__main__":

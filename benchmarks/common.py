@@ -126,3 +126,20 @@ def method_names(group: str) -> list[str]:
     import yaml
 
     return list(yaml.safe_load((ROOT / "conf" / "method" / f"{group}.yaml").read_text())["names"])
+
+
+def emit_json(figures: dict) -> None:
+    """Print the figures as JSON when ``BENCH_JSON`` is set (a script's machine-readable output)."""
+    if os.environ.get("BENCH_JSON"):
+        import json
+
+        print(json.dumps(figures, default=float))
+
+
+def print_figures(figures: dict) -> None:
+    """Print flat figures as aligned ``name  value`` lines, then :func:`emit_json`."""
+    width = max(map(len, figures))
+    for key, val in figures.items():
+        shown = f"{val:.4f}" if isinstance(val, float) else str(val)
+        print(f"{key:<{width}}  {shown}")
+    emit_json(figures)

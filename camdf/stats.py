@@ -83,12 +83,17 @@ def _rng(random_state: int | np.random.Generator) -> np.random.Generator:
     )
 
 
-def _as_1d(x, name: str) -> np.ndarray:
-    """Float64 1-D copy-free view of ``x``; rejects empty, NaN and inf."""
+def _float_array(x, name: str) -> np.ndarray:
+    """``np.asarray(x, float64)``, with a ValueError naming ``name`` when it cannot convert."""
     try:
-        arr = np.asarray(x, dtype=np.float64)
+        return np.asarray(x, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name}: not convertible to a float array ({exc})") from None
+
+
+def _as_1d(x, name: str) -> np.ndarray:
+    """Float64 1-D copy-free view of ``x``; rejects empty, NaN and inf."""
+    arr = _float_array(x, name)
     if arr.ndim != 1:
         raise ValueError(f"{name}: must be 1-D, got shape {arr.shape}")
     _check_values(arr, name)
@@ -455,10 +460,7 @@ def _method_matrix(values, names) -> tuple[list[str], np.ndarray]:
         for k, r in zip(keys[1:], rows[1:]):
             _check_pair(rows[0], r, f"values[{first!r}]", f"values[{k!r}]")
         return keys, np.vstack(rows)
-    try:
-        mat = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"values: not convertible to a float array ({exc})") from None
+    mat = _float_array(values, "values")
     if mat.ndim != 2:
         raise ValueError(f"values: must be a dict of 1-D arrays or a 2-D array (m, n), got shape {mat.shape}")
     _check_values(mat, "values")

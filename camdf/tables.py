@@ -79,6 +79,23 @@ def _main_params(main: dict) -> dict:
                 label_noise=0.0, label_source="data")
 
 
+def _sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...], methods: str, missing: str,
+           need: str | None = None, **fixed: Any) -> pd.DataFrame:
+    """FINISHED runs of a sweep over the params ``vary``, every other param at the main cell.
+
+    ``methods`` names the method list (a key of ``main``) the sweep ran; ``fixed`` overrides
+    main-cell params. Raises LookupError(``missing``) when there is no such run, or none that
+    logged the metric column ``need``. Rows come oldest first (see :func:`select`).
+    """
+    p = _main_params(main)
+    for key in vary:
+        p.pop(key)
+    sel = select(runs, **{**p, **fixed}, method__names=str(list(main[methods])))
+    if sel.empty or (need is not None and need not in sel):
+        raise LookupError(missing)
+    return sel
+
+
 def table2(runs: pd.DataFrame, main: dict) -> Report:
     """The main retail cell: every method with payoff (CI), success, tools, cost and difference to CAM-DF."""
     run = _one(runs, "Table 2", **_main_params(main), method__names=str(list(main["methods"])))
@@ -111,11 +128,8 @@ def table2(runs: pd.DataFrame, main: dict) -> Report:
 
 
 def _grid(runs: pd.DataFrame, main: dict, rival: str, name: str, title: str) -> tuple[Report, pd.DataFrame]:
-    p = _main_params(main)
-    p.pop("cost__lam"), p.pop("cost__d")
-    sel = select(runs, **p, method__names=str(list(main["grid_methods"])))
-    if sel.empty:
-        raise LookupError(f"{name}: no FINISHED grid run in the store; run `experiment=a18` first")
+    sel = _sweep(runs, main, ("cost__lam", "cost__d"), "grid_methods",
+                 f"{name}: no FINISHED grid run in the store; run `experiment=a18` first")
     sel = sel.assign(lam=sel["p:cost.lam"].astype(float), d=sel["p:cost.d"].astype(float))
     sel = sel.sort_values("start").drop_duplicates(["lam", "d"], keep="last")
     diff = -sel[f"m:{rival}/diff_vs_ref"]
@@ -149,11 +163,8 @@ def a24(runs, main) -> tuple[Report, pd.DataFrame]:
 
 
 def a19(runs, main) -> Report:
-    p = _main_params(main)
-    p.pop("label_noise")
-    sel = select(runs, **p, method__names=str(list(main["noise_methods"])))
-    if sel.empty:
-        raise LookupError("A19: no FINISHED noise run in the store; run `experiment=a19` first")
+    sel = _sweep(runs, main, ("label_noise",), "noise_methods",
+                 "A19: no FINISHED noise run in the store; run `experiment=a19` first")
     sel = sel.assign(eps=sel["p:label_noise"].astype(float)).sort_values("start").drop_duplicates("eps", keep="last")
     methods = _present(sel)
     frame = pd.DataFrame({m: sel[f"m:{m}/payoff_mean"].to_numpy() for m in methods},
@@ -186,11 +197,9 @@ def a20(runs, main) -> Report:
 
 def a20_lambda(runs, main) -> Report:
     """A20 (lambda dial): one lambda-conditioned model against per-cell models over the A18 grid."""
-    p = _main_params(main)
-    p.pop("cost__lam"), p.pop("cost__d")
-    sel = select(runs, **p, method__names=str(list(main["grid_methods"])))
-    if sel.empty or "m:camdf_lambda/payoff_mean" not in sel:
-        raise LookupError("A20 (lambda): no FINISHED grid run with camdf_lambda; run `experiment=a18` first")
+    sel = _sweep(runs, main, ("cost__lam", "cost__d"), "grid_methods",
+                 "A20 (lambda): no FINISHED grid run with camdf_lambda; run `experiment=a18` first",
+                 need="m:camdf_lambda/payoff_mean")
     sel = sel.assign(lam=sel["p:cost.lam"].astype(float), d=sel["p:cost.d"].astype(float))
     sel = sel.sort_values("start").drop_duplicates(["lam", "d"], keep="last")
     cond = sel["m:camdf_lambda/payoff_mean"]
@@ -213,11 +222,8 @@ def a20_lambda(runs, main) -> Report:
 
 
 def a21(runs, main) -> Report:
-    p = _main_params(main)
-    p.pop("scorer__label")
-    sel = select(runs, **p, method__names=str(list(main["methods"])))
-    if sel.empty:
-        raise LookupError("A21: no FINISHED scorer runs in the store; run `experiment=a21` first")
+    sel = _sweep(runs, main, ("scorer__label",), "methods",
+                 "A21: no FINISHED scorer runs in the store; run `experiment=a21` first")
     sel = sel.sort_values("start").drop_duplicates("p:scorer.label", keep="last")
     rows = []
     for _, r in sel.iterrows():
@@ -260,11 +266,9 @@ SOURCES = {"data": "derived", "annotated": "annotated", "partial": "partial"}
 
 def a25(runs: pd.DataFrame, main: dict) -> list[Report]:
     """A25: verified sufficiency at the main cell, per label source; agreement; tests; noise re-scored."""
-    p = _main_params(main)
-    p.pop("label_source")
-    sel = select(runs, **p, method__names=str(list(main["methods"])))
-    if sel.empty or "m:camdf/verified_success" not in sel:
-        raise LookupError("A25: no FINISHED label-source run with verified metrics; run `experiment=a25` first")
+    sel = _sweep(runs, main, ("label_source",), "methods",
+                 "A25: no FINISHED label-source run with verified metrics; run `experiment=a25` first",
+                 need="m:camdf/verified_success")
     sel = sel[sel["m:camdf/verified_success"].notna()].sort_values("start")
     sel = sel.drop_duplicates("p:label_source", keep="last").set_index("p:label_source")
     order = [s for s in SOURCES if s in sel.index]

@@ -27,6 +27,15 @@ def _cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _listing(title: str, header: list[str], rows: list[list[str]], empty: str = "(none)") -> list[str]:
+    """Lines of a ``### title`` block: a markdown table of ``rows``, or ``empty`` when there are none."""
+    lines = ["", f"### {title}", ""]
+    if not rows:
+        return lines + [empty]
+    return lines + ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |",
+                    *("| " + " | ".join(row) + " |" for row in rows)]
+
+
 def _missing(m: dict[str, Any]) -> str:
     src = ", ".join(f"`{s}`" for s in m.get("sources", [])) or "no tool"
     return f"{m['value']} ({m['need']}: {m['what']}; known through {src})"
@@ -118,22 +127,13 @@ def sufficiency_section(der: Derivation, label_source: str) -> str:
     alt_counts = Counter(t for r in res for alt in r.alternatives for t in set(alt))
     lines += [f"| `{t}` | {counts.get(t, 0)} | {alt_counts.get(t, 0)} |" for t in der.tools]
 
-    failing = [r for r in res if r.required is None]
-    lines += ["", "### Not sufficient with every tool", ""]
-    if failing:
-        lines += ["| task | executable | missing value (needed as: where; known through) |", "| --- | --- | --- |"]
-        lines += [f"| {r.task_id} | {'yes' if r.executable else 'no'} | "
-                  f"{_cell('; '.join(_missing(m) for m in r.missing_all))} |" for r in failing]
-    else:
-        lines.append("(none: every task is sufficient with every acquirable tool exposed)")
-
-    broken = [r for r in res if not r.executable]
-    lines += ["", "### Gold plans that do not execute", ""]
-    if broken:
-        lines += ["| task | error |", "| --- | --- |"]
-        lines += [f"| {r.task_id} | {_cell(r.error)} |" for r in broken]
-    else:
-        lines.append("(none)")
+    lines += _listing("Not sufficient with every tool",
+                      ["task", "executable", "missing value (needed as: where; known through)"],
+                      [[r.task_id, "yes" if r.executable else "no", _cell("; ".join(_missing(m) for m in r.missing_all))]
+                       for r in res if r.required is None],
+                      "(none: every task is sufficient with every acquirable tool exposed)")
+    lines += _listing("Gold plans that do not execute", ["task", "error"],
+                      [[r.task_id, _cell(r.error)] for r in res if not r.executable])
     reads = [r for r in res if r.read_errors]
     if reads:
         lines += ["", f"Gold reads that raise while the plan still executes ({len(reads)} tasks; a first guess "
@@ -141,13 +141,8 @@ def sufficiency_section(der: Derivation, label_source: str) -> str:
                   "| task | error |", "| --- | --- |"]
         lines += [f"| {r.task_id} | {_cell('; '.join(r.read_errors))} |" for r in reads]
 
-    empty = [r for r in res if r.required == []]
-    lines += ["", "### Empty derived G_x", ""]
-    if empty:
-        lines += ["| task | why no tool is needed |", "| --- | --- |"]
-        lines += [f"| {r.task_id} | {_cell(r.needs_no_information)} |" for r in empty]
-    else:
-        lines.append("(none)")
+    lines += _listing("Empty derived G_x", ["task", "why no tool is needed"],
+                      [[r.task_id, _cell(r.needs_no_information)] for r in res if r.required == []])
 
     arith = [r for r in res if r.expressions]
     if arith:
@@ -178,12 +173,7 @@ def agreement_section(der: Derivation) -> str:
         "| --- | ---: |",
     ]
     lines += [f"| {k} | {counts.get(k, 0)} |" for k in AGREEMENT]
-    differ = [r for r in res if agreement(r) != "equal"]
-    lines += ["", "### Disagreements", ""]
-    if differ:
-        lines += ["| task | agreement | annotated | derived | why |", "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {r.task_id} | {agreement(r)} | {_names(r.annotated)} | {_names(r.required)} | "
-                  f"{_cell(explain(r))} |" for r in differ]
-    else:
-        lines.append("(none)")
+    lines += _listing("Disagreements", ["task", "agreement", "annotated", "derived", "why"],
+                      [[r.task_id, agreement(r), _names(r.annotated), _names(r.required), _cell(explain(r))]
+                       for r in res if agreement(r) != "equal"])
     return "\n".join(lines) + "\n"

@@ -203,6 +203,8 @@ class StopPolicy:
         return [self._parse(r, f"requests[{k}]." if many else "") for k, r in enumerate(requests)]
 
     def _pad(self, parsed: list[Request]) -> tuple[Instances, np.ndarray]:
+        if len(parsed) == 1:  # one long ranking: nothing to pad
+            return self._one_row(parsed[0])
         T = len(parsed)
         n = np.array([len(r.names) for r in parsed], dtype=np.int64)
         N = int(n.max(initial=0))
@@ -226,6 +228,20 @@ class StopPolicy:
             tool_ids=take(ids), vocab=self.vocab_,
         )
         return inst, order
+
+    def _one_row(self, r: Request) -> tuple[Instances, np.ndarray]:
+        """:meth:`_pad` for a single request."""
+        scores = np.array(r.scores)
+        order = np.argsort(-scores, kind="stable")
+        N = len(order)
+        inst = Instances(
+            task_ids=np.array(["0"], dtype=object), tools=np.array(r.names, dtype=object)[order][None, :],
+            scores=scores[order][None, :], costs=np.array(r.costs)[order][None, :],
+            member=np.zeros((1, N), bool), success=np.zeros((1, N + 1), bool), partial=np.zeros((1, N + 1)),
+            n=np.array([N], dtype=np.int64), folds=np.zeros(1, np.int64), text_len=np.array([float(len(r.query))]),
+            tool_ids=np.array(r.ids, dtype=np.int64)[order][None, :], vocab=self.vocab_,
+        )
+        return inst, order[None, :]
 
     def _parse(self, request: Any, where: str) -> Request:
         if not isinstance(request, dict):

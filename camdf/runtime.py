@@ -108,6 +108,22 @@ def _numbers(values: Any, where: str, name: str, n: int, positive: bool) -> list
     raise AssertionError("unreachable: the fast path accepts every valid list")
 
 
+def _values_ok(parsed: list["Request"]) -> bool:
+    """Whether every score and cost of a batch is a finite plain number (costs > 0), and every
+    request's score range is finite: the checks of :func:`_numbers`, over the whole batch at once."""
+    flat = [list(chain.from_iterable([r.scores for r in parsed])), list(chain.from_iterable([r.costs for r in parsed]))]
+    if not all(set(map(type, values)) <= _PLAIN_NUMBERS for values in flat):
+        return False
+    try:
+        scores, costs = np.array(flat[0], dtype=float), np.array(flat[1], dtype=float)
+    except OverflowError:
+        return False
+    if not (np.isfinite(scores).all() and np.isfinite(costs).all() and (costs > 0).all()):
+        return False
+    start = np.cumsum([0] + [len(r.scores) for r in parsed[:-1]])
+    return bool(np.isfinite(np.maximum.reduceat(scores, start) - np.minimum.reduceat(scores, start)).all())
+
+
 @dataclass(slots=True)
 class Request:
     """One validated request: tool names, their vocabulary ids, scores and costs in the caller's order."""
@@ -199,8 +215,17 @@ class StopPolicy:
         return (*self._pad(parsed), parsed)
 
     def _parse_all(self, requests: list[dict]) -> list[Request]:
-        many = len(requests) > 1
-        return [self._parse(r, f"requests[{k}]." if many else "") for k, r in enumerate(requests)]
+        if len(requests) == 1:
+            return [self._parse(requests[0], "")]
+        # A batch checks its scores and costs all at once; when anything is wrong, the requests
+        # are checked again one by one, so that the error names the first problem in order.
+        try:
+            parsed = [self._parse(r, f"requests[{k}].", numbers=False) for k, r in enumerate(requests)]
+            if _values_ok(parsed):
+                return parsed
+        except ValueError:
+            pass
+        return [self._parse(r, f"requests[{k}].") for k, r in enumerate(requests)]
 
     def _pad(self, parsed: list[Request]) -> tuple[Instances, np.ndarray]:
         if len(parsed) == 1:  # one long ranking: nothing to pad
@@ -243,9 +268,11 @@ class StopPolicy:
         )
         return inst, order[None, :]
 
-    def _parse(self, request: Any, where: str) -> Request:
+    def _parse(self, request: Any, where: str, numbers: bool = True) -> Request:
+        """One request, validated (``numbers=False``: a plain list of scores or costs of the right
+        length is taken as it is, for :func:`_values_ok` to check with the rest of the batch)."""
         if not isinstance(request, dict):
-            raise ValueError(f"{where or 'request'}: expected a JSON object with `tools`")
+            raise ValueError(f"{where.rstrip('.') or 'request'}: expected a JSON object with `tools`")
         if not request.keys() <= REQUEST_FIELDS:
             unknown = sorted(set(request) - REQUEST_FIELDS)[0]
             raise ValueError(f"{where}{unknown}: unknown field (expected some of {sorted(REQUEST_FIELDS)})")
@@ -276,15 +303,19 @@ class StopPolicy:
         if query is not None and not isinstance(query, str):
             raise ValueError(f"{where}query: must be a string")
         if request.get("scores") is not None:
-            scores = _numbers(request["scores"], where, "scores", len(names), positive=False)
-            if not math.isfinite(max(scores) - min(scores)):
-                raise ValueError(f"{where}scores: max - min overflows a float; rescale the scores")
+            scores = request["scores"]
+            if numbers or type(scores) is not list or len(scores) != len(names):
+                scores = _numbers(scores, where, "scores", len(names), positive=False)
+                if not math.isfinite(max(scores) - min(scores)):
+                    raise ValueError(f"{where}scores: max - min overflows a float; rescale the scores")
         elif query:
             scores = bm25_tool_scores(query, [tool_view(tool) for tool in tools]).tolist()
         else:
             raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in bm25 ranker")
         if request.get("costs") is not None:
-            costs = _numbers(request["costs"], where, "costs", len(names), positive=True)
+            costs = request["costs"]
+            if numbers or type(costs) is not list or len(costs) != len(names):
+                costs = _numbers(costs, where, "costs", len(names), positive=True)
         else:
             costs = [float(self.costs_.get(name, 1.0)) for name in names]
         index = self.index_

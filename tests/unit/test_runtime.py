@@ -132,3 +132,37 @@ def test_single_request_path_decides_as_the_vectorised_batch(which, request):
         assert (one.depth, one.ranked, one.tools) == (batched.depth, batched.ranked, batched.tools), k
         depths.append(one.depth)
     assert len(set(depths)) > 2  # the comparison covers several depths, not one constant answer
+
+
+valid_request = st.fixed_dictionaries({
+    "tools": st.just([_openai(n) for n in ["a", "b", "c"]]),
+    "scores": st.lists(st.floats(-5, 5) | st.integers(-3, 3), min_size=3, max_size=3),
+}, optional={"costs": st.lists(st.floats(0.1, 5), min_size=3, max_size=3), "lam": st.floats(0, 1)})
+any_request = valid_request | st.fixed_dictionaries({
+    "tools": st.just([_openai(n) for n in ["a", "b", "c"]]),
+    "scores": st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-3, 3) | json_values,
+                       min_size=2, max_size=4),
+}, optional={"costs": st.lists(st.floats(allow_nan=True) | st.integers(-3, 3), min_size=3, max_size=3),
+             "lam": json_values}) | json_values
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(any_request, min_size=2, max_size=4))
+def test_a_batch_names_the_first_bad_request_as_one_by_one_checks_do(policy, requests):
+    """A batch checks its numbers all at once; its error must still be the first request's own."""
+    first_bad = message = None
+    for k, r in enumerate(requests):
+        try:
+            policy.select_batch([r])
+        except ValueError as alone:
+            first_bad, message = k, str(alone)
+            break
+    if first_bad is None:
+        out = policy.select_batch(requests)
+        assert [s.depth for s in out] == [policy.select_batch([r])[0].depth for r in requests]
+        return
+    with pytest.raises(ValueError) as err:
+        policy.select_batch(requests)
+    expected = (f"requests[{first_bad}]{message[len('request'):]}" if message.startswith("request:")
+                else f"requests[{first_bad}].{message}")
+    assert str(err.value) == expected

@@ -187,9 +187,16 @@ def state_features(
     return {name: np.where(valid, _BUILD[name](state), 0.0) for name in names}
 
 
-def design(feats: dict[str, np.ndarray], names: tuple[str, ...] | list[str], valid: np.ndarray) -> np.ndarray:
-    """Stack the chosen features of the valid states into a matrix (S, F), row-major over (task, depth)."""
-    return np.stack([feats[name][valid] for name in names], axis=1)
+def design(feats: dict[str, np.ndarray], names: tuple[str, ...] | list[str], valid: np.ndarray,
+           extra: tuple[np.ndarray, ...] = ()) -> np.ndarray:
+    """Stack the chosen features of the valid states into a matrix (S, F), row-major over (task, depth).
+
+    ``extra`` arrays of shape (T, N) are appended as further columns (e.g. tool identities).
+    """
+    columns = [feats[name] for name in names] + [np.asarray(a, dtype=float) for a in extra]
+    if valid.all():  # no padding: every state, in the same order, without a boolean gather
+        return np.stack([c.reshape(-1) for c in columns], axis=1)
+    return np.stack([c[valid] for c in columns], axis=1)
 
 
 class _Task:

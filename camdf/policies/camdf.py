@@ -94,11 +94,9 @@ class CamDF(StoppingRule):
         return tuple(self._names())
 
     def _matrix(self, batch: StateBatch) -> np.ndarray:
-        valid = batch.inst.valid
-        X = design(batch.feats, self._names(), valid)
-        if self.tool_identity:
-            X = np.column_stack([X, batch.inst.tool_ids[valid].astype(float)])
-        return X
+        """The valid states' features, with the next tool's identity as the last column."""
+        extra = (batch.inst.tool_ids,) if self.tool_identity else ()
+        return design(batch.feats, self._names(), batch.inst.valid, extra)
 
     def _fit_one(self, batch: StateBatch, params: dict):
         valid = batch.inst.valid
@@ -117,15 +115,13 @@ class CamDF(StoppingRule):
 
     def _stop(self, model, batch: StateBatch) -> np.ndarray:
         stop = np.zeros(batch.inst.tools.shape, dtype=bool)
-        valid = batch.inst.valid
-        stop[valid] = self._stop_rows(model, design(batch.feats, self._names(), valid), batch.inst.tool_ids[valid])
+        stop[batch.inst.valid] = self._predict(model, self._matrix(batch))
         return stop
 
-    def _stop_rows(self, model, X: np.ndarray, tool_ids: np.ndarray) -> np.ndarray:
+    def _predict(self, model, X: np.ndarray) -> np.ndarray:
+        """Stop decisions for the rows of a :meth:`_matrix`, (S,) bool."""
         if isinstance(model, tuple):
             return np.full(len(X), model[1])
-        if self.tool_identity:
-            X = np.column_stack([X, tool_ids.astype(float)])
         # The booster's raw output: the regressed Delta, or the logit of P(stop), and
         # P(stop) >= 1/2 iff logit >= 0. Calling the booster skips the wrapper's per-call
         # parameter handling, which dominates on the run-time stopper's small inputs.
@@ -136,7 +132,9 @@ class CamDF(StoppingRule):
 
     def stop_design(self, X: np.ndarray, tool_ids: np.ndarray) -> np.ndarray:
         """Stop decisions for states given as rows of :meth:`feature_names` values, (S,) bool."""
-        return self._stop_rows(self.model_, X, tool_ids)
+        if self.tool_identity:
+            X = np.column_stack([X, tool_ids.astype(float)])
+        return self._predict(self.model_, X)
 
     def fit(self, batch: StateBatch) -> "CamDF":
         grid = list(self.grid)
@@ -167,8 +165,12 @@ class CamDF(StoppingRule):
         """
         inst = batch.inst
         valid = inst.valid
-        X = design(batch.feats, self._names(), valid)
-        ids = inst.tool_ids[valid]
+        X = self._matrix(batch)
+        if inst.T == 1:  # one ranking: its states are rows 0..n-1, so blocks are slices
+            stop = self._predict(self.model_, X[:FIRST_BLOCK])
+            if not stop.any() and len(X) > FIRST_BLOCK:
+                stop = np.concatenate([stop, self._predict(self.model_, X[FIRST_BLOCK:])])
+            return np.array([int(np.argmax(stop)) if stop.any() else int(inst.n[0])])
         row = np.cumsum(valid, axis=1) - 1 + np.concatenate([[0], np.cumsum(inst.n)[:-1]])[:, None]
         early = np.arange(inst.N)[None, :] < FIRST_BLOCK
         stop = np.zeros(valid.shape, dtype=bool)
@@ -176,8 +178,7 @@ class CamDF(StoppingRule):
             if block is None:  # second pass: the later depths of tasks still walking
                 block = valid & ~early & ~stop.any(axis=1)[:, None]
             if block.any():
-                rows = row[block]
-                stop[block] = self._stop_rows(self.model_, X[rows], ids[rows])
+                stop[block] = self._predict(self.model_, X[row[block]])
         return walk(stop, inst.n)
 
 

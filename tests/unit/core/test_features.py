@@ -92,3 +92,5 @@ def test_camdf_decide_scores_blocks_yet_walks_like_the_stop_matrix():
     depth = rule.decide(test)
     np.testing.assert_array_equal(depth, walk(rule.stop_matrix(test), inst.n))
     assert (depth > FIRST_BLOCK).any() and (depth < FIRST_BLOCK).any()  # both passes are exercised
+    for i in np.flatnonzero(inst.n > FIRST_BLOCK)[:10]:  # one ranking alone takes the slicing branch
+        assert rule.decide(test.subset(np.array([i])))[0] == depth[i]

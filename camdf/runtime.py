@@ -93,7 +93,8 @@ def _numbers(values: Any, where: str, name: str, n: int, positive: bool) -> list
             return list(map(float, values))
     except OverflowError:  # an int beyond float range: named below
         pass
-    # Slow path: find the first bad value and name it.
+    # Slow path: any other numeric types (numpy's small ints and floats); name the first bad value.
+    out = []
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
             raise ValueError(f"{field}[{i}]: expected a number, got {v!r}")
@@ -105,7 +106,8 @@ def _numbers(values: Any, where: str, name: str, n: int, positive: bool) -> list
             raise ValueError(f"{field}[{i}]: must be finite, got {v!r}")
         if positive and x <= 0:
             raise ValueError(f"{field}[{i}]: must be > 0, got {v!r}")
-    raise AssertionError("unreachable: the fast path accepts every valid list")
+        out.append(x)
+    return out
 
 
 def _values_ok(parsed: list["Request"]) -> bool:

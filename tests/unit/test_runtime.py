@@ -166,3 +166,14 @@ def test_a_batch_names_the_first_bad_request_as_one_by_one_checks_do(policy, req
     expected = (f"requests[{first_bad}]{message[len('request'):]}" if message.startswith("request:")
                 else f"requests[{first_bad}].{message}")
     assert str(err.value) == expected
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int16, np.uint8, np.float64])
+def test_numpy_scalars_of_any_numeric_type_are_numbers(policy, dtype):
+    names = ["a", "b", "c", "d"]
+    plain = policy.select([_openai(n) for n in names], [9, 8, 2, 1], [1, 1, 1, 1], lam=0.2)
+    scalars = policy.select([_openai(n) for n in names], [dtype(v) for v in (9, 8, 2, 1)],
+                            [dtype(1)] * 4, lam=0.2)
+    batch = policy.select_batch([{"tools": [_openai(n) for n in names], "scores": [dtype(v) for v in (9, 8, 2, 1)],
+                                  "costs": [dtype(1)] * 4}] * 2, lam=0.2)
+    assert scalars.depth == plain.depth == batch[0].depth and scalars.ranked == plain.ranked

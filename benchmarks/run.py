@@ -318,12 +318,10 @@ def runtime_table(f: dict) -> str:
 
 def splice_readme(readme: Path, f: dict) -> None:
     """Write :func:`runtime_table` between the README's runtime-latency markers."""
-    start, end = "<!-- runtime-latency -->", "<!-- /runtime-latency -->"
-    text = readme.read_text()
-    if start not in text or end not in text:
-        raise ValueError(f"{readme}: markers {start} and {end} are missing")
-    head, rest = text.split(start, 1)
-    readme.write_text(f"{head}{start}\n{runtime_table(f)}\n{end}{rest.split(end, 1)[1]}")
+    from camdf.tables import update_readme
+
+    readme.write_text(update_readme(readme.read_text(), runtime_table(f), "<!-- runtime-latency -->",
+                                    "<!-- /runtime-latency -->"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -152,11 +152,9 @@ def _lambda_conditioned(tr_inst, p_tr, lam_grid, kind, random_state):
     """One CAM-DF model trained across a lambda grid with lambda as a feature (the run-time dial)."""
     from camdf.features import FEATURES
     from camdf.policies.camdf import DEFAULT_GRID, CamDF
-    from camdf.runtime import concat_batches
 
-    batches = [StateBatch.make(tr_inst, p_tr, float(value), kind, train=True) for value in lam_grid]
     return CamDF(features=list(FEATURES), grid=DEFAULT_GRID[:1], random_state=random_state).fit(
-        concat_batches(batches))
+        StateBatch.across_lambdas(tr_inst, p_tr, lam_grid, kind))
 
 
 def _outcomes(name, fold, idx, depth, inst, u_true, cum_cost) -> pd.DataFrame:

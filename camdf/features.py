@@ -204,10 +204,10 @@ class _Task:
 
     __slots__ = ("scores", "costs", "p", "lam", "text_len", "n", "z", "cum_cost", "cum_score", "suff", "idx")
 
-    def __init__(self, scores, costs, p, lam, text_len):
+    def __init__(self, scores, costs, p, lam, text_len, z=None):
         self.scores, self.costs, self.p, self.lam, self.text_len = scores, costs, p, float(lam), float(text_len)
         self.n = n = len(scores)
-        self.z = task_normalised_scores(scores)
+        self.z = task_normalised_scores(scores) if z is None else z
         self.cum_cost = list(accumulate(costs, initial=0.0))  # C(A_t), t = 0..n
         self.cum_score = list(accumulate(self.z, initial=0.0))
         # P(G_x inside A_t) = prod_{j >= t} (1 - p_j), multiplied from the end as in sufficiency_curve
@@ -265,7 +265,7 @@ _TASK_BUILD = {
 
 def task_features(
     scores: list[float], costs: list[float], p: list[float], lam: float, kind: str = "exact",
-    text_len: float = 0.0, names=FEATURES,
+    text_len: float = 0.0, names=FEATURES, z: list[float] | None = None,
 ) -> list[list[float]]:
     """The named features of one ranked task, in plain Python: one list per feature, shape (F, n).
 
@@ -281,8 +281,10 @@ def task_features(
     kind : {"exact", "partial"}
     text_len : float
     names : sequence of str
+    z : list of float, optional
+        :func:`task_normalised_scores` of ``scores``, when the caller has them already.
     """
-    task = _Task(scores, costs, p, lam, text_len)
+    task = _Task(scores, costs, p, lam, text_len, z)
     return [task.delta_hat(kind) if name == "delta_hat" else _TASK_BUILD[name](task) for name in names]
 
 

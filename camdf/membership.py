@@ -20,19 +20,19 @@ from camdf.features import normalised_scores
 from camdf.instances import Instances
 
 
+def _signal(inst: Instances, valid: np.ndarray) -> list[np.ndarray]:
+    """The ranker-signal columns of the design, each (T, N): normalised score, raw score,
+    relative position, reciprocal rank, log catalog size."""
+    pos = np.arange(inst.N, dtype=float)[None, :]
+    n = inst.n[:, None]
+    shape = valid.shape
+    return [normalised_scores(inst, valid), np.nan_to_num(inst.scores), np.broadcast_to(pos / np.maximum(n, 1), shape),
+            np.broadcast_to(1.0 / (pos + 1.0), shape), np.broadcast_to(np.log1p(n.astype(float)), shape)]
+
+
 def _design(inst: Instances, n_vocab: int) -> sp.csr_matrix:
     valid = inst.valid
-    pos = np.broadcast_to(np.arange(inst.N, dtype=float)[None, :], valid.shape)[valid]
-    dense = np.stack(
-        [
-            normalised_scores(inst)[valid],
-            np.nan_to_num(inst.scores)[valid],
-            pos / np.maximum(np.broadcast_to(inst.n[:, None], valid.shape)[valid], 1),
-            1.0 / (pos + 1.0),
-            np.log1p(np.broadcast_to(inst.n[:, None], valid.shape)[valid].astype(float)),
-        ],
-        axis=1,
-    )
+    dense = np.stack([column[valid] for column in _signal(inst, valid)], axis=1)
     ids = inst.tool_ids[valid]
     known = ids >= 0  # tools unseen in training (id -1, at run time) get no identity column
     onehot = sp.csr_matrix(
@@ -76,19 +76,15 @@ class MembershipModel:
         valid = inst.valid
         if self.model_ is None:
             return np.where(valid, self.base_rate_, 0.0)
-        c, cid = self.model_.coef_[0, :5], self.model_.coef_[0, 5:]
-        pos = np.arange(inst.N, dtype=float)[None, :]
-        n = inst.n[:, None]
-        d = normalised_scores(inst, valid) * c[0]
-        d += np.nan_to_num(inst.scores) * c[1]
-        d += pos / np.maximum(n, 1) * c[2]
-        d += 1.0 / (pos + 1.0) * c[3]
-        d += np.log1p(n.astype(float)) * c[4]
+        signal = _signal(inst, valid)
+        c, cid = self.model_.coef_[0, :len(signal)], self.model_.coef_[0, len(signal):]
+        d = signal[0] * c[0]
+        for column, weight in zip(signal[1:], c[1:]):
+            d += column * weight
         ids = inst.tool_ids
         d += np.where(ids >= 0, cid[np.maximum(ids, 0)], 0.0)
         d += self.model_.intercept_[0]
         return np.where(valid, expit(d), 0.0)
-
 
     def predict_task(self, z: list[float], scores: list[float], ids: list[int]) -> list[float]:
         """:meth:`predict_proba` for one ranked task, in plain Python (the run-time fast path).

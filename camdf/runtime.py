@@ -194,8 +194,7 @@ class StopPolicy:
         self.costs_ = dict(costs or {})
         p = cross_fit(inst, inst.member, random_state=self.random_state)
         lams = list(self.lam_grid) if self.lam_grid else [self.lam]
-        batches = [StateBatch.make(inst, p, lam, self.kind, train=True) for lam in lams]
-        self.rule_ = self._rule().fit(concat_batches(batches))
+        self.rule_ = self._rule().fit(StateBatch.across_lambdas(inst, p, lams, self.kind))
         self.membership_ = MembershipModel().fit(inst, inst.member)
         return self
 
@@ -247,28 +246,26 @@ class StopPolicy:
         names[valid] = np.array(flat([r.names for r in parsed]), dtype=object)
         order = np.argsort(-scores, axis=1, kind="stable")  # padding (-inf) sorts last
         take = lambda a: np.take_along_axis(a, order, axis=1)  # noqa: E731
-        inst = Instances(
-            task_ids=np.array([str(i) for i in range(T)], dtype=object), tools=take(names),
-            scores=np.where(valid, take(scores), np.nan), costs=take(costs),
-            member=np.zeros((T, N), bool), success=np.zeros((T, N + 1), bool), partial=np.zeros((T, N + 1)),
-            n=n, folds=np.zeros(T, np.int64), text_len=np.array([float(len(r.query)) for r in parsed]),
-            tool_ids=take(ids), vocab=self.vocab_,
-        )
-        return inst, order
+        return self._unlabelled(parsed, take(names), np.where(valid, take(scores), np.nan), take(costs),
+                                take(ids), n), order
 
     def _one_row(self, r: Request) -> tuple[Instances, np.ndarray]:
         """:meth:`_pad` for a single request."""
         scores = np.array(r.scores)
         order = np.argsort(-scores, kind="stable")
-        N = len(order)
-        inst = Instances(
-            task_ids=np.array(["0"], dtype=object), tools=np.array(r.names, dtype=object)[order][None, :],
-            scores=scores[order][None, :], costs=np.array(r.costs)[order][None, :],
-            member=np.zeros((1, N), bool), success=np.zeros((1, N + 1), bool), partial=np.zeros((1, N + 1)),
-            n=np.array([N], dtype=np.int64), folds=np.zeros(1, np.int64), text_len=np.array([float(len(r.query))]),
-            tool_ids=np.array(r.ids, dtype=np.int64)[order][None, :], vocab=self.vocab_,
+        ranked = lambda values, dtype=None: np.array(values, dtype=dtype)[order][None, :]  # noqa: E731
+        return self._unlabelled([r], ranked(r.names, object), scores[order][None, :], ranked(r.costs),
+                                ranked(r.ids, np.int64), np.array([len(order)], dtype=np.int64)), order[None, :]
+
+    def _unlabelled(self, parsed: list[Request], tools, scores, costs, tool_ids, n) -> Instances:
+        """Run-time :class:`Instances`: ranked (T, N) arrays, no G_x (membership and curves are empty)."""
+        T, N = tools.shape
+        return Instances(
+            task_ids=np.array([str(i) for i in range(T)], dtype=object), tools=tools, scores=scores, costs=costs,
+            member=np.zeros((T, N), bool), success=np.zeros((T, N + 1), bool), partial=np.zeros((T, N + 1)),
+            n=n, folds=np.zeros(T, np.int64), text_len=np.array([float(len(r.query)) for r in parsed]),
+            tool_ids=tool_ids, vocab=self.vocab_,
         )
-        return inst, order[None, :]
 
     def _parse(self, request: Any, where: str, numbers: bool = True) -> Request:
         """One request, validated (``numbers=False``: a plain list of scores or costs of the right
@@ -281,20 +278,10 @@ class StopPolicy:
         tools = request.get("tools")
         if not isinstance(tools, list) or not tools:
             raise ValueError(f"{where}tools: expected a non-empty list of tools")
-        names = []
-        for i, tool in enumerate(tools):
-            # tool_name's fast path, inlined: this loop runs for every tool of every request
-            if type(tool) is dict:
-                spec = tool["function"] if "function" in tool else (None if tool.get("type") == "function" else tool)
-                if type(spec) is dict:
-                    name, desc = spec.get("name"), spec.get("description")
-                    if type(name) is str and name.strip() and (desc is None or type(desc) is str):
-                        names.append(name)
-                        continue
-            try:
-                names.append(tool_name(tool, i))
-            except ValueError as err:
-                raise ValueError(f"{where}{err}") from None
+        try:
+            names = [tool_name(tool, i) for i, tool in enumerate(tools)]
+        except ValueError as err:
+            raise ValueError(f"{where}{err}") from None
         if len(set(names)) < len(names):
             seen = set()
             for i, name in enumerate(names):
@@ -359,7 +346,6 @@ class StopPolicy:
             out.append(Selection([r.tools[j] for j in ranked[:d]], d, [r.names[j] for j in ranked]))
         return out
 
-
     def _select_one(self, r: Request, lam: float) -> Selection:
         """One request over a short ranking, in plain Python and one model call.
 
@@ -370,8 +356,9 @@ class StopPolicy:
         scores, costs = r.scores, r.costs
         order = sorted(range(len(scores)), key=lambda j: -scores[j])  # stable: ties keep the caller's order
         s, c, ids = [scores[j] for j in order], [costs[j] for j in order], [r.ids[j] for j in order]
-        p = self.membership_.predict_task(task_normalised_scores(s), s, ids)
-        cols = task_features(s, c, p, lam, self.kind, float(len(r.query)), self.rule_.feature_names())
+        z = task_normalised_scores(s)
+        p = self.membership_.predict_task(z, s, ids)
+        cols = task_features(s, c, p, lam, self.kind, float(len(r.query)), self.rule_.feature_names(), z=z)
         stop = self.rule_.stop_design(np.array(cols).T, np.array(ids)).tolist()
         depth = stop.index(True) if True in stop else len(stop)
         return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])
@@ -381,25 +368,6 @@ def check_lam(value: Any, field: str = "lam") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{field}: must be a finite number >= 0, got {value!r}")
     return float(value)
-
-
-def concat_batches(batches: list[StateBatch]) -> StateBatch:
-    """Stack training batches (e.g. the same tasks at several lambdas) into one."""
-    if len(batches) == 1:
-        return batches[0]
-    first = batches[0]
-    cat = lambda get: np.concatenate([get(b) for b in batches], axis=0)  # noqa: E731
-    inst = Instances(
-        task_ids=cat(lambda b: b.inst.task_ids), tools=cat(lambda b: b.inst.tools),
-        scores=cat(lambda b: b.inst.scores), costs=cat(lambda b: b.inst.costs),
-        member=cat(lambda b: b.inst.member), success=cat(lambda b: b.inst.success),
-        partial=cat(lambda b: b.inst.partial), n=cat(lambda b: b.inst.n), folds=cat(lambda b: b.inst.folds),
-        text_len=cat(lambda b: b.inst.text_len), tool_ids=cat(lambda b: b.inst.tool_ids), vocab=first.inst.vocab,
-    )
-    return StateBatch(
-        inst, cat(lambda b: b.p), first.lam, first.kind, {k: cat(lambda b: b.feats[k]) for k in first.feats},
-        cat(lambda b: b.u), cat(lambda b: b.delta), cat(lambda b: b.label), cat(lambda b: b.weight),
-    )
 
 
 def bm25_tool_scores(query: str, tools: list[dict]) -> np.ndarray:

@@ -44,6 +44,12 @@ class StateBatch:
         label, weight = stop_labels(delta)
         return cls(inst, p, lam, kind, feats, u, delta, label, weight)
 
+    @classmethod
+    def across_lambdas(cls, inst: Instances, p: np.ndarray, lams, kind: str) -> "StateBatch":
+        """One training batch of the same tasks at every lambda of ``lams``, stacked (lambda is a
+        feature, so a rule fitted on it is lambda-conditioned)."""
+        return concat_batches([cls.make(inst, p, float(lam), kind, train=True) for lam in lams])
+
     def subset(self, rows: np.ndarray) -> "StateBatch":
         pick = (lambda a: None if a is None else a[rows])
         return StateBatch(
@@ -51,6 +57,25 @@ class StateBatch:
             {k: v[rows] for k, v in self.feats.items()},
             pick(self.u), pick(self.delta), pick(self.label), pick(self.weight),
         )
+
+
+def concat_batches(batches: list[StateBatch]) -> StateBatch:
+    """Stack training batches (e.g. the same tasks at several lambdas) into one."""
+    if len(batches) == 1:
+        return batches[0]
+    first = batches[0]
+    cat = lambda get: np.concatenate([get(b) for b in batches], axis=0)  # noqa: E731
+    inst = Instances(
+        task_ids=cat(lambda b: b.inst.task_ids), tools=cat(lambda b: b.inst.tools),
+        scores=cat(lambda b: b.inst.scores), costs=cat(lambda b: b.inst.costs),
+        member=cat(lambda b: b.inst.member), success=cat(lambda b: b.inst.success),
+        partial=cat(lambda b: b.inst.partial), n=cat(lambda b: b.inst.n), folds=cat(lambda b: b.inst.folds),
+        text_len=cat(lambda b: b.inst.text_len), tool_ids=cat(lambda b: b.inst.tool_ids), vocab=first.inst.vocab,
+    )
+    return StateBatch(
+        inst, cat(lambda b: b.p), first.lam, first.kind, {k: cat(lambda b: b.feats[k]) for k in first.feats},
+        cat(lambda b: b.u), cat(lambda b: b.delta), cat(lambda b: b.label), cat(lambda b: b.weight),
+    )
 
 
 class StoppingRule:

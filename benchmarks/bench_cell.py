@@ -2,10 +2,10 @@
 
 Cell (the issue-5 cell)
     retail, bm25, schema-token costs, lambda 0.12, d 1, 5 folds, every method of
-    :data:`camdf.policies.METHODS`: :func:`camdf.experiment.run_cell` end to end from a
+    :data:`camdf.policies.METHODS`: :func:`camdf.pipeline.cells.run_cell` end to end from a
     cold score cache (load, score, price, pad, evaluate, summarise with the bootstrap,
-    plot), and its parts timed alone: :func:`camdf.experiment.cell_instances` and
-    :func:`camdf.cell.evaluate_cell` (also with the Table 2 methods of
+    plot), and its parts timed alone: :func:`camdf.pipeline.cells.cell_instances` and
+    :func:`camdf.evaluation.cell.evaluate_cell` (also with the Table 2 methods of
     ``conf/method/main.yaml``).  Target: <= 10 s end to end.  Reference: the same
     ``evaluate_cell`` with BLAS threads left at the library default (the code before the
     single-thread limit); its outcomes are checked identical.
@@ -45,9 +45,9 @@ if __package__ in (None, ""):  # allow `python benchmarks/bench_cell.py` from a 
 
 from common import ROOT, cell_config, emit_json, load, method_names, timed  # noqa: E402
 
-from camdf import cell as cell_module  # noqa: E402
-from camdf.cell import evaluate_cell  # noqa: E402
-from camdf.experiment import Paths, cell_instances, run_cell  # noqa: E402
+from camdf.evaluation import cell as cell_module  # noqa: E402
+from camdf.evaluation.cell import evaluate_cell  # noqa: E402
+from camdf.pipeline.cells import Paths, cell_instances, run_cell  # noqa: E402
 from camdf.policies import METHODS  # noqa: E402
 
 TARGET_CELL_S = 10.0
@@ -76,7 +76,7 @@ def _instances(cfg: dict, data_dir: Path):
 
 
 class _DefaultThreads:
-    """Stands in for ``camdf.cell._blas_controller()``: leaves BLAS threads as the libraries set them."""
+    """Stands in for ``camdf.evaluation.cell._blas_controller()``: leaves BLAS threads as the libraries set them."""
 
     def limit(self, **_):
         return contextlib.nullcontext()
@@ -146,7 +146,7 @@ def bfcl_single_turn_source():
             for fn in row.get("function") or []:
                 tools.setdefault(fn["name"], Tool(name=fn["name"], description=fn.get("description", ""),
                                                   parameters=fn.get("parameters"), kind="generic"))
-    from camdf.data.bfcl import package_version
+    from camdf.integrations.bfcl.convert import package_version
 
     return Domain(name=BFCL_SOURCE, source=f"bfcl-eval {package_version()} single-turn functions",
                   tools=list(tools.values()), tasks=tasks)

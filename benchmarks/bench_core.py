@@ -2,8 +2,8 @@
 
 Labels
     Workload: 100 000 synthetic tasks x 20 ranked tools (2 000 000 decision states,
-    2 100 000 prefix payoffs), exact payoff, lambda = 0.12: :func:`camdf.payoff.prefix_payoffs`,
-    :func:`camdf.labels.deltas` and :func:`camdf.labels.stop_labels` over all tasks at once.
+    2 100 000 prefix payoffs), exact payoff, lambda = 0.12: :func:`camdf.core.payoff.prefix_payoffs`,
+    :func:`camdf.core.targets.deltas` and :func:`camdf.core.targets.stop_labels` over all tasks at once.
     Reference (the acceptance ratio): the plain per-task loop of the tests
     (``tests/unit/core/reference.py``: U_t from set inclusion and the running cost,
     Delta_t = U_t - max(U_{t+1..n}) per state) on the first ``REF_TASKS`` tasks.  Also
@@ -37,9 +37,9 @@ if __package__ in (None, ""):  # allow `python benchmarks/bench_core.py` from a 
 
 from common import CELL_OVERRIDES, ROOT, cell_config, emit_json, load, timed  # noqa: E402
 
-from camdf.instances import Instances  # noqa: E402
-from camdf.labels import deltas, stop_labels  # noqa: E402
-from camdf.payoff import prefix_payoffs  # noqa: E402
+from camdf.core.instances import Instances  # noqa: E402
+from camdf.core.targets import deltas, stop_labels  # noqa: E402
+from camdf.core.payoff import prefix_payoffs  # noqa: E402
 from tests.unit.core.reference import deltas_ref, prefix_payoffs_ref  # noqa: E402
 
 N_TASKS = 100_000
@@ -244,8 +244,8 @@ def bench_features(domain: str, repeats: int = 5, ref_tasks: int | None = None) 
     """Features + CAM-DF prediction for every state of one cell, against the per-task reference."""
     from threadpoolctl import threadpool_limits
 
-    from camdf.experiment import Paths, cell_instances
-    from camdf.membership import MembershipModel, cross_fit
+    from camdf.pipeline.cells import Paths, cell_instances
+    from camdf.core.membership import MembershipModel, cross_fit
     from camdf.policies import StateBatch
     from camdf.policies.camdf import CamDF
 

@@ -1,6 +1,6 @@
 """Benchmark of the scoring stage from a cold cache: four domains x five scorers.
 
-Workload: :func:`camdf.rankers.stage.run_scores` (read ``data/<domain>``, assign
+Workload: :func:`camdf.pipeline.scores_stage.run_scores` (read ``data/<domain>``, assign
 folds, score every (task, candidate), judge the ranking, write the parquet) for
 retail, airline, telecom and bfcl_multi_turn with bm25, dense, supervised,
 hybrid and prior, in that order, in one process, with an empty cache folder
@@ -36,7 +36,7 @@ import yaml  # noqa: E402
 
 from common import emit_json  # noqa: E402
 
-from camdf.rankers.stage import load_built_domain, run_scores  # noqa: E402
+from camdf.pipeline.scores_stage import load_built_domain, run_scores  # noqa: E402
 
 DOMAINS = ["retail", "airline", "telecom", "bfcl_multi_turn"]
 SCORERS = ["bm25", "dense", "supervised", "hybrid", "prior"]

@@ -40,8 +40,8 @@ def _policies():
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    import camdf.config  # noqa: F401
-    from camdf.experiment import Paths, cell_instances, task_requests
+    import camdf.pipeline.resolvers  # noqa: F401
+    from camdf.pipeline.cells import Paths, cell_instances, task_requests
     from camdf.runtime import StopPolicy
 
     root = Path(__file__).resolve().parents[1]

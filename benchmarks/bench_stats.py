@@ -1,4 +1,4 @@
-"""Benchmark of the vectorised paired bootstrap in :mod:`camdf.stats`.
+"""Benchmark of the vectorised paired bootstrap in :mod:`camdf.evaluation.stats`.
 
 Workload: B = 10 000 resamples x n = 2 285 tasks x m = 12 methods (11 paired
 differences against one reference), percentile and BCa intervals.  Target: at
@@ -28,8 +28,8 @@ if __package__ in (None, ""):  # allow `python benchmarks/bench_stats.py` from a
 
 from common import print_figures  # noqa: E402
 
-from camdf import stats as cs  # noqa: E402
-from camdf.stats import _resample_means  # noqa: E402  (timed separately)
+from camdf.evaluation import stats as cs  # noqa: E402
+from camdf.evaluation.stats import _resample_means  # noqa: E402  (timed separately)
 
 B = 10_000
 N_TASKS = 2_285

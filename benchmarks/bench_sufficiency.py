@@ -25,9 +25,9 @@ if __package__ in (None, ""):  # allow `python benchmarks/bench_sufficiency.py` 
 
 from common import print_figures  # noqa: E402
 
-from camdf.data.tau2 import convert_customer_service  # noqa: E402
+from camdf.integrations.tau2.convert import convert_customer_service  # noqa: E402
 from camdf.sufficiency import derive, summary  # noqa: E402
-from camdf.sufficiency.tau2 import Airline, Retail  # noqa: E402
+from camdf.integrations.tau2.executable import Airline, Retail  # noqa: E402
 
 DOMAINS = {"retail": Retail, "airline": Airline}
 TARGET_COLD_S = 180.0

@@ -114,7 +114,7 @@ def cell_config(overrides: list[str] | None = None) -> dict[str, Any]:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    import camdf.config  # noqa: F401  (registers the resolvers)
+    import camdf.pipeline.resolvers  # noqa: F401  (registers the resolvers)
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="evaluate", overrides=list(overrides if overrides is not None else CELL_OVERRIDES))

@@ -10,8 +10,8 @@ import hydra
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-import camdf.config  # noqa: F401  (registers resolvers)
-from camdf.data.build import build_domain
+import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.pipeline.data_stage import build_domain
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="data")

@@ -11,9 +11,9 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-import camdf.config  # noqa: F401  (registers resolvers)
-from camdf.experiment import Paths, cell_name, run_tracked_cell
-from camdf.tracking import Tracker
+import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.pipeline.cells import Paths, cell_name, run_tracked_cell
+from camdf.pipeline.tracking import Tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")

@@ -11,9 +11,9 @@ import hydra
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-import camdf.config  # noqa: F401  (registers resolvers)
+import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.rankers import quality_table
-from camdf.rankers.stage import run_costs, run_scores
+from camdf.pipeline.scores_stage import run_costs, run_scores
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="scores")

@@ -10,9 +10,9 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-import camdf.config  # noqa: F401  (registers resolvers)
-from camdf.tables import build_tables
-from camdf.tracking import Tracker
+import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.reporting.tables import build_tables
+from camdf.pipeline.tracking import Tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="tables")

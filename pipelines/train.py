@@ -11,9 +11,9 @@ from pathlib import Path
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-import camdf.config  # noqa: F401  (registers resolvers)
-from camdf.experiment import Paths, train_policy
-from camdf.tracking import Tracker
+import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.pipeline.cells import Paths, train_policy
+from camdf.pipeline.tracking import Tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")

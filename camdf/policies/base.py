@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from camdf.features import FEATURES, state_features
-from camdf.instances import Instances
-from camdf.labels import deltas, stop_labels, walk
-from camdf.payoff import at_depth, prefix_payoffs
+from camdf.core.features import FEATURES, state_features
+from camdf.core.instances import Instances
+from camdf.core.targets import deltas, stop_labels, walk
+from camdf.core.payoff import at_depth, prefix_payoffs
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from camdf.features import plugin_payoffs
-from camdf.payoff import at_depth
+from camdf.core.features import plugin_payoffs
+from camdf.core.payoff import at_depth
 from camdf.policies.base import StateBatch, StoppingRule, candidate_thresholds, first_crossing_depths
 
 
@@ -50,7 +50,7 @@ class ThresholdRule(StoppingRule):
     Parameters
     ----------
     stat : str
-        Feature name (see :mod:`camdf.features`).
+        Feature name (see :mod:`camdf.core.features`).
     stop_below : bool
         Stop where the statistic falls below the threshold (True) or reaches it (False).
     """

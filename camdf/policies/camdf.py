@@ -18,9 +18,9 @@ from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
-from camdf.features import COST_FEATURES, FEATURES, LITE_FEATURES, MEMBERSHIP_FEATURES, design
-from camdf.labels import walk
-from camdf.payoff import at_depth
+from camdf.core.features import COST_FEATURES, FEATURES, LITE_FEATURES, MEMBERSHIP_FEATURES, design
+from camdf.core.targets import walk
+from camdf.core.payoff import at_depth
 from camdf.policies.base import StateBatch, StoppingRule
 
 # Small-data hyperparameter candidates, chosen per training set by inner cross-validation on payoff.
@@ -51,7 +51,7 @@ class CamDF(StoppingRule):
     Parameters
     ----------
     features : sequence of str or None
-        State features (default: all of :data:`camdf.features.FEATURES` but ``lam``).
+        State features (default: all of :data:`camdf.core.features.FEATURES` but ``lam``).
     tool_identity : bool
         Add the next tool's identity as a categorical feature.
     weighted : bool

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from camdf.cache import hash_paths
-from camdf.rankers.base import Problem
+from camdf.common.fingerprint import hash_paths
+from camdf.rankers.problem import Problem
 
 DEFAULT_THREADS = 2
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from camdf.rankers.base import Problem, rank_matrix
+from camdf.rankers.problem import Problem, rank_matrix
 from camdf.rankers.dense import DEFAULT_THREADS, score_dense
 from camdf.rankers.lexical import score_bm25
 

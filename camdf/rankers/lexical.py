@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from camdf.rankers.base import Problem
+from camdf.rankers.problem import Problem
 from camdf.rankers.text import normalize, stem_words
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from camdf.rankers.base import Problem
+from camdf.rankers.problem import Problem
 
 
 def score_noisy_oracle(problem: Problem, *, cache_dir=None, random_state: int = 0, quality: float = 0.5) -> np.ndarray:

@@ -108,7 +108,7 @@ def quality_table(rows: pd.DataFrame, digits: int = 3) -> str:
     ----------
     rows : DataFrame
         Columns ``domain``, ``scorer``, the :data:`METRICS`, ``n_tasks`` and
-        ``n_empty_excluded`` (e.g. from :func:`camdf.rankers.stage.gather_quality`).
+        ``n_empty_excluded`` (e.g. from :func:`camdf.pipeline.scores_stage.gather_quality`).
     """
     head = ["domain", "scorer", *HEADERS.values(), "tasks (empty G_x left out)"]
     lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]

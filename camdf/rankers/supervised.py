@@ -1,7 +1,7 @@
 """supervised and prior: the two scorers that learn from G_x, both cross-fitted.
 
 Every task is scored by a model fitted only on other tasks
-(:func:`~camdf.rankers.base.crossfit_groups`), so changing a task's G_x never
+(:func:`~camdf.rankers.problem.crossfit_groups`), so changing a task's G_x never
 changes that task's scores.
 
 - ``supervised``: one logistic regression per tool on TF-IDF features of the
@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.rankers.base import Problem, crossfit_groups
+from camdf.rankers.problem import Problem, crossfit_groups
 from camdf.rankers.lexical import score_bm25
 
 

@@ -11,21 +11,22 @@ Public functions:
 - :func:`sufficiency_table` and :func:`is_sufficient`: verified sufficiency of
   any exposed tool set, for scoring methods.
 - :func:`sufficiency_section`, :func:`agreement_section`: the data report's sections.
-- :func:`register`, :class:`ExecutableDomain`: add an executable domain.
+- :class:`ExecutableDomain`: what an executable domain provides; the domains
+  themselves are listed in :mod:`camdf.integrations.registry`.
 
 The modules: :mod:`~camdf.sufficiency.values` (normalisation rules),
 :mod:`~camdf.sufficiency.domain` (what a domain provides),
-:mod:`~camdf.sufficiency.tau2` (retail and airline),
+:mod:`~camdf.integrations.tau2.executable` (retail and airline),
 :mod:`~camdf.sufficiency.closure` (the closure and the check),
 :mod:`~camdf.sufficiency.arithmetic` (numbers no tool returns),
 :mod:`~camdf.sufficiency.derive` (all subsets, labels, cache),
-:mod:`~camdf.sufficiency.labels`, :mod:`~camdf.sufficiency.report`.
+:mod:`~camdf.sufficiency.relabel`, :mod:`~camdf.sufficiency.agreement`.
 """
 
 from camdf.sufficiency.derive import Derivation, TaskResult, derive, subset_index, subset_tools
-from camdf.sufficiency.domain import ExecutableDomain, executable_domains, get_executable, register
-from camdf.sufficiency.labels import LABEL_SOURCES, is_sufficient, relabel, sufficiency_table
-from camdf.sufficiency.report import agreement_section, sufficiency_section, summary
+from camdf.sufficiency.domain import ExecutableDomain
+from camdf.sufficiency.relabel import LABEL_SOURCES, is_sufficient, relabel, sufficiency_table
+from camdf.sufficiency.agreement import agreement_section, sufficiency_section, summary
 
 __all__ = [
     "Derivation",
@@ -34,10 +35,7 @@ __all__ = [
     "TaskResult",
     "agreement_section",
     "derive",
-    "executable_domains",
-    "get_executable",
     "is_sufficient",
-    "register",
     "relabel",
     "subset_index",
     "subset_tools",

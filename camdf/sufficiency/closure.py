@@ -15,7 +15,7 @@ Sufficiency of A (:meth:`Explorer.missing` returns what is lacking):
     agent sees); every string to communicate (``communicate_info``) is too, or,
     if it is not a number, appears as whole words in the task text or in a
     returned string ("camera" in "Action Camera");
-(b) the domain's policy preconditions hold (:mod:`camdf.sufficiency.tau2`), and
+(b) the domain's policy preconditions hold (:mod:`camdf.integrations.tau2.executable`), and
     for a decision task the gold plan's reads are made (``confirm_facts``,
     :func:`camdf.sufficiency.derive.task_info`).
 

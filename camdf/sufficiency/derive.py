@@ -36,11 +36,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from camdf.cache import code_version, hash_json, package_versions
+from camdf.common.fingerprint import code_version, hash_json, package_versions
 from camdf.data.model import Domain, Task
 from camdf.sufficiency.arithmetic import find_expression
 from camdf.sufficiency.closure import CallMemo, Explorer, State, describe
-from camdf.sufficiency.domain import ExecutableDomain, LookedUp, TaskInfo, Target, get_executable
+from camdf.sufficiency.domain import ExecutableDomain, LookedUp, TaskInfo, Target
 from camdf.sufficiency.values import is_number, jsonable, key, number_leaves, surface
 
 CACHE_SUBDIR = "sufficiency"
@@ -358,7 +358,7 @@ def _task_hash(task: Task, tools: list[str]) -> str:
 def cache_path(cache_dir: str | os.PathLike, exe: ExecutableDomain) -> Path:
     """The domain's cache file: one per code version and package versions."""
     version = hash_json({
-        "code": code_version("camdf.sufficiency", "camdf.data.tau2"),
+        "code": code_version("camdf.sufficiency", "camdf.integrations.tau2.convert"),
         "packages": package_versions(exe.packages),
         "domain": exe.name,
     })[:16]
@@ -398,6 +398,8 @@ def derive(
     Derivation
     """
     t0 = time.perf_counter()
+    from camdf.integrations.registry import get_executable  # the registry imports the domains, which import this package
+
     exe = executable if isinstance(executable, ExecutableDomain) else get_executable(executable or domain.name)
     tools = list(domain.acquirable)
     if len(tools) > MAX_TOOLS:

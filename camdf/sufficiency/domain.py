@@ -432,35 +432,3 @@ def calculate_combos(expressions: Iterable[str], keys: set[str]) -> Iterator[tup
         needed = tuple(o for o in operands if not (o.isdigit() and int(o) <= 10))
         if all(o in keys for o in needed):
             yield (expr, *needed)
-
-
-_REGISTRY: dict[str, Callable[[], ExecutableDomain]] = {}
-_INSTANCES: dict[str, ExecutableDomain] = {}
-
-
-def register(name: str, factory: Callable[[], ExecutableDomain]) -> None:
-    """Make ``name`` an executable domain (``factory`` builds its :class:`ExecutableDomain`)."""
-    _REGISTRY[name] = factory
-    _INSTANCES.pop(name, None)
-
-
-def executable_domains() -> list[str]:
-    """Names of the registered executable domains."""
-    _load_builtin()
-    return sorted(_REGISTRY)
-
-
-def get_executable(name: str) -> ExecutableDomain:
-    """The (shared) executable domain ``name``; raises naming the registered ones."""
-    _load_builtin()
-    if name not in _REGISTRY:
-        raise ValueError(
-            f"domain `{name}` is not executable: the sufficiency check knows {', '.join(sorted(_REGISTRY))}"
-        )
-    if name not in _INSTANCES:
-        _INSTANCES[name] = _REGISTRY[name]()
-    return _INSTANCES[name]
-
-
-def _load_builtin() -> None:
-    import camdf.sufficiency.tau2  # noqa: F401  (registers retail and airline)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from camdf.tracking import Tracker
+from camdf.pipeline.tracking import Tracker
 
 from .test_mlflow_server import server  # noqa: F401  (the loopback mlflow server fixture)
 from .test_pipeline import QUIET, ROOT, _env, _finished_keys, _run, _tables

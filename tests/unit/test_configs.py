@@ -6,7 +6,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import camdf.config  # noqa: F401
+import camdf.pipeline.resolvers  # noqa: F401
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
 PRIMARIES = sorted(p.stem for p in CONF.glob("*.yaml"))

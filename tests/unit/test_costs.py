@@ -11,10 +11,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import camdf.costs as cc
-from camdf.costs import base_costs, coefficient_of_variation, costs, disperse, execution_section, measure_execution
+import camdf.costs.model as cc
+from camdf.costs.model import base_costs, coefficient_of_variation, costs, disperse
+from camdf.integrations.tau2.execution import execution_section, measure_execution
 from camdf.data import read_domain
-from camdf.data.tau2 import convert_customer_service
+from camdf.integrations.tau2.convert import convert_customer_service
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "cost"
 
@@ -127,7 +128,7 @@ def test_execution_costs_come_from_real_tau2_calls_and_are_cached(retail, tmp_pa
     assert frame.loc["calculate", "source"] == "median"  # never called, needs an expression
     assert frame.loc["calculate", "mean_tokens"] == frame[frame.source != "median"].mean_tokens.median()
     # Second run: read from the cache, no environment is built.
-    monkeypatch.setattr("camdf.data.tau2.get_environment", lambda name: pytest.fail("cache missed"))
+    monkeypatch.setattr("camdf.integrations.tau2.execution.get_environment", lambda name: pytest.fail("cache missed"))
     again = measure_execution(small, cache_dir=tmp_path)
     pd.testing.assert_frame_equal(frame, again, check_dtype=False)
     c = costs(small, "execution", 1.0, cache_dir=tmp_path)

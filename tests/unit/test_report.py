@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from camdf.report import Report
-from camdf.tables import select, update_readme
+from camdf.reporting.report import Report
+from camdf.reporting.tables import select, update_readme
 
 
 def _report():

@@ -1,4 +1,4 @@
-"""Tests for camdf.stats: calibration, agreement with scipy/statsmodels,
+"""Tests for camdf.evaluation.stats: calibration, agreement with scipy/statsmodels,
 reproducibility, input validation and exact values on tiny inputs.
 
 Seeds below were fixed once when the tests were written (not searched for a
@@ -21,7 +21,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import ttost_paired
 
-from camdf import stats as cs
+from camdf.evaluation import stats as cs
 
 
 def _mean_diff(a, b, axis=-1):

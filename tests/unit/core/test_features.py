@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from camdf.features import FEATURES, LITE_FEATURES, normalised_scores, state_features, task_features
-from camdf.instances import build_instances
-from camdf.labels import walk
-from camdf.membership import MembershipModel
+from camdf.core.features import FEATURES, LITE_FEATURES, normalised_scores, state_features, task_features
+from camdf.core.instances import build_instances
+from camdf.core.targets import walk
+from camdf.core.membership import MembershipModel
 from camdf.policies import StateBatch
 from camdf.policies.camdf import FIRST_BLOCK, CamDF
 

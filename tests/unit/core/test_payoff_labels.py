@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from camdf.instances import build_instances
-from camdf.labels import deltas, path_regret, stop_labels, walk
-from camdf.payoff import at_depth, prefix_payoffs
+from camdf.core.instances import build_instances
+from camdf.core.targets import deltas, path_regret, stop_labels, walk
+from camdf.core.payoff import at_depth, prefix_payoffs
 
 from .reference import deltas_ref, prefix_payoffs_ref
 

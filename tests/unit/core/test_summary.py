@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from camdf.summary import summarize_cell
+from camdf.evaluation.summary import summarize_cell
 
 
 def _outcomes():

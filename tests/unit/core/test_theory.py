@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from camdf.cell import evaluate_cell
-from camdf.instances import build_instances
+from camdf.evaluation.cell import evaluate_cell
+from camdf.core.instances import build_instances
 from camdf.policies.camdf import BASE_PARAMS
 
 
@@ -83,7 +83,7 @@ def test_leakage_test_fold_labels_change_no_decision():
     member = inst.member.copy()
     test = inst.folds == 0
     member[test] = inst.tools[test] != "b"
-    from camdf.cell import with_membership
+    from camdf.evaluation.cell import with_membership
 
     changed = with_membership(inst, member & inst.valid)
     again = evaluate_cell(changed, 0.2, methods).outcomes

@@ -4,9 +4,9 @@ import shutil
 import subprocess
 import sys
 
-from camdf.cache import code_version
+from camdf.common.fingerprint import code_version
 from camdf.data import read_domain
-from camdf.data.build import build_domain, read_manifest
+from camdf.pipeline.data_stage import build_domain, read_manifest
 
 CONFIG = {"name": "valid_user", "acquirable_kinds": ["read", "generic"]}
 
@@ -45,7 +45,7 @@ def test_input_bytes_and_package_versions_enter_the_key(fixture_domains, tmp_pat
     assert (second.cached, n) == (False, 1) and second.key != first.key
     assert second.summary["n_tasks"] == 6
     # The same inputs under another installed version of a package must rebuild.
-    import camdf.data.build as build
+    import camdf.pipeline.data_stage as build
 
     third, _ = _build(src, out, packages=["numpy"])
     monkeypatch.setattr(build, "package_versions", lambda names: {n: "0.0.0-other" for n in names})

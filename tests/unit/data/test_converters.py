@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from camdf.data.bfcl import convert_multi_turn
+from camdf.integrations.bfcl.convert import convert_multi_turn
 from camdf.data.io import read_domain, write_domain
-from camdf.data.tau2 import DEVICE_PREFIX, convert_customer_service, convert_telecom, get_environment
+from camdf.integrations.tau2.convert import DEVICE_PREFIX, convert_customer_service, convert_telecom, get_environment
 
 RETAIL_ACQUIRABLE = {
     "calculate", "find_user_id_by_email", "find_user_id_by_name_zip", "get_order_details",

@@ -6,10 +6,10 @@ import sys
 import pytest
 
 from camdf.data import read_domain, write_domain
-from camdf.data.bfcl import convert_multi_turn
+from camdf.integrations.bfcl.convert import convert_multi_turn
 from camdf.data.distractors import SEPARATOR, with_distractors
-from camdf.data.tau2 import convert_customer_service, convert_telecom
-from camdf.folds import assign_folds
+from camdf.integrations.tau2.convert import convert_customer_service, convert_telecom
+from camdf.core.folds import assign_folds
 from camdf.rankers import ranking_quality, score_domain
 
 SOURCES = ["airline", "telecom", "bfcl_multi_turn"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from camdf.data import DomainFormatError, read_domain, write_domain
-from camdf.data.build import build_domain
+from camdf.pipeline.data_stage import build_domain
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "domains"
 MALFORMED = sorted(p.name for p in FIXTURES.iterdir() if (p / "expected.txt").is_file())
@@ -31,7 +31,7 @@ def test_cli_refuses_malformed_folder_with_every_problem(name, tmp_path):
     folder = FIXTURES / name
     before = _snapshot(FIXTURES)
     proc = subprocess.run(
-        [sys.executable, "-m", "camdf.cli", "data", "validate", str(folder)], capture_output=True, text=True
+        [sys.executable, "-m", "camdf.cli.commands", "data", "validate", str(folder)], capture_output=True, text=True
     )
     assert proc.returncode == 2
     assert proc.stdout == ""

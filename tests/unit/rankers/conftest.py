@@ -3,9 +3,9 @@
 import pytest
 
 from camdf.data import read_domain, write_domain
-from camdf.data.bfcl import convert_multi_turn
+from camdf.integrations.bfcl.convert import convert_multi_turn
 from camdf.data.distractors import with_distractors
-from camdf.data.tau2 import convert_customer_service, convert_telecom
+from camdf.integrations.tau2.convert import convert_customer_service, convert_telecom
 
 NEVER = ("transfer_to_human_agents",)
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 import camdf.rankers.dense as dense
-from camdf.folds import assign_folds
+from camdf.core.folds import assign_folds
 from camdf.rankers import score_domain
 
 

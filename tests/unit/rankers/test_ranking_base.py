@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from camdf.rankers.base import COLUMNS, Problem, crossfit_groups, long_frame, rank_matrix
+from camdf.rankers.problem import COLUMNS, Problem, crossfit_groups, long_frame, rank_matrix
 from camdf.rankers.text import s_stem, split_identifier, tool_document
 
 

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from camdf.folds import assign_folds
+from camdf.core.folds import assign_folds
 from camdf.rankers import score_domain
 
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from camdf.data.model import Domain, Task, Tool
-from camdf.folds import assign_folds
+from camdf.core.folds import assign_folds
 from camdf.rankers import SCORERS, ranking_quality, score_domain, scorer_params
-from camdf.rankers.base import Problem, rank_matrix
+from camdf.rankers.problem import Problem, rank_matrix
 from camdf.rankers.fusion import rrf
 from camdf.rankers.lexical import bm25_scores
 from camdf.rankers.text import tool_document

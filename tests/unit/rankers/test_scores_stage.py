@@ -6,10 +6,10 @@ import sys
 
 import pandas as pd
 
-import camdf.config  # noqa: F401  (registers resolvers)
+import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 
-from camdf.rankers.base import COLUMNS
-from camdf.rankers.stage import gather_quality, main, run_costs, run_scores
+from camdf.rankers.problem import COLUMNS
+from camdf.pipeline.scores_stage import gather_quality, main, run_costs, run_scores
 
 DOMAIN = {"name": "valid_user", "acquirable_kinds": ["read", "generic"], "never_acquirable": []}
 FOLDS = {"protocol": "kfold", "n_folds": 2, "random_state": 0}
@@ -87,7 +87,7 @@ def test_every_scorer_and_cost_option_composes_with_the_scores_primary(root):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from camdf.costs import REGIMES
+    from camdf.costs.model import REGIMES
     from camdf.rankers import SCORERS, scorer_params
 
     conf = root / "conf"

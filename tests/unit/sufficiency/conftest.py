@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from camdf.data.tau2 import convert_customer_service
+from camdf.integrations.tau2.convert import convert_customer_service
 from camdf.sufficiency import derive
 from camdf.sufficiency.closure import CallMemo, Explorer
 from camdf.sufficiency.derive import task_info
-from camdf.sufficiency.tau2 import Airline, Retail
+from camdf.integrations.tau2.executable import Airline, Retail
 
 DOMAINS = ("retail", "airline")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from camdf.data import read_domain
-from camdf.data.build import build_domain
+from camdf.pipeline.data_stage import build_domain
 from camdf.sufficiency import is_sufficient, relabel, sufficiency_table
 
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from camdf.cache import code_version, hash_json, hash_paths, package_versions
+from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
 from camdf.data.io import write_domain
 from camdf.data.model import Domain
-from camdf.data.report import render_report, summarize
+from camdf.data.overview import render_report, summarize
 
 MANIFEST = "manifest.json"
 
@@ -35,7 +35,7 @@ LABEL_SOURCES = ("annotated", "derived")
 
 
 def data_key(
-    config: dict[str, Any], packages: list[str], inputs: list[str], code: tuple[str, ...] = ("camdf.data", "camdf.cache")
+    config: dict[str, Any], packages: list[str], inputs: list[str], code: tuple[str, ...] = ("camdf.data", "camdf.common.fingerprint")
 ) -> str:
     """Cache key: resolved domain config + code of ``code`` modules + package versions + input bytes."""
     return hash_json(
@@ -60,11 +60,12 @@ def _label_source(config: dict[str, Any]) -> str:
 def derive_labels(domain: Domain, cache_dir: str | Path | None) -> tuple[Domain, list[str], dict[str, Any]]:
     """Relabel ``domain`` with G_x derived by execution; return it, the report sections and a summary."""
     from camdf import sufficiency
+    from camdf.integrations.registry import executable_domains
 
-    if domain.name not in sufficiency.executable_domains():
+    if domain.name not in executable_domains():
         raise ValueError(
             f"domain `{domain.name}`: label_source `derived` needs an executable domain "
-            f"({', '.join(sufficiency.executable_domains())}); use label_source: annotated"
+            f"({', '.join(executable_domains())}); use label_source: annotated"
         )
     der = sufficiency.derive(domain, cache_dir)
     sections = [sufficiency.sufficiency_section(der, "derived"), sufficiency.agreement_section(der)]
@@ -107,8 +108,8 @@ def build_domain(
     out_dir = Path(out_dir)
     derived = _label_source(config) == "derived"
     exec_costs = bool(config.get("report_execution_costs", False))
-    code = ("camdf.data", "camdf.cache") + (("camdf.sufficiency",) if derived else ()) + (
-        ("camdf.costs",) if exec_costs else ())
+    code = ("camdf.data", "camdf.common.fingerprint") + (("camdf.sufficiency",) if derived else ()) + (
+        ("camdf.costs.model",) if exec_costs else ())
     key = data_key(config, list(packages), list(inputs), code)
     manifest = read_manifest(out_dir)
     if not force and manifest is not None and manifest.get("key") == key:
@@ -120,7 +121,7 @@ def build_domain(
         domain, sections, extra["sufficiency"] = derive_labels(domain, cache_dir)
     domain.name = config.get("name", domain.name)
     if exec_costs:
-        from camdf.costs import execution_section, measure_execution
+        from camdf.integrations.tau2.execution import execution_section, measure_execution
 
         measured = measure_execution(domain, cache_dir=cache_dir)
         sections.append(execution_section({domain.name: measured}))

@@ -18,7 +18,6 @@ import numpy as np
 
 from camdf.data.model import Domain, Task
 from camdf.sufficiency.derive import Derivation, TaskResult, derive, mask_to_row, subset_index
-from camdf.sufficiency.domain import get_executable
 
 LABEL_SOURCES = ("annotated", "derived")
 
@@ -99,6 +98,8 @@ def sufficiency_table(
         ``table[t, m]``: the subset with index m is sufficient for task t.
     """
     if isinstance(domain, str):
+        from camdf.integrations.registry import get_executable  # the registry imports the domains, which import this package
+
         domain = get_executable(domain).convert()
     if domain.tasks and all("sufficiency" in t.meta for t in domain.tasks):
         tools = domain.tasks[0].meta["sufficiency"]["tools"]

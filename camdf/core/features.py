@@ -14,9 +14,9 @@ from itertools import accumulate
 
 import numpy as np
 
-from camdf.instances import Instances
-from camdf.labels import deltas
-from camdf.payoff import cumulative_costs
+from camdf.core.instances import Instances
+from camdf.core.targets import deltas
+from camdf.core.payoff import cumulative_costs
 
 FEATURES = (
     "depth",            # t

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from camdf.report import Report
+from camdf.reporting.report import Report
 
 METHOD_ORDER = (
     "camdf", "camdf_lite", "camdf_unweighted", "camdf_no_cost", "camdf_no_membership", "camdf_regression",
@@ -353,7 +353,7 @@ def heatmap_png(long: pd.DataFrame, title: str) -> bytes:
 
 def figure_payoff_vs_tools(runs: pd.DataFrame, main: dict) -> bytes:
     """The per-method payoff vs tools exposed figure of the main cell at d = 0."""
-    from camdf.experiment import payoff_vs_tools_png
+    from camdf.pipeline.cells import payoff_vs_tools_png
 
     run = _one(runs, "payoff-vs-tools figure", **{**_main_params(main), "cost__d": 0.0},
                method__names=str(list(main["methods"])))

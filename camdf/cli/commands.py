@@ -12,7 +12,7 @@ from pathlib import Path
 
 from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
-from camdf.data.report import summarize
+from camdf.data.overview import summarize
 
 
 def _names(text: str) -> list[str]:
@@ -111,6 +111,3 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return args.func(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

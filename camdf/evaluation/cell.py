@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
 
-from camdf.folds import fold_ids
-from camdf.instances import Instances, curves_from_sets
-from camdf.membership import MembershipModel, cross_fit
-from camdf.payoff import at_depth, cumulative_costs, prefix_payoffs
+from camdf.core.folds import fold_ids
+from camdf.core.instances import Instances, curves_from_sets
+from camdf.core.membership import MembershipModel, cross_fit
+from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
 from camdf.policies import METHODS, StateBatch, make_policy
 from camdf.policies.camdf import CamDFLite
 
@@ -150,7 +150,7 @@ def _blas_controller() -> ThreadpoolController:
 
 def _lambda_conditioned(tr_inst, p_tr, lam_grid, kind, random_state):
     """One CAM-DF model trained across a lambda grid with lambda as a feature (the run-time dial)."""
-    from camdf.features import FEATURES
+    from camdf.core.features import FEATURES
     from camdf.policies.camdf import DEFAULT_GRID, CamDF
 
     return CamDF(features=list(FEATURES), grid=DEFAULT_GRID[:1], random_state=random_state).fit(

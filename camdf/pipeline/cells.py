@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from camdf.cache import code_version, hash_json, hash_paths
-from camdf.cell import evaluate_cell
+from camdf.common.fingerprint import code_version, hash_json, hash_paths
+from camdf.evaluation.cell import evaluate_cell
 from camdf.data import read_domain
 from camdf.data.model import Domain
-from camdf.folds import assign_folds
-from camdf.instances import Instances, build_instances
-from camdf.summary import summarize_cell
+from camdf.core.folds import assign_folds
+from camdf.core.instances import Instances, build_instances
+from camdf.evaluation.summary import summarize_cell
 
 
 LABEL_SOURCES = ("data", "annotated", "partial")
@@ -81,7 +81,7 @@ def required_sets(domain: Domain, label_source: str) -> tuple[dict, dict]:
 
 def cell_instances(cfg: dict[str, Any], paths: Paths) -> tuple[Instances, Domain, pd.Series, pd.DataFrame]:
     """Load the domain, score it, price it and pad it into :class:`Instances`."""
-    from camdf.costs import costs as cost_model
+    from camdf.costs.model import costs as cost_model
     from camdf.rankers import score_domain
 
     domain = load_domain(cfg, paths.data_dir)
@@ -236,7 +236,7 @@ def run_tracked_cell(
 ) -> tuple[str, bool]:
     """Run a cell unless its key already has a FINISHED run; log everything to one MLflow run.
 
-    The cell is claimed first (:meth:`camdf.tracking.Tracker.claim`), so workers that
+    The cell is claimed first (:meth:`camdf.pipeline.tracking.Tracker.claim`), so workers that
     reach the same key at once compute it once: the others wait for that run and
     reuse it. ``tracking.claim_timeout`` in the config, when present, sets how long a
     silent claim is trusted before it is taken over.
@@ -247,7 +247,7 @@ def run_tracked_cell(
     skipped : bool
         True when a FINISHED run with the same key was reused.
     """
-    from camdf.tracking import flatten, git_commit
+    from camdf.pipeline.tracking import flatten, git_commit
 
     key = cell_key(cfg, paths.data_dir)
     tags = {"git_commit": git_commit(root), "domain": cfg["domain"]["name"], "scorer": cfg["scorer"]["name"]}
@@ -294,7 +294,7 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     import mlflow
 
     from camdf.runtime import StopPolicy, log_policy
-    from camdf.tracking import flatten, git_commit
+    from camdf.pipeline.tracking import flatten, git_commit
 
     inst, domain, costs, _ = cell_instances(cfg, paths)
     pol = cfg["policy"]

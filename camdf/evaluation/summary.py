@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.policies import ORACLES
-from camdf.stats import (
+from camdf.evaluation.stats import (
     bootstrap_indices,
     bootstrap_mean_ci,
     holm,
@@ -41,7 +41,7 @@ def summarize_cell(
     Parameters
     ----------
     outcomes : DataFrame
-        One row per (task, method), as returned by :func:`camdf.cell.evaluate_cell`.
+        One row per (task, method), as returned by :func:`camdf.evaluation.cell.evaluate_cell`.
     reference : str
         The method others are compared to (CAM-DF); skipped if absent.
     n_resamples : int

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from camdf.instances import Instances
+from camdf.core.instances import Instances
 
 KINDS = ("exact", "partial")
 

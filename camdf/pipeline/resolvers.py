@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 def project_root() -> str:
     """The checkout holding ``pyproject.toml`` (the package is installed editable by ``make setup``)."""
-    here = Path(__file__).resolve().parents[1]
+    here = Path(__file__).resolve().parents[2]
     if not (here / "pyproject.toml").is_file():
         raise RuntimeError(
             f"cannot find the camdf checkout above {here}: install with `pip install -e .` "

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.data.model import Domain
-from camdf.rankers.base import Problem, long_frame, rank_matrix
+from camdf.rankers.problem import Problem, long_frame, rank_matrix
 from camdf.rankers.dense import score_dense
 from camdf.rankers.fusion import score_hybrid
 from camdf.rankers.lexical import score_bm25
@@ -51,7 +51,7 @@ def score_domain(
     domain : Domain
     scorer : {"bm25", "dense", "supervised", "hybrid", "prior", "noisy_oracle"}
     folds : ndarray of int, shape (T,)
-        From :func:`camdf.folds.assign_folds`; ``supervised`` and ``prior`` score a
+        From :func:`camdf.core.folds.assign_folds`; ``supervised`` and ``prior`` score a
         task in fold f with models fitted on tasks of other folds (fold -1: inner
         cross-fit among training-only tasks).
     cache_dir : path, optional

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.data.model import Domain
-from camdf.folds import TRAIN_ONLY, fold_ids
+from camdf.core.folds import TRAIN_ONLY, fold_ids
 from camdf.rankers.text import tool_document
 
 COLUMNS = ["task_id", "tool", "score", "rank", "fold"]

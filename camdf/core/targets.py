@@ -15,7 +15,7 @@ def deltas(u: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     u : ndarray, shape (T, N + 1)
-        Prefix payoffs, ``-inf`` at unreachable depths (see :func:`camdf.payoff.prefix_payoffs`).
+        Prefix payoffs, ``-inf`` at unreachable depths (see :func:`camdf.core.payoff.prefix_payoffs`).
 
     Returns
     -------

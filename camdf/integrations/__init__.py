@@ -1,0 +1,1 @@
+"""Everything that knows an outside benchmark package (tau2, BFCL), and the explicit registry of executable domains."""

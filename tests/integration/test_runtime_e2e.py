@@ -69,14 +69,14 @@ def test_cli_select_matches_and_refuses_bad_json(trained, tmp_path):
     env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"]}
     req = tmp_path / "req.json"
     req.write_text(json.dumps(trained["requests"][0]))
-    proc = subprocess.run([sys.executable, "-m", "camdf.cli.commands", "select", "--policy", trained["model_uri"],
+    proc = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", trained["model_uri"],
                            "--input", str(req)], capture_output=True, text=True, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["depth"] == int(trained["decisions"]["depth"].iloc[0])
-    bad = subprocess.run([sys.executable, "-m", "camdf.cli.commands", "select", "--policy", trained["model_uri"]],
+    bad = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", trained["model_uri"]],
                          input='{"tools": [', capture_output=True, text=True, env=env, cwd=ROOT)
     assert bad.returncode == 2 and "request: invalid JSON at line 1" in bad.stderr
-    neg = subprocess.run([sys.executable, "-m", "camdf.cli.commands", "select", "--policy", trained["model_uri"], "--lam",
+    neg = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", trained["model_uri"], "--lam",
                           "-1"], input=json.dumps(trained["requests"][0]), capture_output=True, text=True, env=env,
                          cwd=ROOT)
     assert neg.returncode == 2 and "lam: must be a finite number >= 0" in neg.stderr

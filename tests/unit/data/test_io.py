@@ -31,7 +31,7 @@ def test_cli_refuses_malformed_folder_with_every_problem(name, tmp_path):
     folder = FIXTURES / name
     before = _snapshot(FIXTURES)
     proc = subprocess.run(
-        [sys.executable, "-m", "camdf.cli.commands", "data", "validate", str(folder)], capture_output=True, text=True
+        [sys.executable, "-m", "camdf.cli", "data", "validate", str(folder)], capture_output=True, text=True
     )
     assert proc.returncode == 2
     assert proc.stdout == ""

@@ -5,8 +5,8 @@ same ``n`` tasks, so comparisons are *paired*: the unit of resampling is the
 task, and all method-vs-reference differences of a cell are resampled with one
 shared ``(B, n)`` index matrix (:func:`bootstrap_indices`).
 
-What this module adds on top of scipy / statsmodels
----------------------------------------------------
+What this module adds, and what it delegates to statsmodels
+-----------------------------------------------------------
 * :func:`paired_bootstrap` -- percentile and BCa intervals of the mean
   difference of *all* methods against a reference at once, from one index
   matrix.  Resample means are computed as ``counts @ values.T / n`` (counts
@@ -16,9 +16,13 @@ What this module adds on top of scipy / statsmodels
 * :func:`bootstrap_mean_ci` -- the same for a single mean (payoff CI).
 * :func:`sign_flip_test` -- vectorised paired randomisation test with the
   ``(1 + #extreme) / (1 + B)`` correction.
-* :func:`holm`, :func:`mcnemar_exact`, :func:`wilson_ci`, :func:`tost_paired`,
-  :func:`stratified_success` -- thin, validated wrappers or re-derivations that
-  are checked against statsmodels / scipy in the tests.
+* :func:`holm`, :func:`mcnemar_exact`, :func:`wilson_ci`, :func:`tost_paired`
+  -- validated wrappers that delegate the computation to statsmodels
+  (``multipletests(method='holm')``, ``mcnemar(exact=True)``,
+  ``proportion_confint(method='wilson')``, ``ttost_paired``) and add only the
+  documented edge cases where statsmodels returns NaN or rounding noise.
+* :func:`stratified_success` -- success rates by coverage stratum with Wilson
+  intervals.
 
 Conventions
 -----------
@@ -40,6 +44,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import special, stats
+from statsmodels.stats.contingency_tables import mcnemar
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
+from statsmodels.stats.weightstats import ttost_paired
 
 __all__ = [
     "BootstrapMeanResult",
@@ -689,18 +697,14 @@ def holm(pvalues) -> np.ndarray:
             \tilde p_{(i)} = \min\Big(1, \max_{j \le i} (m - j + 1)\, p_{(j)}\Big).
 
         Rejecting :math:`\tilde p_i \le \alpha` controls the family-wise error
-        rate at :math:`\alpha`.  Equals
-        ``statsmodels.stats.multitest.multipletests(p, method='holm')[1]``.
+        rate at :math:`\alpha`.  Computed by
+        ``statsmodels.stats.multitest.multipletests(p, method='holm')[1]``;
+        tied p-values get equal adjusted values whatever their sort order.
     """
     p = _as_1d(pvalues, "pvalues")
     if (p < 0).any() or (p > 1).any():
         raise ValueError("pvalues: must lie in [0, 1]")
-    m = p.shape[0]
-    order = np.argsort(p, kind="stable")
-    adj_sorted = np.minimum(np.maximum.accumulate(p[order] * np.arange(m, 0, -1)), 1.0)
-    out = np.empty(m, dtype=np.float64)
-    out[order] = adj_sorted
-    return out
+    return multipletests(p, method="holm")[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -741,18 +745,20 @@ def mcnemar_exact(a, b) -> McNemarResult:
     -----
     Only discordant pairs carry information.  Under :math:`H_0` (equal success
     probabilities) :math:`b_{10} \mid b_{01} + b_{10} = N \sim
-    \mathrm{Binomial}(N, 1/2)`; the p-value is
-    ``scipy.stats.binomtest(b10, N, 0.5).pvalue`` (two-sided), which for
-    :math:`p = 1/2` is :math:`\min(1, 2 P(X \le \min(b_{01}, b_{10})))`.
+    \mathrm{Binomial}(N, 1/2)`, and the two-sided exact p-value is
+    :math:`\min(1, 2 P(X \le \min(b_{01}, b_{10})))`, computed by
+    ``statsmodels.stats.contingency_tables.mcnemar(table, exact=True)``
+    (it is 1 at :math:`N = 0` without special-casing).  This equals
+    ``scipy.stats.binomtest(b10, N, 0.5).pvalue`` up to rounding (<= 1e-15).
     """
     av = _as_binary(a, "a")
     bv = _as_binary(b, "b")
     _check_pair(av, bv, "a", "b")
     b01 = int(np.count_nonzero(~av & bv))
     b10 = int(np.count_nonzero(av & ~bv))
-    nd = b01 + b10
-    p = 1.0 if nd == 0 else float(stats.binomtest(b10, nd, 0.5).pvalue)
-    return McNemarResult(b01=b01, b10=b10, n_discordant=nd, pvalue=p)
+    table = [[int(np.count_nonzero(av & bv)), b10], [b01, int(np.count_nonzero(~av & ~bv))]]
+    p = float(mcnemar(table, exact=True).pvalue)
+    return McNemarResult(b01=b01, b10=b10, n_discordant=b01 + b10, pvalue=p)
 
 
 def wilson_ci(successes, n, confidence: float = 0.95):
@@ -782,8 +788,6 @@ def wilson_ci(successes, n, confidence: float = 0.95):
     method='wilson')``, clipped to [0, 1], with the end points set to exactly
     0 at ``successes == 0`` and 1 at ``successes == n`` (their exact values).
     """
-    from statsmodels.stats.proportion import proportion_confint
-
     confidence = _check_unit_open(confidence, "confidence")
     s = np.asarray(successes)
     nn = np.asarray(n)
@@ -885,12 +889,17 @@ def tost_paired(a, b, delta: float = 0.05, alpha: float = 0.05) -> TOSTResult:
     ``a`` is non-inferior to ``b`` if :math:`p_L < \alpha`; equivalent if
     :math:`\max(p_L, p_U) < \alpha`, i.e. the :math:`(1-2\alpha)` interval
     :math:`\bar d \pm t_{\nu,1-\alpha} SE` lies inside :math:`(-\delta,
-    \delta)`.  Matches ``statsmodels.stats.weightstats.ttost_paired(a, b,
-    -delta, delta)``.  For 0/1 data this is the usual large-sample
-    (Wald-type) approach.  If all differences are equal (:math:`SE = 0`) the
-    p-values are taken as the limits: :math:`p_L = 0` if :math:`\bar d >
-    -\delta` else 1, :math:`p_U = 0` if :math:`\bar d < \delta` else 1
-    (statsmodels returns NaN there).
+    \delta)`.  For 0/1 data this is the usual large-sample (Wald-type)
+    approach.
+
+    The t statistics and p-values come from
+    ``statsmodels.stats.weightstats.ttost_paired(a, b, -delta, delta)``;
+    ``diff``, ``se`` and the interval are computed here with numpy.  If all
+    differences are equal (:math:`SE = 0`) the p-values are the limits:
+    :math:`p_L = 0` if :math:`\bar d > -\delta` else 1, :math:`p_U = 0` if
+    :math:`\bar d < \delta` else 1.  statsmodels yields these itself from
+    :math:`t = \pm\infty`, except on a margin (:math:`t = 0/0`), where it
+    returns NaN and the p-value is set to 1 (that null holds).
     """
     av = _as_1d(a, "a")
     bv = _as_1d(b, "b")
@@ -908,18 +917,11 @@ def tost_paired(a, b, delta: float = 0.05, alpha: float = 0.05) -> TOSTResult:
     se = float(d.std(ddof=1) / np.sqrt(n))
     df = n - 1
     delta = float(delta)
-    if se > 0:
-        t_lower = (mean + delta) / se
-        t_upper = (mean - delta) / se
-        p_lower = float(stats.t.sf(t_lower, df))
-        p_upper = float(stats.t.cdf(t_upper, df))
-        half = float(stats.t.ppf(1.0 - alpha, df)) * se
-    else:
-        t_lower = np.inf if mean > -delta else (-np.inf if mean < -delta else np.nan)
-        t_upper = -np.inf if mean < delta else (np.inf if mean > delta else np.nan)
-        p_lower = 0.0 if mean > -delta else 1.0
-        p_upper = 0.0 if mean < delta else 1.0
-        half = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):  # SE = 0: t = +-inf or 0/0
+        _, (t_lower, p_lower, _), (t_upper, p_upper, _) = ttost_paired(av, bv, -delta, delta)
+    p_lower = 1.0 if np.isnan(p_lower) else float(p_lower)
+    p_upper = 1.0 if np.isnan(p_upper) else float(p_upper)
+    half = float(stats.t.ppf(1.0 - alpha, df)) * se
     return TOSTResult(
         diff=mean,
         se=se,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_pipeline import QUIET, ROOT, _run
+from .test_pipeline import _run
 
 MLFLOW = str(Path(sys.executable).with_name("mlflow"))
 
@@ -54,9 +54,8 @@ def server(tmp_path):
     proc.wait(timeout=30)
 
 
-def test_smoke_grid_through_tracking_server_and_rest_api(server, tmp_path):
-    data = tmp_path / "data"
-    _run(["pipelines.data", "domain=retail"], tmp_path / "o0", data)
+def test_smoke_grid_through_tracking_server_and_rest_api(server, tmp_path, data_dir):
+    data = data_dir
     out = tmp_path / "out"
     proc = _run(["pipelines.evaluate", "-m", "experiment=smoke"], out, data, uri=server)
     assert proc.stdout.count("logged run") == 4

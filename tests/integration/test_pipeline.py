@@ -8,8 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
 
@@ -25,13 +23,6 @@ def _run(args, out: Path, data: Path, uri=None, check=True, **kw):
     if check:
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return proc
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    data = tmp_path_factory.mktemp("data")
-    _run(["pipelines.data", "domain=retail"], tmp_path_factory.mktemp("out_data"), data)
-    return data
 
 
 def _tables(folder: Path) -> dict[str, bytes]:

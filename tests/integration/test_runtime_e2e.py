@@ -19,10 +19,9 @@ MLFLOW = str(Path(sys.executable).with_name("mlflow"))
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(tmp_path_factory, data_dir):
     tmp = tmp_path_factory.mktemp("runtime")
-    data, out = tmp / "data", tmp / "out"
-    _run(["pipelines.data", "domain=retail"], tmp / "o0", data)
+    data, out = data_dir, tmp / "out"
     proc = _run(["pipelines.train", "folds.n_folds=3"], out, data)
     uri = f"sqlite:///{out}/mlflow.db"
     import mlflow

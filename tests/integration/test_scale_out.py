@@ -31,13 +31,6 @@ def _runs(uri: str, out: Path, status: str) -> list:
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    data = tmp_path_factory.mktemp("data")
-    _run(["pipelines.data", "domain=retail"], tmp_path_factory.mktemp("out_data"), data)
-    return data
-
-
-@pytest.fixture(scope="module")
 def reference(tmp_path_factory, data_dir):
     """The smoke grid on Hydra's basic launcher (cells in turn, one process): tables and wall time."""
     out = tmp_path_factory.mktemp("basic")

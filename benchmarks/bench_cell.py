@@ -2,9 +2,9 @@
 
 Cell (the issue-5 cell)
     retail, bm25, schema-token costs, lambda 0.12, d 1, 5 folds, every method of
-    :data:`camdf.policies.METHODS`: :func:`camdf.pipeline.cells.run_cell` end to end from a
+    :data:`camdf.policies.METHODS`: :func:`camdf.pipeline.cell_job.run_cell` end to end from a
     cold score cache (load, score, price, pad, evaluate, summarise with the bootstrap,
-    plot), and its parts timed alone: :func:`camdf.pipeline.cells.cell_instances` and
+    plot), and its parts timed alone: :func:`camdf.pipeline.assembly.cell_instances` and
     :func:`camdf.evaluation.cell.evaluate_cell` (also with the Table 2 methods of
     ``conf/method/main.yaml``).  Target: <= 10 s end to end.  Reference: the same
     ``evaluate_cell`` with BLAS threads left at the library default (the code before the
@@ -47,7 +47,8 @@ from common import ROOT, cell_config, emit_json, load, method_names, timed  # no
 
 from camdf.evaluation import cell as cell_module  # noqa: E402
 from camdf.evaluation.cell import evaluate_cell  # noqa: E402
-from camdf.pipeline.cells import Paths, cell_instances, run_cell  # noqa: E402
+from camdf.pipeline.assembly import Paths, cell_instances  # noqa: E402
+from camdf.pipeline.cell_job import run_cell  # noqa: E402
 from camdf.policies import METHODS  # noqa: E402
 
 TARGET_CELL_S = 10.0

@@ -244,7 +244,7 @@ def bench_features(domain: str, repeats: int = 5, ref_tasks: int | None = None) 
     """Features + CAM-DF prediction for every state of one cell, against the per-task reference."""
     from threadpoolctl import threadpool_limits
 
-    from camdf.pipeline.cells import Paths, cell_instances
+    from camdf.pipeline.assembly import Paths, cell_instances
     from camdf.core.membership import MembershipModel, cross_fit
     from camdf.policies import StateBatch
     from camdf.policies.camdf import CamDF

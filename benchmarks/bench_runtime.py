@@ -41,7 +41,8 @@ def _policies():
     from omegaconf import OmegaConf
 
     import camdf.pipeline.resolvers  # noqa: F401
-    from camdf.pipeline.cells import Paths, cell_instances, task_requests
+    from camdf.pipeline.assembly import Paths, cell_instances
+    from camdf.pipeline.policy_job import task_requests
     from camdf.runtime import StopPolicy
 
     root = Path(__file__).resolve().parents[1]

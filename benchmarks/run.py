@@ -318,7 +318,7 @@ def runtime_table(f: dict) -> str:
 
 def splice_readme(readme: Path, f: dict) -> None:
     """Write :func:`runtime_table` between the README's runtime-latency markers."""
-    from camdf.reporting.tables import update_readme
+    from camdf.reporting.readme import update_readme
 
     readme.write_text(update_readme(readme.read_text(), runtime_table(f), "<!-- runtime-latency -->",
                                     "<!-- /runtime-latency -->"))

@@ -12,7 +12,9 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.pipeline.cells import Paths, cell_name, run_tracked_cell
+from camdf.pipeline.assembly import Paths
+from camdf.pipeline.cell_job import run_tracked_cell
+from camdf.pipeline.identity import cell_name
 from camdf.pipeline.tracking import Tracker
 
 

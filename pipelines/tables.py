@@ -11,7 +11,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.reporting.tables import build_tables
+from camdf.reporting.build import build_tables
 from camdf.pipeline.tracking import Tracker
 
 

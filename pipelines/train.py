@@ -12,7 +12,8 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.pipeline.cells import Paths, train_policy
+from camdf.pipeline.assembly import Paths
+from camdf.pipeline.policy_job import train_policy
 from camdf.pipeline.tracking import Tracker
 
 

@@ -35,11 +35,8 @@ permuted
 from __future__ import annotations
 
 import fnmatch
-import functools
 import json
-import os
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd

@@ -45,7 +45,7 @@ def render_report(domain: Domain, summary: dict[str, Any], extra_sections: list[
         f"Source: {s['source']}",
         "",
         f"- tasks: {s['n_tasks']}",
-        f"- tasks per split: " + ", ".join(f"{k} {v}" for k, v in s["splits"].items()),
+        "- tasks per split: " + ", ".join(f"{k} {v}" for k, v in s["splits"].items()),
         f"- tools in catalog: {s['n_tools']}; acquirable: {s['n_acquirable']} "
         f"(kinds {', '.join(domain.acquirable_kinds)}"
         + (f"; never acquirable: {', '.join(domain.never_acquirable)}" if domain.never_acquirable else "")

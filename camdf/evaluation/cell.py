@@ -21,7 +21,6 @@ from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import MembershipModel, cross_fit
 from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
 from camdf.policies import METHODS, StateBatch, make_policy
-from camdf.policies.camdf import CamDFLite
 
 OUTCOME_COLUMNS = (
     "task_id", "fold", "method", "depth", "n_exposed", "cost", "success", "success_partial", "covers_g", "payoff",
@@ -116,24 +115,22 @@ def evaluate_cell(
             p_tr = cross_fit(tr_inst, train_member[tr], n_folds=inner_folds, random_state=random_state + f)
             train = StateBatch.make(tr_inst, p_tr, lam, train_kind or kind, train=True)
             test = StateBatch.make(te_inst, p_te, lam, kind, train=False)
+            truth = replace(test, u=u_true[te])  # what an oracle decides on
             idx = np.flatnonzero(te)
             for name in methods:
                 if name == "oracle_set":
                     continue
-                if name == "best_prefix":
-                    depth = np.argmax(u_true[te], axis=1)
-                elif name == "camdf_lambda":
+                if name == "camdf_lambda":
                     depth = _lambda_conditioned(tr_inst, p_tr, lam_grid or [lam], train_kind or kind,
                                                 random_state).decide(test)
                 else:
                     policy = make_policy(name, random_state).fit(train)
-                    depth = policy.decide(test)
-                    if isinstance(policy, CamDFLite):
-                        coefs.append(policy.coefficients_.rename(f).to_frame().T.assign(fold=f))
-                    for attr in ("k_", "threshold_", "params_"):
-                        if hasattr(policy, attr):
-                            tuned.append({"fold": f, "method": name, "parameter": attr.rstrip("_"),
-                                          "value": str(getattr(policy, attr))})
+                    depth = policy.decide(truth if policy.needs_truth else test)
+                    coefficients = policy.coefficients()
+                    if coefficients is not None:
+                        coefs.append(coefficients.rename(f).to_frame().T.assign(fold=f))
+                    tuned += [{"fold": f, "method": name, "parameter": parameter, "value": str(value)}
+                              for parameter, value in policy.tuned_parameters().items()]
                 rows.append(_outcomes(name, f, idx, depth, inst, u_true, cum_cost))
             if "oracle_set" in methods:
                 rows.append(_oracle_set(f, idx, inst, lam, kind))

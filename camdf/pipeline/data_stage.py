@@ -60,14 +60,14 @@ def _label_source(config: dict[str, Any]) -> str:
 def derive_labels(domain: Domain, cache_dir: str | Path | None) -> tuple[Domain, list[str], dict[str, Any]]:
     """Relabel ``domain`` with G_x derived by execution; return it, the report sections and a summary."""
     from camdf import sufficiency
-    from camdf.integrations.registry import executable_domains
+    from camdf.integrations.registry import executable_domains, get_executable
 
     if domain.name not in executable_domains():
         raise ValueError(
             f"domain `{domain.name}`: label_source `derived` needs an executable domain "
             f"({', '.join(executable_domains())}); use label_source: annotated"
         )
-    der = sufficiency.derive(domain, cache_dir)
+    der = sufficiency.derive(domain, get_executable(domain.name), cache_dir)
     sections = [sufficiency.sufficiency_section(der, "derived"), sufficiency.agreement_section(der)]
     return sufficiency.relabel(domain, der, "derived"), sections, sufficiency.summary(der)
 

@@ -3,20 +3,23 @@ predicted membership and predicted sufficiency, plug-in argmax and the marginal 
 
 Every threshold or k is tuned on the training batch to maximise mean training
 payoff at the cell's lambda and d (ties go to the first candidate, so tuning is
-deterministic).
+deterministic). Full, none, plug-in argmax, the marginal rule and the best prefix
+learn nothing and decide without fit.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from camdf.core.features import plugin_payoffs
-from camdf.core.payoff import at_depth
 from camdf.policies.base import StateBatch, StoppingRule, candidate_thresholds, first_crossing_depths
 
 
 class Full(StoppingRule):
     """Expose every candidate."""
+
+    requires_fit = False
 
     def decide(self, batch: StateBatch) -> np.ndarray:
         return batch.inst.n.copy()
@@ -25,12 +28,19 @@ class Full(StoppingRule):
 class NoTools(StoppingRule):
     """Expose nothing."""
 
+    requires_fit = False
+
     def decide(self, batch: StateBatch) -> np.ndarray:
         return np.zeros(batch.inst.T, dtype=np.int64)
 
 
 class FixedK(StoppingRule):
-    """Expose the top k (k tuned on training payoff)."""
+    """Expose the top k (k tuned on training payoff).
+
+    Attributes
+    ----------
+    k_ : int
+    """
 
     def fit(self, batch: StateBatch) -> "FixedK":
         n = batch.inst.n
@@ -41,7 +51,12 @@ class FixedK(StoppingRule):
         return self
 
     def decide(self, batch: StateBatch) -> np.ndarray:
+        check_is_fitted(self)
         return np.minimum(self.k_, batch.inst.n)
+
+    def tuned_parameters(self) -> dict[str, object]:
+        check_is_fitted(self)
+        return {"k": self.k_}
 
 
 class ThresholdRule(StoppingRule):
@@ -53,6 +68,12 @@ class ThresholdRule(StoppingRule):
         Feature name (see :mod:`camdf.core.features`).
     stop_below : bool
         Stop where the statistic falls below the threshold (True) or reaches it (False).
+    max_candidates : int
+        Quantiles of the training statistic tried as thresholds (see :func:`candidate_thresholds`).
+
+    Attributes
+    ----------
+    threshold_ : float
     """
 
     def __init__(self, stat: str, stop_below: bool = True, max_candidates: int = 64):
@@ -69,8 +90,13 @@ class ThresholdRule(StoppingRule):
         return self
 
     def decide(self, batch: StateBatch) -> np.ndarray:
+        check_is_fitted(self)
         taus = np.array([self.threshold_])
         return first_crossing_depths(batch.feats[self.stat], taus, batch.inst.n, self.stop_below)[0]
+
+    def tuned_parameters(self) -> dict[str, object]:
+        check_is_fitted(self)
+        return {"threshold": self.threshold_}
 
 
 def score_threshold() -> ThresholdRule:
@@ -96,12 +122,16 @@ def sufficiency_threshold() -> ThresholdRule:
 class PluginArgmax(StoppingRule):
     """Predict-then-optimise: the depth maximising estimated P(sufficient) - lambda * C(A_t)."""
 
+    requires_fit = False
+
     def decide(self, batch: StateBatch) -> np.ndarray:
         return np.argmax(plugin_payoffs(batch.inst, batch.p, batch.lam, batch.kind), axis=1)
 
 
 class MarginalRule(StoppingRule):
     """Continue while the estimated gain in P(sufficient) is at least lambda * cost of the next tool."""
+
+    requires_fit = False
 
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
         gain = batch.feats["p_suff_next"] - batch.feats["p_suff"]
@@ -111,12 +141,10 @@ class MarginalRule(StoppingRule):
 class BestPrefix(StoppingRule):
     """Oracle: the best depth in hindsight (reads the true payoffs; not deployable)."""
 
+    requires_fit = False
     needs_truth = True
 
     def decide(self, batch: StateBatch) -> np.ndarray:
+        if batch.u is None:
+            raise ValueError("batch.u: BestPrefix reads the true prefix payoffs; this batch carries none")
         return np.argmax(batch.u, axis=1)
-
-
-def tuned_payoff(rule: StoppingRule, batch: StateBatch) -> float:
-    """Mean payoff of a fitted rule on a batch that carries true payoffs."""
-    return float(at_depth(batch.u, rule.decide(batch)).mean())

@@ -17,11 +17,12 @@ import pandas as pd
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted
 
 from camdf.core.features import COST_FEATURES, FEATURES, LITE_FEATURES, MEMBERSHIP_FEATURES, design
 from camdf.core.targets import walk
 from camdf.core.payoff import at_depth
-from camdf.policies.base import StateBatch, StoppingRule
+from camdf.policies.base import StateBatch, StoppingRule, check_fitted
 
 # Small-data hyperparameter candidates, chosen per training set by inner cross-validation on payoff.
 DEFAULT_GRID = (
@@ -65,6 +66,13 @@ class CamDF(StoppingRule):
     predict_jobs : int
         Threads for predicting :data:`PARALLEL_ROWS` or more states at once (-1: every
         CPU); the run-time stopper's long rankings use them. Training uses one thread.
+
+    Attributes
+    ----------
+    params_ : dict
+        The grid candidate the model was fitted with.
+    model_ : lightgbm.LGBMClassifier, lightgbm.LGBMRegressor or ("constant", bool)
+        The fitted model, or the constant decision when the training states have one class.
     """
 
     def __init__(
@@ -132,6 +140,7 @@ class CamDF(StoppingRule):
 
     def stop_design(self, X: np.ndarray, tool_ids: np.ndarray) -> np.ndarray:
         """Stop decisions for states given as rows of :meth:`feature_names` values, (S,) bool."""
+        check_fitted(self, "model_")
         if self.tool_identity:
             X = np.column_stack([X, tool_ids.astype(float)])
         return self._predict(self.model_, X)
@@ -152,7 +161,12 @@ class CamDF(StoppingRule):
         self.model_ = self._fit_one(batch, self.params_)
         return self
 
+    def tuned_parameters(self) -> dict[str, object]:
+        check_is_fitted(self)
+        return {"params": self.params_}
+
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
+        check_is_fitted(self)
         return self._stop(self.model_, batch)
 
     def decide(self, batch: StateBatch) -> np.ndarray:
@@ -163,6 +177,7 @@ class CamDF(StoppingRule):
         so the depths equal ``walk(stop_matrix(batch), n)``; on a long ranking (a
         catalog of 1,000 tools) that stops early, most states are never scored.
         """
+        check_is_fitted(self)
         inst = batch.inst
         valid = inst.valid
         X = self._matrix(batch)
@@ -189,6 +204,9 @@ class CamDFLite(StoppingRule):
     ----------
     coefficients_ : pandas.Series
         One coefficient per feature (standardised units), plus ``intercept``.
+    scaler_ : sklearn.preprocessing.StandardScaler
+    model_ : sklearn.linear_model.LogisticRegression or None
+        None when the training states have one class; ``constant_`` is then the decision.
     """
 
     def __init__(self, features=LITE_FEATURES, C: float = 1.0, weighted: bool = True):
@@ -219,17 +237,19 @@ class CamDFLite(StoppingRule):
     def feature_names(self) -> tuple[str, ...]:
         return tuple(self.features)
 
+    def coefficients(self) -> pd.Series:
+        check_is_fitted(self)
+        return self.coefficients_
+
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
         valid = batch.inst.valid
         stop = np.zeros(batch.inst.tools.shape, dtype=bool)
-        if self.model_ is None:
-            stop[valid] = self.constant_
-        else:
-            stop[valid] = self.stop_design(design(batch.feats, list(self.features), valid), None)
+        stop[valid] = self.stop_design(design(batch.feats, list(self.features), valid))
         return stop
 
     def stop_design(self, X: np.ndarray, tool_ids=None) -> np.ndarray:
         """Stop decisions for states given as rows of the 10 feature values, (S,) bool."""
+        check_fitted(self, "model_")
         if self.model_ is None:
             return np.full(len(X), self.constant_)
         # The scaler's and the logistic model's own arithmetic, without their per-call checks.

@@ -12,7 +12,6 @@ Costs are in the units the policy was trained with: the catalog's mean cost is 1
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,11 +20,14 @@ from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from camdf.core.features import FEATURES, state_features, task_features, task_normalised_scores
 from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel, cross_fit
 from camdf.policies import StateBatch
+from camdf.policies.base import check_fitted
 from camdf.policies.camdf import CamDF, CamDFLite
 
 REQUEST_FIELDS = {"query", "tools", "scores", "costs", "lam"}
@@ -152,8 +154,12 @@ class Selection:
                 "exposed": self.ranked[: self.depth]}
 
 
-class StopPolicy:
-    """A fitted CAM-DF stopper for run-time use.
+class StopPolicy(BaseEstimator):
+    """The CAM-DF stopper for run-time use: fit it (or load a fitted one), then :meth:`select`.
+
+    A scikit-learn estimator: ``__init__`` only stores the parameters below (``fit``
+    checks them), and deciding before ``fit`` raises
+    :class:`sklearn.exceptions.NotFittedError`.
 
     Parameters
     ----------
@@ -167,6 +173,16 @@ class StopPolicy:
     random_state : int
     n_jobs : int
         Threads for the full model's predictions on long rankings (-1: every CPU).
+
+    Attributes
+    ----------
+    rule_ : CamDF or CamDFLite
+        The fitted stopping rule.
+    membership_ : MembershipModel
+    vocab_ : list of str
+        The training tools (the tool-identity feature's categories).
+    costs_ : dict
+        Default cost of each tool by name.
     """
 
     def __init__(self, method: str = "camdf_lite", kind: str = "exact", lam: float = 0.12,
@@ -198,9 +214,15 @@ class StopPolicy:
         self.membership_ = MembershipModel().fit(inst, inst.member)
         return self
 
+    def coefficients(self) -> pd.Series | None:
+        """The fitted rule's named coefficients (camdf_lite), else None."""
+        check_is_fitted(self)
+        return self.rule_.coefficients()
+
     # -- deciding ---------------------------------------------------------------------------------
     def depths(self, inst: Instances, lam: float | None = None) -> np.ndarray:
         """Depth for every task of ``inst`` (its ranking and costs; labels are not read)."""
+        check_is_fitted(self)
         lam = self.lam if lam is None else lam
         p = self.membership_.predict_proba(inst)
         feats = state_features(inst, p, lam, self.kind, names=self.rule_.feature_names())
@@ -212,6 +234,7 @@ class StopPolicy:
         Returns the instances, each row's ranking as indices into its request's tool
         list, shape (T, N) (ties keep the caller's order), and the parsed requests.
         """
+        check_is_fitted(self)
         parsed = self._parse_all(requests)
         return (*self._pad(parsed), parsed)
 
@@ -325,6 +348,7 @@ class StopPolicy:
 
     def select_batch(self, requests: list[dict], lam: float | None = None) -> list[Selection]:
         """:meth:`select` for many tasks at once (one vectorised pass); a request's own ``lam`` wins."""
+        check_fitted(self, "rule_")
         default = self.lam if lam is None else check_lam(lam, "lam")
         parsed = self._parse_all(requests)
         if len(parsed) == 1 and len(parsed[0].names) <= SHORT_RANKING:

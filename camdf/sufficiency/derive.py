@@ -377,9 +377,7 @@ def _write_atomic(path: Path, obj: Any) -> None:
         raise
 
 
-def derive(
-    domain: Domain, cache_dir: str | os.PathLike | None = None, executable: str | ExecutableDomain | None = None
-) -> Derivation:
+def derive(domain: Domain, executable: ExecutableDomain, cache_dir: str | os.PathLike | None = None) -> Derivation:
     """Derive G_x for every task of a converted executable domain.
 
     Parameters
@@ -387,20 +385,19 @@ def derive(
     domain : Domain
         As converted (tasks carry ``meta.gold_actions`` and ``meta.communicate_info``);
         ``required`` is taken as the annotated set.
+    executable : ExecutableDomain
+        The domain whose real tools run the check (see
+        :mod:`camdf.integrations.registry`; a fresh instance starts without loaded
+        database or memoised calls).
     cache_dir : path, optional
         Results are cached under ``<cache_dir>/sufficiency/``; None disables the cache.
-    executable : str or ExecutableDomain, optional
-        Registry name of the executable domain (default ``domain.name``), or an
-        instance (a fresh one starts without loaded database or memoised calls).
 
     Returns
     -------
     Derivation
     """
     t0 = time.perf_counter()
-    from camdf.integrations.registry import get_executable  # the registry imports the domains, which import this package
-
-    exe = executable if isinstance(executable, ExecutableDomain) else get_executable(executable or domain.name)
+    exe = executable
     tools = list(domain.acquirable)
     if len(tools) > MAX_TOOLS:
         raise ValueError(f"domain `{domain.name}`: {len(tools)} acquirable tools, the exhaustive table allows {MAX_TOOLS}")

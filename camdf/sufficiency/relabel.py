@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from camdf.data.model import Domain, Task
+from camdf.sufficiency.domain import ExecutableDomain
 from camdf.sufficiency.derive import Derivation, TaskResult, derive, mask_to_row, subset_index
 
 LABEL_SOURCES = ("annotated", "derived")
@@ -76,16 +77,17 @@ def is_sufficient(task: Task, exposed: Iterable[str]) -> bool:
 
 
 def sufficiency_table(
-    domain: Domain | str, cache_dir: str | os.PathLike | None = None
+    domain: Domain, executable: ExecutableDomain | None = None, cache_dir: str | os.PathLike | None = None
 ) -> tuple[list[str], list[str], np.ndarray]:
     """Verified sufficiency of every subset of the acquirable tools, for every task.
 
     Parameters
     ----------
-    domain : Domain or str
-        A built domain whose tasks carry ``meta.sufficiency`` (read as is), a
-        converted one (derived, cached under ``cache_dir``), or the name of an
-        executable domain (converted, then derived).
+    domain : Domain
+        A built domain whose tasks carry ``meta.sufficiency`` (read as is), or a
+        converted one (derived by ``executable``, cached under ``cache_dir``).
+    executable : ExecutableDomain, optional
+        Runs the derivation; needed only when the tasks carry no tables.
     cache_dir : path, optional
         Cache folder for a derivation.
 
@@ -97,15 +99,14 @@ def sufficiency_table(
     table : ndarray of bool, shape (n_tasks, 2 ** len(tools))
         ``table[t, m]``: the subset with index m is sufficient for task t.
     """
-    if isinstance(domain, str):
-        from camdf.integrations.registry import get_executable  # the registry imports the domains, which import this package
-
-        domain = get_executable(domain).convert()
     if domain.tasks and all("sufficiency" in t.meta for t in domain.tasks):
         tools = domain.tasks[0].meta["sufficiency"]["tools"]
         if any(t.meta["sufficiency"]["tools"] != tools for t in domain.tasks):
             raise ValueError(f"domain `{domain.name}`: tasks disagree on the tool order of their sufficiency tables")
         rows = [mask_to_row(int(t.meta["sufficiency"]["table"], 16), len(tools)) for t in domain.tasks]
         return [t.id for t in domain.tasks], list(tools), np.stack(rows)
-    der = derive(domain, cache_dir)
+    if executable is None:
+        raise ValueError(f"domain `{domain.name}`: its tasks carry no sufficiency tables (meta.sufficiency); "
+                         "pass its ExecutableDomain to derive them")
+    der = derive(domain, executable, cache_dir)
     return [r.task_id for r in der.results], list(der.tools), der.table()

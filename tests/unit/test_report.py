@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from camdf.reporting.report import Report
-from camdf.reporting.tables import select, update_readme
+from camdf.reporting.readme import update_readme
+from camdf.reporting.store import select
 
 
 def _report():

@@ -31,8 +31,8 @@ def suff_cache(tmp_path_factory):
 def cold(converted, suff_cache):
     """Derivations from an empty cache with fresh executable domains, and their wall time (s)."""
     t0 = time.perf_counter()
-    out = {"retail": derive(converted["retail"], suff_cache, Retail()),
-           "airline": derive(converted["airline"], suff_cache, Airline())}
+    out = {"retail": derive(converted["retail"], Retail(), suff_cache),
+           "airline": derive(converted["airline"], Airline(), suff_cache)}
     return out, time.perf_counter() - t0
 
 

@@ -5,6 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from camdf.integrations.registry import get_executable
 from camdf.sufficiency import derive, subset_tools, sufficiency_section
 from camdf.sufficiency.derive import subset_index
 
@@ -45,7 +46,7 @@ def test_cold_derivation_within_three_minutes_and_warm_is_cached(cold, converted
     derivations, seconds = cold
     assert seconds <= 180
     for name, der in derivations.items():
-        again = derive(converted[name], suff_cache)
+        again = derive(converted[name], get_executable(name), suff_cache)
         assert again.n_cached == len(der.results) and again.n_calls == 0
         assert again.seconds < 5
         assert [r.to_json() for r in again.results] == [r.to_json() for r in der.results]

@@ -8,6 +8,7 @@ import pytest
 
 from camdf.data import read_domain
 from camdf.pipeline.data_stage import build_domain
+from camdf.integrations.registry import get_executable
 from camdf.sufficiency import is_sufficient, relabel, sufficiency_table
 
 
@@ -45,7 +46,7 @@ def test_is_sufficient_ignores_always_exposed_tools_and_needs_the_table(converte
 
 
 def test_sufficiency_table_derives_a_converted_domain_from_the_cache(converted, derivations, suff_cache):
-    ids, tools, table = sufficiency_table(converted["airline"], suff_cache)
+    ids, tools, table = sufficiency_table(converted["airline"], get_executable("airline"), suff_cache)
     assert table.dtype == bool and table.shape == (50, 128)
     np.testing.assert_array_equal(table, derivations["airline"].table())
 
@@ -82,5 +83,5 @@ def test_derivation_cache_is_keyed_by_task_content(converted, suff_cache):
     dom = converted["airline"]
     changed = dataclasses.replace(dom, tasks=[dataclasses.replace(dom.tasks[0], text=dom.tasks[0].text + " ")]
                                   + dom.tasks[1:])
-    again = derive(changed, suff_cache)
+    again = derive(changed, get_executable("airline"), suff_cache)
     assert again.n_cached == len(dom.tasks) - 1

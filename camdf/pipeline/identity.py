@@ -1,0 +1,35 @@
+"""Cell identity: which config keys define a cell, its content key and its readable run name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from camdf.common.fingerprint import code_version, hash_json, hash_paths
+
+
+def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The part of a resolved config that defines a cell (what the cell key hashes)."""
+    keep = ("domain", "scorer", "cost", "method", "payoff", "seed", "label_noise", "folds", "stats", "label_source")
+    return {k: cfg[k] for k in keep if k in cfg}
+
+
+def cell_key(cfg: dict[str, Any], data_dir: Path) -> str:
+    """Resolved cell config + camdf code version + fingerprint of the domain's data files."""
+    name = cfg["domain"]["name"]
+    folder = Path(data_dir, name)
+    files = [folder / "catalog.json", folder / "tasks.jsonl"]
+    return hash_json({"cell": cell_config(cfg), "code": code_version("camdf"), "data": hash_paths(files)})
+
+
+def cell_name(cfg: dict[str, Any]) -> str:
+    """Readable run name: domain/scorer/regime/lam/d (+ payoff, noise and label source when not default)."""
+    c = cfg["cost"]
+    parts = [cfg["domain"]["name"], cfg["scorer"].get("label", cfg["scorer"]["name"]), c["regime"], f"lam={c['lam']}", f"d={c['d']}"]
+    if cfg.get("payoff", "exact") != "exact":
+        parts.append(cfg["payoff"])
+    if float(cfg.get("label_noise", 0)) > 0:
+        parts.append(f"eps={cfg['label_noise']}")
+    if cfg.get("label_source", "data") != "data":
+        parts.append(f"labels={cfg['label_source']}")
+    return "/".join(parts)

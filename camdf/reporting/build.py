@@ -1,0 +1,86 @@
+"""Build every table and figure the store supports into outputs/tables/, the README and a ``tables`` run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from camdf.reporting.figures import figure_payoff_vs_tools, heatmap_png
+from camdf.reporting.findings import headlines
+from camdf.reporting.readme import results_markdown, update_readme
+from camdf.reporting.report import Report
+from camdf.reporting.store import runs_frame
+from camdf.reporting.tables import a18, a19, a20, a20_lambda, a21, a24, a25, cross_domain, table2
+
+def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, bytes], list[str]]:
+    """Every table and figure the store can support.
+
+    Returns
+    -------
+    reports : list of Report
+    figures : dict file name -> PNG bytes
+    missing : list of str
+        What could not be built and why (a table whose runs are not in the store).
+    """
+    reports, figures, missing = [], {}, []
+    builders = [
+        ("table2", lambda: table2(runs, main)),
+        ("a18", lambda: a18(runs, main)),
+        ("a19", lambda: a19(runs, main)),
+        ("a20", lambda: a20(runs, main)),
+        ("a20_lambda", lambda: a20_lambda(runs, main)),
+        ("a21", lambda: a21(runs, main)),
+        ("a22", lambda: cross_domain(runs, main, "exact")),
+        ("a23", lambda: cross_domain(runs, main, "partial")),
+        ("a24", lambda: a24(runs, main)),
+        ("a25", lambda: a25(runs, main)),
+    ]
+    for name, build in builders:
+        try:
+            out = build()
+        except LookupError as err:
+            missing.append(str(err))
+            continue
+        if isinstance(out, tuple):
+            report, long = out
+            figures[f"{name}_heatmap.png"] = heatmap_png(long, report.title)
+            reports.append(report)
+        else:
+            reports += out if isinstance(out, list) else [out]
+    try:
+        figures["payoff_vs_tools.png"] = figure_payoff_vs_tools(runs, main)
+    except LookupError as err:
+        missing.append(str(err))
+    return reports, figures, missing
+
+
+def build_tables(tracker, main: dict, out_dir, readme=None) -> tuple[list, list[str]]:
+    """Build every table and figure from the store into ``out_dir`` (and the README's Results).
+
+    Figures are also logged to a ``tables`` run of the tracker's experiment, replaced
+    on each build so the UI shows the latest ones.
+    """
+    out_dir = Path(out_dir)
+    runs = runs_frame(tracker)
+    reports, figures, missing = build_all(runs, main)
+    if out_dir.is_dir():  # a table the store no longer supports must not linger from an older build
+        for old in out_dir.iterdir():
+            if old.suffix in (".md", ".csv", ".tex", ".png"):
+                old.unlink()
+    written = []
+    for report in reports:
+        written += report.write(out_dir)
+    for name, png in figures.items():
+        path = out_dir / name
+        path.write_bytes(png)
+        written.append(path)
+    if readme is not None and reports:
+        text = Path(readme).read_text(encoding="utf-8")
+        body = results_markdown(reports, "make reproduce", headlines(runs, main))
+        Path(readme).write_text(update_readme(text, body), encoding="utf-8")
+        written.append(Path(readme))
+    if figures:
+        with tracker.cell_run("tables", "tables", {}, {"kind": "tables"}) as run:
+            tracker.log_files(run.info.run_id, {f"figures/{k}": v for k, v in figures.items()})
+    return written, missing

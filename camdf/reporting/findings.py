@@ -1,0 +1,46 @@
+"""The headline findings: one-sentence verdicts read from the store (main cell, grids, verified success)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from camdf.reporting.store import main_params, methods_of, one_run, select
+from camdf.reporting.tables import grid
+
+def headlines(runs: pd.DataFrame, main: dict) -> list[str]:
+    """One-sentence findings read from the store (main cell, grids, verified non-inferiority)."""
+    out = []
+    try:
+        run = one_run(runs, "headline", **main_params(main), method__names=str(list(main["methods"])))
+        g = lambda m, k: run[f"m:{m}/{k}"]  # noqa: E731
+        lo, hi = -g("full", "diff_vs_ref_ci_high"), -g("full", "diff_vs_ref_ci_low")
+        verdict = "better than" if lo > 0 else ("worse than" if hi < 0 else "not distinguishable from")
+        out.append(f"Main cell (Table 2): CAM-DF payoff {g('camdf', 'payoff_mean'):.3f} against full access "
+                   f"{g('full', 'payoff_mean'):.3f}; CAM-DF minus full {-g('full', 'diff_vs_ref'):+.3f} "
+                   f"[{lo:+.3f}, {hi:+.3f}]: CAM-DF is {verdict} full access here, exposing "
+                   f"{g('camdf', 'n_exposed'):.2f} of {g('full', 'n_exposed'):.0f} tools.")
+        best = max((m for m in methods_of(run) if m not in ("oracle_set", "best_prefix")),
+                   key=lambda m: g(m, "payoff_mean"))
+        out.append(f"Best deployable method at the main cell: `{best}` ({g(best, 'payoff_mean'):.3f}).")
+    except LookupError:
+        pass
+    for name, rival in (("A18", "predict_threshold"), ("A24", "score_per_cost")):
+        try:
+            _, long = grid(runs, main, rival, name.lower(), name)
+        except LookupError:
+            continue
+        out.append(f"{name}: over {len(long)} lambda x d cells, CAM-DF minus {rival} has a CI above 0 in "
+                   f"{int((long.lo > 0).sum())} cells and below 0 in {int((long.hi < 0).sum())}.")
+    p = main_params(main)
+    sel = select(runs, **p, method__names=str(list(main["methods"])))
+    if not sel.empty and "m:camdf/verified_noninferior_vs_full" in sel:
+        r = sel.iloc[-1]
+        if pd.notna(r.get("m:camdf/verified_noninferior_vs_full", np.nan)):
+            yes = bool(r["m:camdf/verified_noninferior_vs_full"])
+            out.append(f"A25: under execution-verified sufficiency, CAM-DF's success is "
+                       f"{'' if yes else 'not '}shown non-inferior to full access at delta = 0.05 "
+                       f"(success {r['m:camdf/verified_success']:.3f} vs {r['m:full/verified_success']:.3f}, "
+                       f"TOST p = {r['m:camdf/verified_tost_p_vs_full']:.4f}, McNemar p = "
+                       f"{r['m:camdf/verified_mcnemar_p_vs_full']:.4f}).")
+    return out

@@ -6,12 +6,10 @@ returns ``(metrics, artifacts)``; :func:`run_tracked_cell` wires it to the track
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from camdf.common.files import parquet_bytes
 from camdf.evaluation.cell import evaluate_cell
 from camdf.evaluation.summary import summarize_cell
 from camdf.evaluation.verified import verified_curves, verified_outcomes
@@ -102,8 +100,3 @@ def run_tracked_cell(
     return rid, False
 
 
-def parquet_bytes(df: pd.DataFrame) -> bytes:
-    """A frame as parquet bytes (an MLflow artifact)."""
-    buf = io.BytesIO()
-    df.to_parquet(buf, index=False)
-    return buf.getvalue()

@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
+from camdf.common.files import parquet_bytes
 from camdf.data.model import Domain
 from camdf.core.instances import Instances
 from camdf.pipeline.assembly import Paths, cell_instances
-from camdf.pipeline.cell_job import parquet_bytes
 from camdf.pipeline.identity import cell_key, cell_name
 
 

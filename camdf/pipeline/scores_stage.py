@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from camdf.common.files import parquet_bytes, write_atomic
 from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
 from camdf.costs.model import base_costs, coefficient_of_variation, disperse
 from camdf.data.io import CATALOG, TASKS, read_domain
@@ -54,13 +55,6 @@ def _data_fingerprint(data_dir, name: str) -> str:
 
 def _acquisition(domain_cfg: dict[str, Any]) -> dict[str, Any]:
     return {k: domain_cfg.get(k) for k in ("name", "acquirable_kinds", "never_acquirable")}
-
-
-def _write_atomic(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write(tmp)
-    os.replace(tmp, path)
 
 
 def run_scores(
@@ -128,8 +122,8 @@ def run_scores(
         "config": {"scorer": {"name": scorer, "params": params}, "folds": folds_cfg, "random_state": random_state},
         "created": dt.datetime.now(dt.timezone.utc).isoformat(),
     }
-    _write_atomic(out, lambda p: frame.to_parquet(p, index=False))
-    _write_atomic(meta, lambda p: p.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n"))
+    write_atomic(out, parquet_bytes(frame))
+    write_atomic(meta, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return {**record, "cached": False}
 
 
@@ -174,7 +168,7 @@ def run_costs(
         domain = load_built_domain(data_dir, domain_cfg)
         base = base_costs(domain, regime, random_state=cost_cfg.get("random_state", 0), **params)
         frame = pd.DataFrame({"tool": base.index, "base_cost": base.to_numpy(), "cost": disperse(base, d).to_numpy()})
-        _write_atomic(out, lambda p: frame.to_parquet(p, index=False))
+        write_atomic(out, parquet_bytes(frame))
         cached = False
     else:
         frame, cached = pd.read_parquet(out), True

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from camdf.common.files import atomic_path
 from camdf.common.fingerprint import hash_paths
 from camdf.rankers.problem import Problem
 
@@ -105,11 +106,8 @@ def embed(
         for (k, _), vec in zip(missing, vectors):
             found[k] = vec
             if root is not None:
-                path = root / k[:2] / f"{k}.npy"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{k}.{os.getpid()}.npy")
-                np.save(tmp, vec)
-                os.replace(tmp, path)  # atomic: a reader never sees half a vector
+                with atomic_path(root / k[:2] / f"{k}.npy") as tmp, tmp.open("wb") as fh:
+                    np.save(fh, vec)  # atomic: a reader never sees half a vector
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(distinct) - len(missing)
         stats["encoded"] = stats.get("encoded", 0) + len(missing)

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from camdf.common.files import write_atomic
+from camdf.common.markdown import markdown_table
+
 
 @dataclass
 class Report:
@@ -67,9 +70,8 @@ class Report:
     def to_markdown(self) -> str:
         cells = self._cells("**{}**", " †")
         head = [str(self.frame.index.name or ""), *map(str, cells.columns)]
-        lines = [f"### {self.title}", "", "| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
-        for idx, row in cells.iterrows():
-            lines.append("| " + " | ".join([str(idx), *row.tolist()]) + " |")
+        lines = [f"### {self.title}", "",
+                 *markdown_table(head, ([str(idx), *row.tolist()] for idx, row in cells.iterrows()))]
         if self.note:
             lines += ["", self.note]
         return "\n".join(lines) + "\n"
@@ -98,8 +100,5 @@ class Report:
         out = []
         for ext, text in (("md", self.to_markdown()), ("csv", self.to_csv()), ("tex", self.to_latex())):
             path = folder / f"{self.name}.{ext}"
-            tmp = path.with_suffix(path.suffix + ".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
-            out.append(path)
+            out.append(write_atomic(path, text))
         return out

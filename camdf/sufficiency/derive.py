@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from camdf.common.files import write_atomic
 from camdf.common.fingerprint import code_version, hash_json, package_versions
 from camdf.data.model import Domain, Task
 from camdf.sufficiency.arithmetic import find_expression
@@ -365,18 +365,6 @@ def cache_path(cache_dir: str | os.PathLike, exe: ExecutableDomain) -> Path:
     return Path(cache_dir) / CACHE_SUBDIR / f"{exe.name}-{version}.json"
 
 
-def _write_atomic(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(obj, fh, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def derive(domain: Domain, executable: ExecutableDomain, cache_dir: str | os.PathLike | None = None) -> Derivation:
     """Derive G_x for every task of a converted executable domain.
 
@@ -420,5 +408,5 @@ def derive(domain: Domain, executable: ExecutableDomain, cache_dir: str | os.Pat
         if not exe.db_unchanged():
             raise RuntimeError(f"domain `{exe.name}`: a read tool changed the shared database; results are void")
         if path is not None:
-            _write_atomic(path, {**cached, **fresh})
+            write_atomic(path, json.dumps({**cached, **fresh}, sort_keys=True))
     return Derivation(exe.name, tools, results, time.perf_counter() - t0, n_cached, memo.n_calls)

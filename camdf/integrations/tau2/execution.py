@@ -13,6 +13,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from camdf.common.files import write_atomic
+from camdf.common.markdown import markdown_table
 from camdf.common.fingerprint import code_version, hash_json, hash_paths
 from camdf.costs.tokens import count_tokens, default_tokenizer_path, tool_definition
 from camdf.data.model import Domain, Tool
@@ -138,10 +140,7 @@ def measure_execution(
         raise ValueError(f"execution costs: no gold call of domain `{domain.name}` succeeded in `{env_name}`")
     frame["mean_tokens"] = frame["mean_tokens"].fillna(float(measured.median()))
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(frame.reset_index().to_dict(orient="list"), indent=1))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(frame.reset_index().to_dict(orient="list"), indent=1))
     return frame
 
 
@@ -161,10 +160,11 @@ def execution_section(measurements: Mapping[str, pd.DataFrame], digits: int = 1)
         "values of the task's gold calls, `median` = no successful call, the median of the others.",
     ]
     for name, frame in measurements.items():
-        lines += ["", f"### {name}", "", "| tool | mean tokens | calls | errors | source |",
-                  "| --- | ---: | ---: | ---: | --- |"]
-        lines += [
-            f"| `{tool}` | {r.mean_tokens:.{digits}f} | {int(r.n_calls)} | {int(r.n_errors)} | {r.source} |"
-            for tool, r in frame.iterrows()
-        ]
+        lines += ["", f"### {name}", ""]
+        lines += markdown_table(
+            ["tool", "mean tokens", "calls", "errors", "source"],
+            ([f"`{tool}`", f"{r.mean_tokens:.{digits}f}", int(r.n_calls), int(r.n_errors), r.source]
+             for tool, r in frame.iterrows()),
+            "lrrrl",
+        )
     return "\n".join(lines) + "\n"

@@ -118,11 +118,10 @@ def _f(x: Any, digits: int = 3) -> str:
 
 
 def _table(header: list[str], rows: list[list[Any]], align: str | None = None) -> str:
-    align = align or "l" + "r" * (len(header) - 1)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(_f(c) if not isinstance(c, str) else c for c in row) + " |" for row in rows]
-    return "\n".join(lines)
+    from camdf.common.markdown import markdown_table
+
+    cells = ([c if isinstance(c, str) else _f(c) for c in row] for row in rows)
+    return "\n".join(markdown_table(header, cells, align or "l" + "r" * (len(header) - 1)))
 
 
 def _md_labels(r: dict) -> str:

@@ -10,6 +10,7 @@ import json
 import sys
 from pathlib import Path
 
+from camdf.common.markdown import markdown_table
 from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
 from camdf.data.overview import summarize
@@ -45,16 +46,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
     for manifest in sorted(Path(args.data_dir).glob("*/manifest.json")):
         s = json.loads(manifest.read_text())["summary"]
         splits = ", ".join(f"{k} {v}" for k, v in s["splits"].items())
-        rows.append(
-            f"| {s['domain']} | {s['n_tasks']} | {splits} | {s['n_acquirable']} | "
-            f"{s['candidates_mean']:.1f} | {s['required_size_mean']:.3f} |"
-        )
+        rows.append([s["domain"], s["n_tasks"], splits, s["n_acquirable"], f"{s['candidates_mean']:.1f}",
+                     f"{s['required_size_mean']:.3f}"])
     if not rows:
         print(f"camdf data summary: no built domains under {args.data_dir} (run `make data`)", file=sys.stderr)
         return 2
-    print("| domain | tasks | splits | acquirable tools | candidates / task | mean \\|G_x\\| |")
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
-    print("\n".join(rows))
+    header = ["domain", "tasks", "splits", "acquirable tools", "candidates / task", "mean |G_x|"]
+    print("\n".join(markdown_table(header, rows, "lrlrrr")))
     return 0
 
 

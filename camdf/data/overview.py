@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from camdf.common.markdown import markdown_table
 from camdf.data.model import Domain
 
 
@@ -65,11 +66,12 @@ def render_report(domain: Domain, summary: dict[str, Any], extra_sections: list[
             "- required names dropped as not acquirable: "
             + ", ".join(f"{k} x{v}" for k, v in s["dropped_required"].items())
         )
-    lines += ["", "## Distribution of |G_x|", "", "| size | tasks |", "| ---: | ---: |"]
-    lines += [f"| {k} | {v} |" for k, v in s["required_size_hist"].items()]
+    lines += ["", "## Distribution of |G_x|", ""]
+    lines += markdown_table(["size", "tasks"], s["required_size_hist"].items(), "rr")
     if s["n_acquirable"] <= 60:
-        lines += ["", "## Acquirable tools", "", "| tool | kind | tasks requiring it |", "| --- | --- | ---: |"]
-        lines += [f"| `{n}` | {kinds[n]} | {c} |" for n, c in s["required_counts"].items()]
+        lines += ["", "## Acquirable tools", ""]
+        lines += markdown_table(["tool", "kind", "tasks requiring it"],
+                                ([f"`{n}`", kinds[n], c] for n, c in s["required_counts"].items()), "llr")
     lines += ["", "## Tools never required", ""]
     lines += [", ".join(f"`{n}`" for n in s["never_required"]) or "(none)"]
     for section in extra_sections or []:

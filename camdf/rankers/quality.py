@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import markdown_table
 from camdf.data.model import Domain
 
 METRICS = ["recall@1", "recall@3", "recall@5", "ndcg@10", "mrr", "all_in_top3"]
@@ -111,7 +112,7 @@ def quality_table(rows: pd.DataFrame, digits: int = 3) -> str:
         ``n_empty_excluded`` (e.g. from :func:`camdf.pipeline.scores_stage.gather_quality`).
     """
     head = ["domain", "scorer", *HEADERS.values(), "tasks (empty G_x left out)"]
-    lines = ["| " + " | ".join(head) + " |", "| --- | --- |" + " ---: |" * (len(head) - 2)]
+    body = []
     for dom, group in rows.groupby("domain", sort=False):
         best = {m: f"{group[m].max():.{digits}f}" for m in METRICS}
         for _, r in group.iterrows():
@@ -119,8 +120,5 @@ def quality_table(rows: pd.DataFrame, digits: int = 3) -> str:
             for m in METRICS:
                 cell = f"{r[m]:.{digits}f}"
                 cells.append(f"**{cell}**" if cell == best[m] and len(group) > 1 else cell)
-            lines.append(
-                f"| {dom} | {r['scorer']} | " + " | ".join(cells)
-                + f" | {int(r['n_tasks'])} ({int(r['n_empty_excluded'])}) |"
-            )
-    return "\n".join(lines)
+            body.append([dom, r["scorer"], *cells, f"{int(r['n_tasks'])} ({int(r['n_empty_excluded'])})"])
+    return "\n".join(markdown_table(head, body, "ll" + "r" * (len(head) - 2)))

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from camdf.common.markdown import markdown_table
 from camdf.sufficiency.derive import Derivation, TaskResult
 
 AGREEMENT = ("equal", "subset", "superset", "other")
@@ -23,17 +24,12 @@ def _names(tools: list[str] | None) -> str:
     return ", ".join(f"`{t}`" for t in tools) or "(empty)"
 
 
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _listing(title: str, header: list[str], rows: list[list[str]], empty: str = "(none)") -> list[str]:
     """Lines of a ``### title`` block: a markdown table of ``rows``, or ``empty`` when there are none."""
     lines = ["", f"### {title}", ""]
     if not rows:
         return lines + [empty]
-    return lines + ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |",
-                    *("| " + " | ".join(row) + " |" for row in rows)]
+    return lines + markdown_table(header, rows)
 
 
 def _missing(m: dict[str, Any]) -> str:
@@ -120,37 +116,35 @@ def sufficiency_section(der: Derivation, label_source: str) -> str:
         f"- empty derived G_x: {s['n_empty']}",
     ]
     hist = Counter(len(r.required) for r in res if r.required is not None)
-    lines += ["", "| derived \\|G_x\\| | tasks |", "| ---: | ---: |"]
-    lines += [f"| {k} | {hist[k]} |" for k in sorted(hist)]
+    lines += ["", *markdown_table(["derived |G_x|", "tasks"], ((k, hist[k]) for k in sorted(hist)), "rr")]
     counts = Counter(t for r in res if r.required for t in r.required)
-    lines += ["", "| tool | tasks requiring it (derived) | in an alternative |", "| --- | ---: | ---: |"]
     alt_counts = Counter(t for r in res for alt in r.alternatives for t in set(alt))
-    lines += [f"| `{t}` | {counts.get(t, 0)} | {alt_counts.get(t, 0)} |" for t in der.tools]
+    lines += ["", *markdown_table(["tool", "tasks requiring it (derived)", "in an alternative"],
+                                  ([f"`{t}`", counts.get(t, 0), alt_counts.get(t, 0)] for t in der.tools), "lrr")]
 
     lines += _listing("Not sufficient with every tool",
                       ["task", "executable", "missing value (needed as: where; known through)"],
-                      [[r.task_id, "yes" if r.executable else "no", _cell("; ".join(_missing(m) for m in r.missing_all))]
+                      [[r.task_id, "yes" if r.executable else "no", ("; ".join(_missing(m) for m in r.missing_all))]
                        for r in res if r.required is None],
                       "(none: every task is sufficient with every acquirable tool exposed)")
     lines += _listing("Gold plans that do not execute", ["task", "error"],
-                      [[r.task_id, _cell(r.error)] for r in res if not r.executable])
+                      [[r.task_id, (r.error)] for r in res if not r.executable])
     reads = [r for r in res if r.read_errors]
     if reads:
         lines += ["", f"Gold reads that raise while the plan still executes ({len(reads)} tasks; a first guess "
                       "at an email or an item id tried as a product id):", "",
-                  "| task | error |", "| --- | --- |"]
-        lines += [f"| {r.task_id} | {_cell('; '.join(r.read_errors))} |" for r in reads]
+                  *markdown_table(["task", "error"], ([r.task_id, "; ".join(r.read_errors)] for r in reads))]
 
     lines += _listing("Empty derived G_x", ["task", "why no tool is needed"],
-                      [[r.task_id, _cell(r.needs_no_information)] for r in res if r.required == []])
+                      [[r.task_id, (r.needs_no_information)] for r in res if r.required == []])
 
     arith = [r for r in res if r.expressions]
     if arith:
         lines += ["", "### Arithmetic recovered for numbers to communicate", "",
                   "No tool returns these numbers; `calculate` is called on the expression found over the numbers "
                   "of the records the gold plan touches (`camdf.sufficiency.arithmetic`).", "",
-                  "| task | expression(s) |", "| --- | --- |"]
-        lines += [f"| {r.task_id} | {_cell('; '.join(f'`{e}`' for e in r.expressions))} |" for r in arith]
+                  *markdown_table(["task", "expression(s)"],
+                                  ([r.task_id, "; ".join(f"`{e}`" for e in r.expressions)] for r in arith))]
     bounded = [r for r in res if r.bounded]
     if bounded:
         lines += ["", "Closures that hit the bound on calls per tool: "
@@ -169,11 +163,9 @@ def agreement_section(der: Derivation) -> str:
         "acquirable tools among the gold actions; derived G_x: the minimal sufficient set chosen by execution "
         "(subset: derived inside annotated; superset: derived contains annotated).",
         "",
-        "| agreement | tasks |",
-        "| --- | ---: |",
+        *markdown_table(["agreement", "tasks"], ((k, counts.get(k, 0)) for k in AGREEMENT), "lr"),
     ]
-    lines += [f"| {k} | {counts.get(k, 0)} |" for k in AGREEMENT]
     lines += _listing("Disagreements", ["task", "agreement", "annotated", "derived", "why"],
-                      [[r.task_id, agreement(r), _names(r.annotated), _names(r.required), _cell(explain(r))]
+                      [[r.task_id, agreement(r), _names(r.annotated), _names(r.required), (explain(r))]
                        for r in res if agreement(r) != "equal"])
     return "\n".join(lines) + "\n"

@@ -56,7 +56,7 @@ def required_sets(domain: Domain, label_source: str) -> tuple[dict, dict]:
 
 def cell_instances(cfg: dict[str, Any], paths: Paths) -> tuple[Instances, Domain, pd.Series, pd.DataFrame]:
     """Load the domain, score it, price it and pad it into :class:`Instances`."""
-    from camdf.costs.model import costs as cost_model
+    from camdf.costs.regimes import costs as cost_model
     from camdf.rankers import score_domain
 
     domain = load_domain(cfg, paths.data_dir)

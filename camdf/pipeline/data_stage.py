@@ -109,7 +109,7 @@ def build_domain(
     derived = _label_source(config) == "derived"
     exec_costs = bool(config.get("report_execution_costs", False))
     code = ("camdf.data", "camdf.common.fingerprint") + (("camdf.sufficiency",) if derived else ()) + (
-        ("camdf.costs.model",) if exec_costs else ())
+        ("camdf.costs.regimes",) if exec_costs else ())
     key = data_key(config, list(packages), list(inputs), code)
     manifest = read_manifest(out_dir)
     if not force and manifest is not None and manifest.get("key") == key:

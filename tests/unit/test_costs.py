@@ -11,8 +11,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import camdf.costs.model as cc
-from camdf.costs.model import base_costs, coefficient_of_variation, costs, disperse
+import camdf.costs.regimes as cc
+from camdf.costs.regimes import base_costs, coefficient_of_variation, costs, disperse
 from camdf.integrations.tau2.execution import execution_section, measure_execution
 from camdf.data import read_domain
 from camdf.integrations.tau2.convert import convert_customer_service

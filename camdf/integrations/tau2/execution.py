@@ -1,6 +1,6 @@
 """Execution-cost telemetry: each tool's mean output length when tau2's gold calls run for real.
 
-The ``execution`` cost regime of :mod:`camdf.costs.model` reads the measured
+The ``execution`` cost regime of :mod:`camdf.costs.regimes` reads the measured
 lengths this module writes into the catalog's ``cost`` fields at the data stage.
 """
 

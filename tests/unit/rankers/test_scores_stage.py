@@ -87,7 +87,7 @@ def test_every_scorer_and_cost_option_composes_with_the_scores_primary(root):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from camdf.costs.model import REGIMES
+    from camdf.costs.regimes import REGIMES
     from camdf.rankers import SCORERS, scorer_params
 
     conf = root / "conf"

@@ -278,11 +278,13 @@ def main() -> None:
           f"{c['evaluate_cell_main_methods']['best_s']:.2f} s ({c['methods_main']} methods); default BLAS threads "
           f"{c['reference_default_threads']['best_s']:.2f} s (x{c['ratio_reference_vs_evaluate']:.2f})")
     s = figures["scaling"]
-    print("| distractors | candidates | states | instances (s) | evaluate (s) | cell (s) | us/state |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for r in s["rows"]:
-        print(f"| {r['distractors']} | {r['candidates']} | {r['states']} | {r['instances_s']:.2f} | "
-              f"{r['evaluate_s']:.2f} | {r['cell_s']:.2f} | {r['us_per_state']:.0f} |")
+    from camdf.common.markdown import markdown_table
+
+    print("\n".join(markdown_table(
+        ["distractors", "candidates", "states", "instances (s)", "evaluate (s)", "cell (s)", "us/state"],
+        ([r["distractors"], r["candidates"], r["states"], f"{r['instances_s']:.2f}", f"{r['evaluate_s']:.2f}",
+          f"{r['cell_s']:.2f}", f"{r['us_per_state']:.0f}"] for r in s["rows"]),
+        "r" * 7)))
     if "time_ratio_1000_vs_100" in s:
         print(f"1000 vs 100 distractors: time x{s['time_ratio_1000_vs_100']:.1f}, states "
               f"x{s['state_ratio_1000_vs_100']:.1f} (target <= x{s['target_ratio']:.0f})")

@@ -85,10 +85,11 @@ def run(domains: list[str] = DOMAINS, scorers: list[str] = SCORERS, data_dir: Pa
 def main() -> None:
     domains = [d for d in os.environ.get("BENCH_DOMAINS", "").split(",") if d] or DOMAINS
     figures = run(domains)
-    print("| domain | scorer | seconds | (task, candidate) rows |")
-    print("| --- | --- | ---: | ---: |")
-    for job in figures["jobs"]:
-        print(f"| {job['domain']} | {job['scorer']} | {job['seconds']:.2f} | {job['rows']} |")
+    from camdf.common.markdown import markdown_table
+
+    print("\n".join(markdown_table(["domain", "scorer", "seconds", "(task, candidate) rows"],
+                                   ([j["domain"], j["scorer"], f"{j['seconds']:.2f}", j["rows"]] for j in figures["jobs"]),
+                                   "llrr")))
     print(f"\nper scorer (s): {figures['per_scorer_s']}")
     print(f"per domain (s): {figures['per_domain_s']}")
     print(f"all jobs: {figures['all_jobs_s']:.1f} s; whole process (imports included): {figures['process_s']:.1f} s; "

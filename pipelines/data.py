@@ -4,6 +4,10 @@ Inputs: the installed benchmark package (tau2, BFCL) or a user folder, per ``con
 Outputs: ``data/<name>/catalog.json``, ``tasks.jsonl``, ``report.md``, ``manifest.json``; with
 ``label_source: derived``, the derivation cache under ``paths.cache_dir``.
 Make target: ``make data`` (all built-in domains as one Hydra multirun).
+
+``domain.name`` is checked first (:func:`camdf.data.io.check_domain_name`): a name that
+is not a plain folder name (``""``, ``.``, ``../x``, ``a/b``) stops the stage with one
+line on stderr and exit code 2, before anything is converted, read or written.
 """
 
 import hydra
@@ -11,15 +15,26 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.data.io import check_domain_name
 from camdf.pipeline.data_stage import build_domain
+
+
+def _select(cfg: DictConfig, key: str):
+    return OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="data")
 def main(cfg: DictConfig) -> None:
+    try:
+        name = check_domain_name(_select(cfg, "domain.name"))
+    except ValueError as err:
+        from camdf.pipeline.schema import refuse  # the stages' refusal: one line, exit 2, Hydra's job folder removed
+
+        refuse(err, _select(cfg, "paths.output_dir"))
     dom = cfg.domain
     result = build_domain(
         convert=lambda: instantiate(dom.converter),
-        out_dir=f"{cfg.paths.data_dir}/{dom.name}",
+        out_dir=f"{cfg.paths.data_dir}/{name}",
         config=OmegaConf.to_container(dom, resolve=True),
         packages=list(dom.packages),
         inputs=list(dom.inputs),

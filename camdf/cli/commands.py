@@ -44,6 +44,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_summary(args: argparse.Namespace) -> int:
     rows = []
     for manifest in sorted(Path(args.data_dir).glob("*/manifest.json")):
+        if manifest.parent.name.startswith("."):  # a writer's temporary or swapped-out folder, not a domain
+            continue
         s = json.loads(manifest.read_text())["summary"]
         splits = ", ".join(f"{k} {v}" for k, v in s["splits"].items())
         rows.append([s["domain"], s["n_tasks"], splits, s["n_acquirable"], f"{s['candidates_mean']:.1f}",

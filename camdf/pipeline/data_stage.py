@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
-from camdf.data.io import write_domain
+from camdf.data.io import check_domain_name, remove_stale_temporaries, write_domain
 from camdf.data.model import Domain
 from camdf.data.overview import render_report, summarize
 
@@ -104,8 +104,17 @@ def build_domain(
         Rebuild even when the key matches.
     cache_dir : path, optional
         Folder for stage caches (the derivation of labels caches there).
+
+    Raises
+    ------
+    ValueError
+        The folder's name or ``config["name"]`` is not a plain name (:func:`check_domain_name`);
+        checked first, before anything is read, converted or written.
     """
     out_dir = Path(out_dir)
+    check_domain_name(out_dir.name)
+    if "name" in config:
+        check_domain_name(config["name"])
     derived = _label_source(config) == "derived"
     exec_costs = bool(config.get("report_execution_costs", False))
     code = ("camdf.data", "camdf.common.fingerprint") + (("camdf.sufficiency",) if derived else ()) + (
@@ -113,6 +122,7 @@ def build_domain(
     key = data_key(config, list(packages), list(inputs), code)
     manifest = read_manifest(out_dir)
     if not force and manifest is not None and manifest.get("key") == key:
+        remove_stale_temporaries(out_dir)  # a killed forced rebuild's leftovers (the writer removes them otherwise)
         return DataBuild(out_dir, key, True, manifest["summary"])
     domain = convert()
     sections: list[str] = []

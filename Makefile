@@ -59,7 +59,7 @@ reproduce: data ## run every experiment (one MLflow run per cell; JOBS=n: n cell
 reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, tables
 	@$(PY) -m pipelines.data domain=retail $(HYDRA_QUIET)
 	@$(PY) -m pipelines.evaluate -m experiment=smoke $(LAUNCHER) $(HYDRA_QUIET)
-	@$(PY) -m pipelines.tables update_readme=false 'main.methods=$${grid_methods.names}' $(HYDRA_QUIET)
+	@$(PY) -m pipelines.tables update_readme=false 'experiments=[smoke]' 'main.methods=$${grid_methods.names}' $(HYDRA_QUIET)
 
 tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow store alone
 	@$(PY) -m pipelines.tables $(HYDRA_QUIET)

@@ -9,18 +9,19 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.assembly import Paths
 from camdf.pipeline.cell_job import run_tracked_cell
 from camdf.pipeline.identity import cell_name
+from camdf.pipeline.schema import checked
 from camdf.pipeline.tracking import Tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved = checked(cfg, "evaluate")
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
     tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifact_root)
     hydra_dir = Path(HydraConfig.get().runtime.output_dir) / ".hydra"

@@ -8,19 +8,28 @@ Make target: `make tables` (the last step of `make reproduce`).
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.reporting.build import build_tables
-from camdf.pipeline.tracking import Tracker
+from camdf.pipeline.schema import ConfigError, checked, refuse
+from camdf.pipeline.sweeps import experiment_keys
+from camdf.pipeline.tracking import Tracker, store_has_experiment
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="tables")
 def main(cfg: DictConfig) -> None:
-    tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifact_root)
-    main_cell = OmegaConf.to_container(cfg.main, resolve=True)
-    readme = Path(cfg.readme) if cfg.update_readme else None
-    written, missing = build_tables(tracker, main_cell, Path(cfg.out_dir), readme)
+    c = checked(cfg, "tables")
+    paths = c["paths"]
+    if not store_has_experiment(c["tracking"]["uri"], c["tracking"]["experiment"]):
+        refuse(ConfigError("tracking.experiment", c["tracking"]["experiment"],
+                           f"an experiment of the store {c['tracking']['uri']} (run its cells first)"), paths["output_dir"])
+    same_paths = [f"paths.{k}={paths[k]}" for k in ("root_dir", "data_dir", "output_dir")]
+    keys, missing = experiment_keys(c["experiments"], paths["data_dir"], [*same_paths, *c["cell_overrides"]])
+    tracker = Tracker(c["tracking"]["uri"], c["tracking"]["experiment"], c["tracking"]["artifact_root"])
+    readme = Path(c["readme"]) if c["update_readme"] else None
+    written, skipped = build_tables(tracker, c["main"], Path(c["out_dir"]), readme, keys=keys)
+    missing += skipped
     for path in written:
         print(f"wrote {path}")
     for what in missing:

@@ -9,17 +9,18 @@ Make target: `make reproduce` (after the experiments); alone: `python -m pipelin
 from pathlib import Path
 
 import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.assembly import Paths
 from camdf.pipeline.policy_job import train_policy
+from camdf.pipeline.schema import checked
 from camdf.pipeline.tracking import Tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")
 def main(cfg: DictConfig) -> None:
-    resolved = OmegaConf.to_container(cfg, resolve=True)
+    resolved = checked(cfg, "train")
     tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifact_root)
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
     uri, info = train_policy(resolved, paths, tracker, Path(cfg.paths.root_dir))

@@ -456,3 +456,17 @@ class Tracker:
         with tempfile.TemporaryDirectory() as tmp:
             path = self.client.download_artifacts(run_id, rel, tmp)
             return pd.read_parquet(path)
+
+
+def store_has_experiment(uri: str, experiment: str) -> bool:
+    """Whether the store at ``uri`` holds ``experiment``, without creating either.
+
+    A SQLite store whose file does not exist has no experiment (and is not created by
+    asking); a reader such as the tables stage refuses instead of making an empty one.
+    """
+    import mlflow
+
+    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
+        return False
+    _quiet()
+    return mlflow.MlflowClient(tracking_uri=uri).get_experiment_by_name(experiment) is not None

@@ -55,14 +55,19 @@ def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, b
     return reports, figures, missing
 
 
-def build_tables(tracker, main: dict, out_dir, readme=None) -> tuple[list, list[str]]:
+def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | None = None) -> tuple[list, list[str]]:
     """Build every table and figure from the store into ``out_dir`` (and the README's Results).
 
+    ``keys``: the cell keys the tables may read (the cells of the tables' experiments at
+    the current code and data, :func:`camdf.pipeline.sweeps.experiment_keys`); any other
+    run in the store (a smoke grid, an ad-hoc sweep, an older code version) is ignored.
     Figures are also logged to a ``tables`` run of the tracker's experiment, replaced
     on each build so the UI shows the latest ones.
     """
     out_dir = Path(out_dir)
     runs = runs_frame(tracker)
+    if keys is not None and not runs.empty:
+        runs = runs[runs["t:cell_key"].isin(keys)].reset_index(drop=True)
     reports, figures, missing = build_all(runs, main)
     if out_dir.is_dir():  # a table the store no longer supports must not linger from an older build
         for old in out_dir.iterdir():

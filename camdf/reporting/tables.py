@@ -42,8 +42,9 @@ def table2(runs: pd.DataFrame, main: dict) -> Report:
         f"Table 2: {main['domain']} main cell (lambda = {main['lam']}, d = {main['d']}, scorer {main['scorer']}, "
         f"costs {main['regime']})",
         frame, bold={"payoff": "max"}, digits=3,
-        note=f"{int(run['m:cell/n_tasks'])} tasks, out-of-fold decisions (5 folds); CIs: paired bootstrap over tasks "
-             "(one shared resample matrix); Holm over the baselines of the cell (sign-flip p). "
+        note=f"{int(run['m:cell/n_tasks'])} tasks, out-of-fold decisions ({run['p:folds.n_folds']} folds, "
+             f"{run['p:folds.protocol']}); CIs: paired bootstrap over tasks ({run['p:stats.n_resamples']} resamples, "
+             "one shared resample matrix); Holm over the baselines of the cell (sign-flip p). "
              f"MLflow run {run['run_id']}.",
     )
 

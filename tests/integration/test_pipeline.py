@@ -42,19 +42,35 @@ def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, d
     out = tmp_path / "out"
     proc = _run(["pipelines.evaluate", "-m", "experiment=smoke"], out, data_dir)
     assert proc.stdout.count("logged run") == 4
-    _run(["pipelines.tables", "update_readme=false", "main.lam=0.12", "main.d=1.0",
+    _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0",
           "main.methods=${grid_methods.names}"], out, data_dir)
     first = _tables(out / "tables")
     assert "a18.md" in first and "a24.md" in first and "table2.md" in first
     assert (out / "tables" / "a18_heatmap.png").stat().st_size > 1000
     shutil.rmtree(out / "tables")
-    _run(["pipelines.tables", "update_readme=false", "main.lam=0.12", "main.d=1.0",
+    _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0",
           "main.methods=${grid_methods.names}"], out, data_dir)
     assert _tables(out / "tables") == first
     again = _run(["pipelines.evaluate", "-m", "experiment=smoke"], out, data_dir)
     assert again.stdout.count("reused FINISHED run") == 4
     keys = _finished_keys(f"sqlite:///{out}/mlflow.db")
     assert len(keys) == 4 and len(set(keys)) == 4
+    # d=1 and d=1.0 are one value: one cell key, and the tables find the cell either way.
+    one = _run(["pipelines.evaluate", "experiment=smoke", "cost.lam=0.12", "cost.d=1"], out, data_dir)
+    assert "reused FINISHED run" in one.stdout
+    _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1",
+          "main.methods=${grid_methods.names}"], out, data_dir)
+    assert _tables(out / "tables") == first
+    # Another grid (the smoke cells at 2 folds) lands in the same store, newer than every cell above:
+    # the tables read only the cells of their own experiments, so they stay byte-identical.
+    _run(["pipelines.evaluate", "-m", "experiment=smoke", "folds.n_folds=2"], out, data_dir)
+    args = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
+    _run(args, out, data_dir)
+    assert _tables(out / "tables") == first
+    _run([*args, "cell_overrides=['folds.n_folds=2']"], out, data_dir)  # and that grid's tables read its cells
+    other = _tables(out / "tables")
+    assert "(2 folds" in other["table2.md"].decode() and "(3 folds" in first["table2.md"].decode()
+    assert other["a18.md"] != first["a18.md"]
 
 
 def test_same_seed_gives_byte_identical_tables_in_two_stores(tmp_path, data_dir):
@@ -62,7 +78,7 @@ def test_same_seed_gives_byte_identical_tables_in_two_stores(tmp_path, data_dir)
     for name in ("a", "b"):
         out = tmp_path / name
         _run(["pipelines.evaluate", "-m", "experiment=smoke", "cost.d=1.0"], out, data_dir)
-        _run(["pipelines.tables", "update_readme=false", "main.methods=${grid_methods.names}"], out, data_dir)
+        _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"], out, data_dir)
         tables.append(_tables(out / "tables"))
     # The notes name the MLflow run id, which differs between stores by design; compare everything else.
     strip = lambda t: {k: b"\n".join(l for l in v.splitlines() if b"MLflow run" not in l) for k, v in t.items()}  # noqa: E731
@@ -97,7 +113,7 @@ def test_sigkill_mid_sweep_then_rerun_completes_with_one_finished_run_per_key(tm
     # Tables after the interrupted sweep equal those of an uninterrupted one.
     clean = tmp_path / "clean"
     _run(["pipelines.evaluate", "-m", "experiment=smoke"], clean, data_dir)
-    args = ["pipelines.tables", "update_readme=false", "main.methods=${grid_methods.names}"]
+    args = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
     _run(args, out, data_dir)
     _run(args, clean, data_dir)
     strip = lambda t: {k: b"\n".join(l for l in v.splitlines() if b"MLflow run" not in l) for k, v in t.items()}  # noqa: E731

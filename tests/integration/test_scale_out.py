@@ -17,7 +17,7 @@ from .test_mlflow_server import server  # noqa: F401  (the loopback mlflow serve
 from .test_pipeline import QUIET, ROOT, _env, _finished_keys, _run, _tables
 
 SMOKE = ["pipelines.evaluate", "-m", "experiment=smoke"]
-TABLES = ["pipelines.tables", "update_readme=false", "main.methods=${grid_methods.names}"]
+TABLES = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
 JOBLIB = ["hydra/launcher=parallel", "hydra.launcher.n_jobs=2"]
 
 

@@ -1,0 +1,138 @@
+"""A sweep's jobs, computed before they run: expand overrides as Hydra's basic sweeper does, compose each job.
+
+Two users: the :class:`CheckSweep` callback refuses a multirun with one bad job
+before any job runs, and the tables stage computes the cells (and so the cell keys)
+an experiment's sweep makes, to select exactly those runs from the store.
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any, Iterable
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+def expand(overrides: Iterable[str]) -> list[list[str]]:
+    """The jobs of a sweep: the cartesian product of every discrete sweep, in Hydra's basic-sweeper order.
+
+    A later override of a key replaces an earlier one (command line after the experiment's
+    ``hydra.sweeper.params``), as in Hydra.
+    """
+    by_key: dict[str, list[str]] = {}
+    for override in OverridesParser.create().parse_overrides(list(overrides)):
+        key = override.get_key_element()
+        if override.is_sweep_override():
+            if not override.is_discrete_sweep():
+                raise ValueError(f"{key}: only discrete sweeps (a,b,c) are supported, got {override.input_line}")
+            by_key[key] = [f"{key}={v}" for v in override.sweep_string_iterator()]
+        else:
+            by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
+    return [list(job) for job in itertools.product(*by_key.values())]
+
+
+def sweep_params(cfg: DictConfig) -> list[str]:
+    """``hydra.sweeper.params`` of a composed config as override strings."""
+    params = OmegaConf.select(cfg, "hydra.sweeper.params", default=None) or {}
+    return [f"{k}={v}" for k, v in params.items()]
+
+
+def compose(config_name: str, overrides: list[str], with_hydra: bool = False) -> DictConfig:
+    """One composed config of ``conf/`` (inside a running Hydra app, or standalone)."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
+
+
+def _is_group(key: str) -> bool:
+    return (CONF_DIR / key.split("@")[0]).is_dir()
+
+
+def compose_jobs(config_name: str, jobs: list[list[str]]) -> list[DictConfig]:
+    """The composed config of each job (as :func:`compose` gives it, without the ``hydra`` node).
+
+    Jobs that differ only in plain values (``cost.lam=...``) share one composition of
+    their config-group choices; the values are then set on a copy, as Hydra sets them
+    after it has assembled the defaults list. Anything else (``+key``, ``~key``) is
+    composed in full.
+    """
+    parser = OverridesParser.create()
+    bases: dict[tuple[str, ...], DictConfig] = {}
+    out = []
+    for job in jobs:
+        parsed = parser.parse_overrides(job)
+        plain = [o for o in parsed if not _is_group(o.get_key_element()) and o.get_key_element()[0] not in "+~"]
+        groups = tuple(o.input_line for o in parsed if o not in plain)
+        if groups not in bases:
+            bases[groups] = compose(config_name, list(groups))
+        cfg = bases[groups].copy()
+        OmegaConf.set_struct(cfg, False)
+        for o in plain:
+            OmegaConf.update(cfg, o.get_key_element(), o.value(), merge=False)
+        out.append(cfg)
+    return out
+
+
+def experiment_jobs(experiment: str, config_name: str = "evaluate", extra: Iterable[str] = ()) -> list[list[str]]:
+    """The override lists of every job ``python -m pipelines.<config_name> -m experiment=<experiment>`` runs."""
+    base = [f"experiment={experiment}", *extra]
+    cfg = compose(config_name, base, with_hydra=True)
+    return expand([*sweep_params(cfg), *base])
+
+
+def experiment_cells(experiment: str, extra: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """The resolved, validated evaluate config of every cell of an experiment's sweep."""
+    from camdf.pipeline.schema import resolve, validate
+
+    jobs = experiment_jobs(experiment, extra=extra)
+    return [validate(resolve(cfg), "evaluate") for cfg in compose_jobs("evaluate", jobs)]
+
+
+def experiment_keys(experiments: Iterable[str], data_dir: str | Path, extra: Iterable[str] = ()) -> tuple[set[str], list[str]]:
+    """The cell keys of the experiments' sweeps at the current code and data, and what could not be keyed.
+
+    A cell whose domain is not built under ``data_dir`` has no key yet; it is reported
+    (``missing``) and the tables that need it are skipped.
+    """
+    from camdf.pipeline.identity import cell_key
+
+    keys: set[str] = set()
+    missing: list[str] = []
+    for name in experiments:
+        for cell in experiment_cells(name, extra):
+            try:
+                keys.add(cell_key(cell, Path(data_dir)))
+            except FileNotFoundError:
+                missing.append(f"experiment {name}: domain `{cell['domain']['name']}` is not built under {data_dir}")
+    return keys, sorted(set(missing))
+
+
+class CheckSweep(Callback):
+    """Hydra callback: before a multirun starts, compose and check every job; one bad job refuses the sweep.
+
+    The stage (``evaluate``, ``train``, ...) is the primary config's name. Nothing has
+    been written yet at this point (Hydra makes the sweep folder after the callback).
+    """
+
+    def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
+        from camdf.pipeline.schema import SCHEMAS, ConfigError, refuse, resolve, validate
+
+        if config_name not in SCHEMAS:
+            return
+        task = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
+        try:
+            for cfg in compose_jobs(config_name, expand([*sweep_params(config), *task])):
+                validate(resolve(cfg), config_name)
+        except ConfigError as err:
+            refuse(err)
+        except ValueError as err:
+            refuse(ConfigError("hydra.sweeper.params", str(err), "discrete sweeps"))

@@ -19,6 +19,16 @@ from sklearn.linear_model import LogisticRegression
 from camdf.core.features import normalised_scores
 from camdf.core.instances import Instances
 
+#: Decimals of every membership probability handed on to a stopper. The logistic fit's BLAS
+#: kernel (OpenBLAS Haswell or SkylakeX on one machine) moves probabilities by up to 1e-10;
+#: rounding here keeps those last bits out of the features, so tables are kernel-independent.
+PROBA_DECIMALS = 8
+
+
+def round_proba(p):
+    """Probabilities rounded to :data:`PROBA_DECIMALS` (numpy's rounding, the same on every path)."""
+    return np.round(p, PROBA_DECIMALS)
+
 
 def _signal(inst: Instances, valid: np.ndarray) -> list[np.ndarray]:
     """The ranker-signal columns of the design, each (T, N): normalised score, raw score,
@@ -75,7 +85,7 @@ class MembershipModel:
         """
         valid = inst.valid
         if self.model_ is None:
-            return np.where(valid, self.base_rate_, 0.0)
+            return np.where(valid, round_proba(self.base_rate_), 0.0)
         signal = _signal(inst, valid)
         c, cid = self.model_.coef_[0, :len(signal)], self.model_.coef_[0, len(signal):]
         d = signal[0] * c[0]
@@ -84,7 +94,7 @@ class MembershipModel:
         ids = inst.tool_ids
         d += np.where(ids >= 0, cid[np.maximum(ids, 0)], 0.0)
         d += self.model_.intercept_[0]
-        return np.where(valid, expit(d), 0.0)
+        return np.where(valid, round_proba(expit(d)), 0.0)
 
     def predict_task(self, z: list[float], scores: list[float], ids: list[int]) -> list[float]:
         """:meth:`predict_proba` for one ranked task, in plain Python (the run-time fast path).
@@ -93,7 +103,7 @@ class MembershipModel:
         """
         n = len(z)
         if self.model_ is None:
-            return [self.base_rate_] * n
+            return [float(round_proba(self.base_rate_))] * n
         c0, c1, c2, c3, c4, *cid = self.model_.coef_[0].tolist()
         b, logn, size = float(self.model_.intercept_[0]), math.log1p(float(n)), max(float(n), 1.0)
         out = []
@@ -107,7 +117,7 @@ class MembershipModel:
                 d += cid[ids[j]]
             d += b
             out.append(1.0 / (1.0 + math.exp(-d)) if d >= 0 else math.exp(d) / (1.0 + math.exp(d)))
-        return out
+        return round_proba(np.asarray(out)).tolist()
 
 
 def cross_fit(

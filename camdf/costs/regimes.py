@@ -45,6 +45,8 @@ from camdf.costs.tokens import count_tokens, tool_definition
 from camdf.data.model import Domain
 from camdf.integrations.tau2.execution import measure_execution
 
+#: Significant decimals (of the binary mantissa) of every dispersed cost c_j(d) (see :func:`disperse`).
+COST_DIGITS = 12
 REGIMES = ("uniform", "schema_tokens", "execution", "tiers", "catalog", "permuted")
 
 
@@ -155,7 +157,10 @@ def disperse(base: pd.Series, d: float) -> pd.Series:
     z = np.log(b) - np.log(b).mean()
     # Shift the exponent by its maximum before exp(): the ratio is the same and nothing overflows.
     c = np.exp(d * z - (d * z).max())
-    return pd.Series(c / c.mean(), index=base.index, name="cost")
+    # Rounded so that numpy's SIMD paths (AVX2 or AVX-512: the last bit of exp, log and the mean)
+    # cannot move a cost, and through it a stopper's decision, from one machine to another.
+    mantissa, exponent = np.frexp(c / c.mean())  # exact; the mantissa is rounded, so tiny costs stay > 0
+    return pd.Series(np.ldexp(np.round(mantissa, COST_DIGITS), exponent), index=base.index, name="cost")
 
 
 def costs(domain: Domain, regime: str, d: float, *, random_state: int = 0, **params) -> pd.Series:

@@ -18,7 +18,7 @@ LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.
 EXPERIMENTS := table2 a18 a19 a20 a21 a21_oracle a22 a25
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 
-.PHONY: help setup data scores test test-full reproduce reproduce-smoke tables ui bench clean
+.PHONY: help setup data scores test test-full reproduce reproduce-smoke tables results-check ui bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -63,6 +63,9 @@ reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, table
 
 tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow store alone
 	@$(PY) -m pipelines.tables $(HYDRA_QUIET)
+
+results-check: setup ## do the README Results match the checkout's code version? (camdf results check)
+	@$(PY) -m camdf.cli results check
 
 ui: setup ## open the MLflow UI on 127.0.0.1 for the local store under outputs/
 	@$(VENV)/bin/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}" \

@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.reporting.build import build_tables
+from camdf.pipeline.identity import code_stamp
 from camdf.pipeline.schema import ConfigError, checked, refuse
 from camdf.pipeline.sweeps import experiment_keys
 from camdf.pipeline.tracking import Tracker, store_has_experiment
@@ -28,7 +29,7 @@ def main(cfg: DictConfig) -> None:
     keys, missing = experiment_keys(c["experiments"], paths["data_dir"], [*same_paths, *c["cell_overrides"]])
     tracker = Tracker(c["tracking"]["uri"], c["tracking"]["experiment"], c["tracking"]["artifact_root"])
     readme = Path(c["readme"]) if c["update_readme"] else None
-    written, skipped = build_tables(tracker, c["main"], Path(c["out_dir"]), readme, keys=keys)
+    written, skipped = build_tables(tracker, c["main"], Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp())
     missing += skipped
     for path in written:
         print(f"wrote {path}")

@@ -84,6 +84,28 @@ def cmd_select(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_results_check(args: argparse.Namespace) -> int:
+    from camdf.pipeline.identity import code_stamp
+    from camdf.reporting.readme import results_stamp
+
+    path = Path(args.readme)
+    try:
+        stamp = results_stamp(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        print(f"camdf results check: {path}: {err}", file=sys.stderr)
+        return 2
+    current = code_stamp()
+    if stamp is None:
+        print(f"{path}: the Results carry no code version; the checkout is at {current} (run `make reproduce`)")
+        return 1
+    if stamp != current:
+        print(f"{path}: the Results were generated at code version {stamp}; the checkout is at {current}, "
+              "so they may be stale (run `make reproduce`)")
+        return 1
+    print(f"{path}: the Results match the checkout (code version {current})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="camdf", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="group", required=True)
@@ -104,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--input", default="-", help="JSON request file (default: stdin)")
     select.add_argument("--lam", type=float, default=None, help="lambda (default: the request's, else the policy's)")
     select.set_defaults(func=cmd_select)
+    results = sub.add_parser("results", help="the README Results").add_subparsers(dest="cmd", required=True)
+    check = results.add_parser("check", help="do the README Results match the checkout's code version?")
+    check.add_argument("readme", nargs="?", default=str(Path(__file__).resolve().parents[2] / "README.md"),
+                       help="README holding the Results (default: the checkout's)")
+    check.set_defaults(func=cmd_results_check)
     return parser
 
 

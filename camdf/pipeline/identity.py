@@ -22,6 +22,18 @@ def cell_key(cfg: dict[str, Any], data_dir: Path) -> str:
     return hash_json({"cell": cell_config(cfg), "code": code_version("camdf"), "data": hash_paths(files)})
 
 
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+def code_stamp() -> str:
+    """Short version of everything a result depends on in the checkout: the ``camdf`` source and ``conf/``.
+
+    The README Results carry it (:func:`camdf.reporting.readme.results_markdown`);
+    ``camdf results check`` compares it with the checkout.
+    """
+    return hash_json({"code": code_version("camdf"), "conf": hash_paths([CONF_DIR])})[:12]
+
+
 def cell_name(cfg: dict[str, Any]) -> str:
     """Readable run name: domain/scorer/regime/lam/d (+ payoff, noise and label source when not default)."""
     c = cfg["cost"]

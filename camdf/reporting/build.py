@@ -55,11 +55,13 @@ def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, b
     return reports, figures, missing
 
 
-def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | None = None) -> tuple[list, list[str]]:
+def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | None = None,
+                 stamp: str | None = None) -> tuple[list, list[str]]:
     """Build every table and figure from the store into ``out_dir`` (and the README's Results).
 
     ``keys``: the cell keys the tables may read (the cells of the tables' experiments at
-    the current code and data, :func:`camdf.pipeline.sweeps.experiment_keys`); any other
+    the current code and data, :func:`camdf.pipeline.sweeps.experiment_keys`, whose code version
+    ``stamp`` the README Results carry); any other
     run in the store (a smoke grid, an ad-hoc sweep, an older code version) is ignored.
     Figures are also logged to a ``tables`` run of the tracker's experiment, replaced
     on each build so the UI shows the latest ones.
@@ -82,7 +84,7 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
         written.append(path)
     if readme is not None and reports:
         text = Path(readme).read_text(encoding="utf-8")
-        body = results_markdown(reports, "make reproduce", headlines(runs, main))
+        body = results_markdown(reports, "make reproduce", headlines(runs, main), stamp)
         Path(readme).write_text(update_readme(text, body), encoding="utf-8")
         written.append(Path(readme))
     if figures:

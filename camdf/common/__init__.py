@@ -1,1 +1,1 @@
-"""Small shared helpers with no project dependencies: content fingerprints and atomic file writes."""
+"""Small shared helpers with no project dependencies: fingerprints, atomic writes, markdown tables, machine facts."""

@@ -2,16 +2,20 @@
 
 import json
 import os
+import pickle
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
-from camdf.pipeline.tracking import Claim, Tracker, _proc_start
+from camdf.pipeline.tracking import (PROBE_PATH, Claim, Tracker, TrackingUnreachable, _proc_start, check_server,
+                                     store_has_experiment)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -233,3 +237,123 @@ def test_proc_start_tells_live_processes_from_gone_ones():
     assert _proc_start(child.pid) is None  # a zombie
     child.wait()
     assert _proc_start(child.pid) is None
+
+
+# -- the tracking server check ----------------------------------------------------------------------------
+# tests/integration/test_mlflow_server.py has a real `mlflow server` fixture (`server`); these use a stdlib one.
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed on exit: nothing listens there any more
+
+
+@pytest.fixture()
+def http_server():
+    """Start a loopback HTTP server answering every GET with ``(status, content_type, body)``; yields a starter."""
+    servers = []
+
+    def start(status: int, content_type: str = "application/json", body: str = "{}"):
+        seen: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                seen.append(self.path)
+                data = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}", seen
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_unreachable_tracking_server_is_refused_at_once_naming_the_uri(monkeypatch):
+    uri = f"http://127.0.0.1:{_free_port()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    start = time.perf_counter()
+    with pytest.raises(TrackingUnreachable) as err:
+        Tracker(uri, "camdf")
+    print(f"refused {uri} in {time.perf_counter() - start:.3f} s")  # the target (well under 10 s) is a benchmark's
+    message = str(err.value)
+    assert message.startswith(f"tracking.uri: cannot reach the MLflow tracking server at {uri} (connection refused)")
+    assert "unset MLFLOW_TRACKING_URI" in message and "\n" not in message
+    assert err.value.uri == uri and isinstance(err.value, RuntimeError)
+    again = pickle.loads(pickle.dumps(err.value))  # a worker process may raise it
+    assert str(again) == message and again.uri == uri
+    with pytest.raises(TrackingUnreachable, match="cannot reach"):  # the tables stage asks before making a Tracker
+        store_has_experiment(uri, "camdf")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    with pytest.raises(TrackingUnreachable, match="point tracking.uri at another store"):  # the URI came from config
+        check_server(uri + "/")
+
+
+def test_server_answering_the_probe_passes_the_check(http_server):
+    uri, seen = http_server(200, body=json.dumps({"experiments": [{"experiment_id": "0", "name": "Default"}]}))
+    check_server(uri)
+    check_server(uri + "/")
+    assert seen == [PROBE_PATH, PROBE_PATH]  # one GET per check
+    for status in (401, 403):  # a server with authentication answered; the MLflow client sends the credentials
+        check_server(http_server(status, "text/html", "<h1>login</h1>")[0])
+    mlflow_error = json.dumps({"error_code": "INVALID_PARAMETER_VALUE", "message": "bad max_results"})
+    check_server(http_server(400, body=mlflow_error)[0])  # MLflow answered; the client reports that itself
+
+
+@pytest.mark.parametrize("status,content_type,body,expected", [
+    (404, "text/html", "<h1>Not Found</h1>", "answers, but not as an MLflow tracking server (HTTP 404"),
+    (200, "text/html", "<html>some other app</html>", "answers, but not as an MLflow tracking server (a page"),
+    (503, "application/json", json.dumps({"error_code": "TEMPORARILY_UNAVAILABLE", "message": "db down"}),
+     "answered HTTP 503 to GET /api/2.0/mlflow/experiments/search: db down"),
+])
+def test_server_that_is_not_mlflow_or_fails_is_refused(http_server, status, content_type, body, expected):
+    uri, seen = http_server(status, content_type, body)
+    with pytest.raises(TrackingUnreachable) as err:
+        check_server(uri)
+    assert uri in str(err.value) and expected in str(err.value)
+    assert seen == [PROBE_PATH]
+
+
+def test_server_that_never_answers_is_refused_after_the_timeout():
+    with socket.socket() as listener:  # accepts connections (the kernel's backlog) but never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        uri = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        with pytest.raises(TrackingUnreachable, match=r"\(no answer within 0.5 s\)"):
+            check_server(uri, timeout=0.5)
+
+
+def test_local_stores_are_not_probed(tmp_path):
+    for uri in (f"sqlite:///{tmp_path}/none.db", f"file://{tmp_path}/mlruns", str(tmp_path / "mlruns")):
+        check_server(uri)  # no network, no error
+    assert not list(tmp_path.iterdir())
+
+
+def test_cell_runs_carry_the_numeric_environment(store, exp):
+    from camdf.common.machine import numeric_environment
+
+    expected = numeric_environment()
+    t = _tracker(store, exp)
+    claim = t.claim("k", "cell", {"scorer": "test"})
+    _finish(t, claim, "k")
+    with t.cell_run("k2", "cell", {}, {"domain": "retail"}) as run:  # without a claim
+        pass
+    for rid in (claim.run.info.run_id, run.info.run_id):
+        tags = t.client.get_run(rid).data.tags
+        numeric = {k: v for k, v in tags.items() if k.startswith("numeric.")}
+        assert {"numeric.blas.libraries", "numeric.numpy.cpu_features", "numeric.numpy.version",
+                "numeric.python.version"} <= set(numeric)
+        assert numeric == expected
+    assert t.client.get_run(run.info.run_id).data.tags["domain"] == "retail"

@@ -15,15 +15,14 @@ import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.assembly import Paths
 from camdf.pipeline.cell_job import run_tracked_cell
 from camdf.pipeline.identity import cell_name
-from camdf.pipeline.schema import checked
-from camdf.pipeline.tracking import Tracker
+from camdf.pipeline.schema import checked, open_tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
 def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "evaluate")
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
-    tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifact_root)
+    tracker = open_tracker(resolved)
     hydra_dir = Path(HydraConfig.get().runtime.output_dir) / ".hydra"
     run_id, skipped = run_tracked_cell(resolved, paths, tracker, Path(cfg.paths.root_dir), hydra_dir)
     print(f"{cell_name(resolved)}: {'reused FINISHED run' if skipped else 'logged run'} {run_id}")

@@ -13,21 +13,25 @@ from omegaconf import DictConfig
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.reporting.build import build_tables
 from camdf.pipeline.identity import code_stamp
-from camdf.pipeline.schema import ConfigError, checked, refuse
+from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
 from camdf.pipeline.sweeps import experiment_keys
-from camdf.pipeline.tracking import Tracker, store_has_experiment
+from camdf.pipeline.tracking import TrackingUnreachable, store_has_experiment
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="tables")
 def main(cfg: DictConfig) -> None:
     c = checked(cfg, "tables")
     paths = c["paths"]
-    if not store_has_experiment(c["tracking"]["uri"], c["tracking"]["experiment"]):
+    try:
+        present = store_has_experiment(c["tracking"]["uri"], c["tracking"]["experiment"])
+    except TrackingUnreachable as err:
+        refuse(err, paths["output_dir"])
+    if not present:
         refuse(ConfigError("tracking.experiment", c["tracking"]["experiment"],
                            f"an experiment of the store {c['tracking']['uri']} (run its cells first)"), paths["output_dir"])
     same_paths = [f"paths.{k}={paths[k]}" for k in ("root_dir", "data_dir", "output_dir")]
     keys, missing = experiment_keys(c["experiments"], paths["data_dir"], [*same_paths, *c["cell_overrides"]])
-    tracker = Tracker(c["tracking"]["uri"], c["tracking"]["experiment"], c["tracking"]["artifact_root"])
+    tracker = open_tracker(c)
     readme = Path(c["readme"]) if c["update_readme"] else None
     written, skipped = build_tables(tracker, c["main"], Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp())
     missing += skipped

@@ -14,14 +14,13 @@ from omegaconf import DictConfig
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.assembly import Paths
 from camdf.pipeline.policy_job import train_policy
-from camdf.pipeline.schema import checked
-from camdf.pipeline.tracking import Tracker
+from camdf.pipeline.schema import checked, open_tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")
 def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "train")
-    tracker = Tracker(cfg.tracking.uri, cfg.tracking.experiment, cfg.tracking.artifact_root)
+    tracker = open_tracker(resolved)
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
     uri, info = train_policy(resolved, paths, tracker, Path(cfg.paths.root_dir))
     print(f"policy {cfg.policy.method}: logged {uri} (mean depth {info['mean_depth']:.2f})")

@@ -234,6 +234,17 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
         refuse(err, OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False))
 
 
+def open_tracker(cfg: dict[str, Any]):
+    """The stage's :class:`~camdf.pipeline.tracking.Tracker`; an unreachable tracking server is refused (exit 2)."""
+    from camdf.pipeline.tracking import Tracker, TrackingUnreachable
+
+    t = cfg["tracking"]
+    try:
+        return Tracker(t["uri"], t["experiment"], t.get("artifact_root"))
+    except TrackingUnreachable as err:
+        refuse(err, _get(cfg, "paths.output_dir") if _get(cfg, "paths.output_dir") is not _MISSING else None)
+
+
 def refuse(err: Exception, output_dir: str | None = None, code: int = 2):
     """Print ``error: <err>`` as one line, remove what Hydra wrote for this job, exit with ``code``.
 

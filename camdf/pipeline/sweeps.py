@@ -85,7 +85,8 @@ def compose_jobs(config_name: str, jobs: list[list[str]]) -> list[DictConfig]:
 def experiment_jobs(experiment: str, config_name: str = "evaluate", extra: Iterable[str] = ()) -> list[list[str]]:
     """The override lists of every job ``python -m pipelines.<config_name> -m experiment=<experiment>`` runs."""
     base = [f"experiment={experiment}", *extra]
-    cfg = compose(config_name, base, with_hydra=True)
+    fixed = [o.input_line for o in OverridesParser.create().parse_overrides(base) if not o.is_sweep_override()]
+    cfg = compose(config_name, fixed, with_hydra=True)  # the experiment's sweeper params (compose takes no sweep)
     return expand([*sweep_params(cfg), *base])
 
 

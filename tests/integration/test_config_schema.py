@@ -59,3 +59,16 @@ def test_a_bad_value_is_refused_before_anything_is_written(args, key, data_dir, 
     assert "Traceback" not in proc.stdout + proc.stderr
     assert _listing(out) == [], "a refused stage wrote under outputs/ (or made a tracking store)"
     assert hash_paths([data_dir]) == before
+
+
+@pytest.mark.parametrize("stage", ["pipelines.evaluate", "pipelines.tables"])
+def test_an_unreachable_tracking_server_is_named_at_once(stage, data_dir, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    tic = time.perf_counter()
+    proc = _run([stage], out, data_dir, uri="http://127.0.0.1:9", check=False)
+    print(f"{stage}: unreachable server refused in {time.perf_counter() - tic:.1f} s")
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: tracking.uri: cannot reach") and "127.0.0.1:9" in lines[0]
+    assert _listing(out) == []

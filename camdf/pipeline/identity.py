@@ -15,23 +15,39 @@ def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def cell_key(cfg: dict[str, Any], data_dir: Path) -> str:
-    """Resolved cell config + camdf code version + fingerprint of the domain's data files."""
+    """Resolved cell config + code version (camdf and the stage entry points) + fingerprint of the domain's data
+    files + the OpenBLAS kernel."""
     name = cfg["domain"]["name"]
     folder = Path(data_dir, name)
     files = [folder / "catalog.json", folder / "tasks.jsonl"]
-    return hash_json({"cell": cell_config(cfg), "code": code_version("camdf"), "data": hash_paths(files)})
+    return hash_json({"cell": cell_config(cfg), "code": code_versions(), "data": hash_paths(files),
+                      "blas_kernel": blas_kernel()})
+
+
+def code_versions() -> dict[str, str]:
+    """Fingerprints of the ``camdf`` package and of the stage entry points under ``pipelines/`` (read, not imported)."""
+    return {"camdf": code_version("camdf"), "pipelines": hash_paths(sorted(PIPELINES_DIR.glob("*.py")))}
+
+
+def blas_kernel() -> str:
+    """The kernel(s) of the loaded BLAS libraries as threadpoolctl reports them (``pipelines`` pins OpenBLAS's)."""
+    from threadpoolctl import threadpool_info
+
+    kernels = sorted({str(i.get("architecture")) for i in threadpool_info() if i.get("user_api") == "blas"})
+    return ",".join(kernels) or "none loaded"
 
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+PIPELINES_DIR = CONF_DIR.parent / "pipelines"
 
 
 def code_stamp() -> str:
-    """Short version of everything a result depends on in the checkout: the ``camdf`` source and ``conf/``.
+    """Short version of everything a result depends on in the checkout: ``camdf``, ``pipelines`` and ``conf/``.
 
     The README Results carry it (:func:`camdf.reporting.readme.results_markdown`);
     ``camdf results check`` compares it with the checkout.
     """
-    return hash_json({"code": code_version("camdf"), "conf": hash_paths([CONF_DIR])})[:12]
+    return hash_json({"code": code_versions(), "conf": hash_paths([CONF_DIR])})[:12]
 
 
 def cell_name(cfg: dict[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""Tables do not depend on the BLAS kernel: one grid under OpenBLAS Haswell and SkylakeX, byte for byte."""
+"""Tables do not depend on the BLAS kernel the environment asks for: one grid under OPENBLAS_CORETYPE=Haswell and
+SkylakeX, byte for byte (the stages pin one kernel, see pipelines/__init__.py)."""
 
 import pytest
 

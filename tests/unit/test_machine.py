@@ -86,3 +86,23 @@ def test_openblas_coretype_set_before_numpy_is_imported_shows_as_the_architectur
     tags = json.loads(proc.stdout)
     assert tags["numeric.blas.architecture"] == coretype
     assert tags["numeric.env.OPENBLAS_CORETYPE"] == coretype
+
+
+def _architecture(env_extra: dict) -> str:
+    import os
+    import subprocess
+    import sys
+
+    code = ("import pipelines, numpy; from threadpoolctl import threadpool_info; "
+            "print(sorted({i['architecture'] for i in threadpool_info() if i['user_api'] == 'blas'}))")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "CAMDF_OPENBLAS_CORETYPE")}
+    return subprocess.run([sys.executable, "-c", code], env={**env, **env_extra}, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_the_stages_pin_the_openblas_kernel_whatever_the_environment_asks():
+    from pipelines import PINNED_CORETYPE
+
+    assert _architecture({"OPENBLAS_CORETYPE": "SkylakeX"}) == f"['{PINNED_CORETYPE}']"
+    assert _architecture({}) == f"['{PINNED_CORETYPE}']"
+    assert _architecture({"CAMDF_OPENBLAS_CORETYPE": "native", "OPENBLAS_CORETYPE": "Haswell"}) == "['Haswell']"

@@ -206,3 +206,43 @@ def build_instances(
         tool_ids=tool_ids,
         vocab=list(vocab),
     )
+
+
+def truncate(inst: Instances, top_k: int | None) -> Instances:
+    """Keep only the ``top_k`` best-ranked candidates of every task.
+
+    Tasks with at most ``top_k`` candidates are unchanged. Cutting positions only cuts
+    columns, so the curves stay exact without the sufficient sets: a depth
+    ``t <= top_k`` exposes the same prefix as before, and the new full depth of task
+    ``i`` is ``min(n[i], top_k)``. ``partial`` keeps its original denominator, so it
+    is still |G_x & A_t| / |G_x| with the required tools cut off the list counted in
+    |G_x| (they can no longer be acquired); ``member`` marks only the listed ones.
+
+    Parameters
+    ----------
+    inst : Instances
+        Padded to N columns (N + 1 for the curves).
+    top_k : int or None
+        Candidates kept per task (``candidates.top_k``); None keeps every candidate.
+
+    Returns
+    -------
+    Instances
+        Padded to ``min(N, top_k)`` columns; ``n = min(n, top_k)``; ``vocab`` is kept.
+    """
+    if top_k is None:
+        return inst
+    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+        raise ValueError(f"candidates.top_k: expected an integer >= 1 or None, got {top_k!r}")
+    k = min(int(top_k), inst.N)
+    return replace(
+        inst,
+        tools=inst.tools[:, :k],
+        scores=inst.scores[:, :k],
+        costs=inst.costs[:, :k],
+        member=inst.member[:, :k],
+        success=inst.success[:, : k + 1],
+        partial=inst.partial[:, : k + 1],
+        n=np.minimum(inst.n, k),
+        tool_ids=inst.tool_ids[:, :k],
+    )

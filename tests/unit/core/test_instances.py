@@ -1,0 +1,57 @@
+"""Candidate truncation: exact arrays on a hand-built batch of rankings."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from camdf.core.instances import build_instances, truncate
+
+
+@pytest.fixture
+def inst():
+    """q: a b c d, G = {a, c}, or {b} alone; r: d b, G = {b}; s: c d a, G = {d, a}."""
+    lists = {"q": "abcd", "r": "db", "s": "cda"}
+    rows = [(tid, tool, float(10 - r), r, 0) for tid, order in lists.items() for r, tool in enumerate(order, 1)]
+    return build_instances(
+        pd.DataFrame(rows, columns=["task_id", "tool", "score", "rank", "fold"]),
+        {"q": ["a", "c"], "r": ["b"], "s": ["d", "a"]},
+        {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0},
+        alternatives={"q": [["b"]]},
+    )
+
+
+def test_truncate_keeps_the_top_k_and_slices_the_curves(inst):
+    cut = truncate(inst, 2)
+    assert cut.n.tolist() == [2, 2, 2] and cut.N == 2
+    assert cut.tools.tolist() == [["a", "b"], ["d", "b"], ["c", "d"]]
+    np.testing.assert_array_equal(cut.costs, [[1.0, 2.0], [4.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(cut.scores, inst.scores[:, :2])
+    np.testing.assert_array_equal(cut.tool_ids, inst.tool_ids[:, :2])
+    assert cut.member.tolist() == [[True, False], [False, True], [False, True]]
+    # q stays sufficient through its alternative {b}; s loses a (position 3) and is never sufficient.
+    assert cut.success.tolist() == [[False, False, True], [False, False, True], [False, False, False]]
+    # Partial keeps the original |G_x|: s has half of G_x listed.
+    np.testing.assert_allclose(cut.partial, [[0.0, 0.5, 0.5], [0.0, 0.0, 1.0], [0.0, 0.0, 0.5]])
+    assert cut.vocab == inst.vocab and cut.task_ids.tolist() == ["q", "r", "s"]
+
+
+def test_truncate_leaves_shorter_lists_alone(inst):
+    cut = truncate(inst, 3)
+    assert cut.n.tolist() == [3, 2, 3] and cut.N == 3
+    assert cut.tools[1].tolist() == ["d", "b", ""]
+    np.testing.assert_array_equal(cut.success[1], inst.success[1, :4])
+    np.testing.assert_array_equal(cut.partial[0], [0.0, 0.5, 0.5, 1.0])
+    assert inst.n.tolist() == [4, 2, 3] and inst.N == 4  # the input is not modified
+
+
+@pytest.mark.parametrize("top_k", [None, 4, 50])
+def test_truncate_at_or_beyond_the_longest_list_changes_nothing(inst, top_k):
+    cut = truncate(inst, top_k)
+    for name in ("tools", "scores", "costs", "member", "success", "partial", "n", "tool_ids"):
+        np.testing.assert_array_equal(getattr(cut, name), getattr(inst, name))
+
+
+@pytest.mark.parametrize("top_k", [0, -3, 2.5, True, "5"])
+def test_truncate_names_the_setting_when_top_k_is_not_a_positive_integer(inst, top_k):
+    with pytest.raises(ValueError, match="candidates.top_k"):
+        truncate(inst, top_k)

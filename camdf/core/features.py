@@ -81,10 +81,19 @@ def expected_partial_curve(p: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return np.where(total > 0, cum / np.where(total > 0, total, 1.0), 1.0)
 
 
-def plugin_payoffs(inst: Instances, p: np.ndarray, lam: float, kind: str = "exact") -> np.ndarray:
-    """Estimated prefix payoffs from membership probabilities, (T, N + 1), -inf beyond n."""
+def plugin_payoffs(
+    inst: Instances, p: np.ndarray, lam: float, kind: str = "exact", coverage: float = 1.0
+) -> np.ndarray:
+    """Estimated prefix payoffs from membership probabilities, (T, N + 1), -inf beyond n.
+
+    ``U_hat[i, t] = q * V_hat[i, t] - lam * C(A_t)``, with V_hat the
+    :func:`sufficiency_curve` (exact) or :func:`expected_partial_curve` (partial) of the
+    listed tools and q the ``coverage``: the estimated P(the full list is sufficient)
+    (exact) or expected listed share of G_x (partial). The curves assume all of G_x
+    is listed, so q = 1 (the default) when the candidates are not truncated.
+    """
     value = sufficiency_curve(p, inst.valid) if kind == "exact" else expected_partial_curve(p, inst.valid)
-    u = value - lam * cumulative_costs(inst.costs)
+    u = coverage * value - lam * cumulative_costs(inst.costs)
     return np.where(inst.valid_depth, u, -np.inf)
 
 

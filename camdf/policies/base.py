@@ -95,9 +95,9 @@ class StoppingRule(BaseEstimator):
 
     A rule that learns (a tuned k or threshold, a model) must be fitted before it
     decides, else :class:`sklearn.exceptions.NotFittedError`. A rule with nothing to
-    learn (``requires_fit = False``: full, none, plug-in argmax, marginal rule, best
-    prefix) decides without fit, and its ``fit`` does nothing; this is scikit-learn's
-    ``requires_fit`` tag, so ``check_is_fitted`` accepts it unfitted.
+    learn (``requires_fit = False``: full, none, best prefix) decides without fit, and
+    its ``fit`` does nothing; this is scikit-learn's ``requires_fit`` tag, so
+    ``check_is_fitted`` accepts it unfitted.
     """
 
     #: Whether the rule must be fitted before it decides.

@@ -3,8 +3,10 @@ predicted membership and predicted sufficiency, plug-in argmax and the marginal 
 
 Every threshold or k is tuned on the training batch to maximise mean training
 payoff at the cell's lambda and d (ties go to the first candidate, so tuning is
-deterministic). Full, none, plug-in argmax, the marginal rule and the best prefix
-learn nothing and decide without fit.
+deterministic). Plug-in argmax and the marginal rule learn one number, the list
+coverage (:func:`list_coverage`: how often the full candidate list is sufficient on
+the training tasks; below 1 when candidates are truncated and G_x falls off the
+list). Full, none and the best prefix learn nothing and decide without fit.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from camdf.core.features import plugin_payoffs
+from camdf.core.features import expected_partial_curve, plugin_payoffs
+from camdf.core.instances import Instances
+from camdf.core.payoff import at_depth
 from camdf.policies.base import StateBatch, StoppingRule, candidate_thresholds, first_crossing_depths
 
 
@@ -119,23 +123,95 @@ def sufficiency_threshold() -> ThresholdRule:
     return ThresholdRule("p_suff", stop_below=False)
 
 
-class PluginArgmax(StoppingRule):
-    """Predict-then-optimise: the depth maximising estimated P(sufficient) - lambda * C(A_t)."""
+def list_coverage(inst: Instances, kind: str) -> float:
+    """Estimated coverage q of the candidate lists, from tasks with their true curves.
 
-    requires_fit = False
+    exact: the share of tasks whose full list is sufficient, mean_i success[i, n_i];
+    partial: the mean listed share of G_x, mean_i partial[i, n_i]. ``Instances``
+    carries only the listed required tools, so |G_x| enters through ``partial``, whose
+    denominator counts required tools cut off the list (see
+    :func:`camdf.core.instances.truncate`). q = 1 when every G_x is listed. The rules
+    fit q on their training batch's kind (its labels, e.g. partial under
+    ``label_source: partial``).
+    """
+    if inst.T == 0:
+        raise ValueError("batch.inst: no training tasks to estimate the list coverage from")
+    curve = inst.success.astype(float) if kind == "exact" else inst.partial
+    return float(at_depth(curve, inst.n).mean())
+
+
+class PluginArgmax(StoppingRule):
+    """Predict-then-optimise: the depth maximising q * P_hat(sufficient at t) - lambda * C(A_t).
+
+    P_hat is the plug-in sufficiency (or expected partial value) of the listed tools,
+    which assumes all of G_x is listed; q (``coverage_``, :func:`list_coverage`) scales
+    it by how often the full list is sufficient on the training tasks, so that under
+    candidate truncation the rule does not pay for tools that cannot complete G_x.
+
+    Attributes
+    ----------
+    coverage_ : float
+        q in [0, 1], fitted on the training batch (1 when no G_x lies outside its list).
+    """
+
+    def fit(self, batch: StateBatch) -> "PluginArgmax":
+        self.coverage_ = list_coverage(batch.inst, batch.kind)
+        return self
 
     def decide(self, batch: StateBatch) -> np.ndarray:
-        return np.argmax(plugin_payoffs(batch.inst, batch.p, batch.lam, batch.kind), axis=1)
+        check_is_fitted(self)
+        u = plugin_payoffs(batch.inst, batch.p, batch.lam, batch.kind, coverage=self.coverage_)
+        return np.argmax(u, axis=1)
+
+    def tuned_parameters(self) -> dict[str, object]:
+        check_is_fitted(self)
+        return {"coverage": self.coverage_}
 
 
 class MarginalRule(StoppingRule):
-    """Continue while the estimated gain in P(sufficient) is at least lambda * cost of the next tool."""
+    """Continue while the estimated gain in P(sufficient) from the next tool is at least lambda * its cost.
 
-    requires_fit = False
+    The gain of the tool at position t is measured against the complete list: the
+    loss in estimated P(sufficient) if t alone were dropped from it. Under the
+    independent memberships of the plug-in, P_hat(suff | A) = prod_{j not in A} (1 - p_j),
+    so with every other tool included that loss is ``p_t``, scaled by the coverage q:
+
+        gain_t = q * p_t  (exact),    gain_t = q * p_t / sum_j p_j  (partial)
+
+    (the partial value is additive, so there its gain is the same from any prefix).
+    The rule stops at the first t with ``gain_t < lambda * c_t`` and exposes the
+    prefix before it. The gain of the next tool from the current prefix,
+    P_hat(suff | A_{t+1}) - P_hat(suff | A_t), is not used: for a G_x of several tools
+    it is near 0 until the prefix nearly covers G_x, so that rule stopped at depth 0
+    everywhere.
+
+    First failure rather than the last passing position: the rule is the myopic
+    "continue while" rule of its definition, one decision per depth, never paying for
+    a tool whose own gain is below its cost in the hope of a better one after it (that
+    look-ahead is what :class:`PluginArgmax` does over the whole curve).
+
+    Attributes
+    ----------
+    coverage_ : float
+        q in [0, 1] (:func:`list_coverage`).
+    """
+
+    def fit(self, batch: StateBatch) -> "MarginalRule":
+        self.coverage_ = list_coverage(batch.inst, batch.kind)
+        return self
 
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
-        gain = batch.feats["p_suff_next"] - batch.feats["p_suff"]
-        return gain < batch.feats["lam_cost"]
+        check_is_fitted(self)
+        valid = batch.inst.valid
+        if batch.kind == "exact":
+            gain = np.where(valid, np.clip(batch.p, 0.0, 1.0), 0.0)
+        else:
+            gain = np.diff(expected_partial_curve(batch.p, valid), axis=1)
+        return self.coverage_ * gain < batch.lam * batch.inst.costs
+
+    def tuned_parameters(self) -> dict[str, object]:
+        check_is_fitted(self)
+        return {"coverage": self.coverage_}
 
 
 class BestPrefix(StoppingRule):

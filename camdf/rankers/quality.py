@@ -1,4 +1,4 @@
-"""Ranking quality against G_x: recall@k, nDCG@10, MRR and the share with G_x in the top 3.
+"""Ranking quality against G_x: recall@k, nDCG@10, MRR and the shares with G_x in the top 3, 10, 20 and list.
 
 Per task (binary relevance: rel = tool in G_x; ranks within the task's candidates):
 
@@ -6,6 +6,9 @@ Per task (binary relevance: rel = tool in G_x; ranks within the task's candidate
 - nDCG@10 = sum_{rel, rank <= 10} 1 / log2(rank + 1)  /  sum_{i=1}^{min(|G_x|, 10)} 1 / log2(i + 1)
 - MRR = 1 / (rank of the best-ranked tool of G_x)
 - all_in_top3 = 1[G_x lies in the top 3]
+- coverage@10, coverage@20 = 1[G_x lies in the top 10, 20] (the share of tasks a
+  stopping rule can still make sufficient when candidates are cut to the top K)
+- coverage = 1[G_x lies in the task's candidate list]
 
 Means are over evaluated tasks (fold >= 0) with a non-empty G_x; tasks with an
 empty G_x have nothing to retrieve and are left out of the means and counted in
@@ -20,7 +23,7 @@ import pandas as pd
 from camdf.common.markdown import markdown_table
 from camdf.data.model import Domain
 
-METRICS = ["recall@1", "recall@3", "recall@5", "ndcg@10", "mrr", "all_in_top3"]
+METRICS = ["recall@1", "recall@3", "recall@5", "ndcg@10", "mrr", "all_in_top3", "coverage@10", "coverage@20", "coverage"]
 
 
 def per_task_quality(scores: pd.DataFrame, domain: Domain) -> pd.DataFrame:
@@ -40,12 +43,16 @@ def per_task_quality(scores: pd.DataFrame, domain: Domain) -> pd.DataFrame:
             "hit1": rel & (rank <= 1),
             "hit3": rel & (rank <= 3),
             "hit5": rel & (rank <= 5),
+            "hit10": rel & (rank <= 10),
+            "hit20": rel & (rank <= 20),
+            "hit": rel,
             "dcg": np.where(rel & (rank <= 10), 1.0 / np.log2(rank + 1.0), 0.0),
             "first": np.where(rel, rank, np.inf),
         }
     )
     agg = frame.groupby("task_id", sort=False).agg(
-        hit1=("hit1", "sum"), hit3=("hit3", "sum"), hit5=("hit5", "sum"), dcg=("dcg", "sum"), first=("first", "min")
+        hit1=("hit1", "sum"), hit3=("hit3", "sum"), hit5=("hit5", "sum"), hit10=("hit10", "sum"),
+        hit20=("hit20", "sum"), hit=("hit", "sum"), dcg=("dcg", "sum"), first=("first", "min"),
     )
     order = [t.id for t in domain.tasks if t.id in agg.index]
     agg = agg.loc[order]
@@ -61,6 +68,9 @@ def per_task_quality(scores: pd.DataFrame, domain: Domain) -> pd.DataFrame:
                 "ndcg@10": agg["dcg"] / idcg,
                 "mrr": 1.0 / agg["first"],
                 "all_in_top3": (agg["hit3"] == n_req).astype(np.float64),
+                "coverage@10": (agg["hit10"] == n_req).astype(np.float64),
+                "coverage@20": (agg["hit20"] == n_req).astype(np.float64),
+                "coverage": (agg["hit"] == n_req).astype(np.float64),
             },
             index=agg.index,
         )
@@ -99,6 +109,7 @@ def ranking_quality(scores: pd.DataFrame, domain: Domain) -> dict[str, float | i
 HEADERS = {
     "recall@1": "R@1", "recall@3": "R@3", "recall@5": "R@5",
     "ndcg@10": "nDCG@10", "mrr": "MRR", "all_in_top3": "G_x in top 3",
+    "coverage@10": "G_x in top 10", "coverage@20": "G_x in top 20", "coverage": "G_x listed",
 }
 
 
@@ -110,14 +121,16 @@ def quality_table(rows: pd.DataFrame, digits: int = 3) -> str:
     rows : DataFrame
         Columns ``domain``, ``scorer``, the :data:`METRICS`, ``n_tasks`` and
         ``n_empty_excluded`` (e.g. from :func:`camdf.pipeline.scores_stage.gather_quality`).
+        A metric missing from ``rows`` (a record written before it existed) is left out.
     """
-    head = ["domain", "scorer", *HEADERS.values(), "tasks (empty G_x left out)"]
+    metrics = [m for m in METRICS if m in rows.columns]
+    head = ["domain", "scorer", *(HEADERS[m] for m in metrics), "tasks (empty G_x left out)"]
     body = []
     for dom, group in rows.groupby("domain", sort=False):
-        best = {m: f"{group[m].max():.{digits}f}" for m in METRICS}
+        best = {m: f"{group[m].max():.{digits}f}" for m in metrics}
         for _, r in group.iterrows():
             cells = []
-            for m in METRICS:
+            for m in metrics:
                 cell = f"{r[m]:.{digits}f}"
                 cells.append(f"**{cell}**" if cell == best[m] and len(group) > 1 else cell)
             body.append([dom, r["scorer"], *cells, f"{int(r['n_tasks'])} ({int(r['n_empty_excluded'])})"])

@@ -75,7 +75,8 @@ def test_scores_entry_point_multirun_prints_the_quality_table(root, tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     table = lines[lines.index("| domain | scorer | R@1 | R@3 | R@5 | nDCG@10 | MRR | G_x in top 3 | "
-                              "tasks (empty G_x left out) |", len(lines) - 4):]
+                              "G_x in top 10 | G_x in top 20 | G_x listed | tasks (empty G_x left out) |",
+                              len(lines) - 4):]
     assert [row.split(" | ")[1] for row in table[2:]] == ["bm25", "prior"]
     assert "user_example/bm25: scored" in proc.stdout
     again = subprocess.run(cmd, cwd=root, capture_output=True, text=True)

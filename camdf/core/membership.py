@@ -9,13 +9,17 @@ so that the features a stopper trains on are as noisy as the ones it meets at te
 
 from __future__ import annotations
 
+import hashlib
+import io
 import math
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.linear_model import LogisticRegression
 
+from camdf.common.files import write_atomic
 from camdf.core.features import normalised_scores
 from camdf.core.instances import Instances
 
@@ -133,3 +137,43 @@ def cross_fit(
         model = MembershipModel(C).fit(inst.subset(~te), member[~te])
         p[te] = model.predict_proba(inst.subset(te))
     return p
+
+
+def fold_probabilities(
+    inst: Instances, member: np.ndarray, fold_list: list[int], inner_folds: int = 5, random_state: int = 0,
+    cache_dir: str | Path | None = None,
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Every evaluated fold's membership probabilities: ``f -> (p_test, p_train)``.
+
+    ``p_test`` (tasks of fold f) comes from a model fitted on the other tasks with labels
+    ``member``; ``p_train`` are the out-of-fold probabilities inside those training tasks
+    (:func:`cross_fit`, seeded ``random_state + f``). They depend on the rankings, the
+    labels and the folds, not on costs or lambda, so a lambda x d grid shares them: with
+    ``cache_dir`` they are kept in ``<cache_dir>/membership/<key>.npz``, keyed by the
+    content of every input and the source of this module.
+    """
+    path = None
+    if cache_dir is not None:
+        h = hashlib.sha256()
+        for a in (inst.scores, inst.tool_ids, inst.n, inst.folds, member):
+            a = np.ascontiguousarray(a)
+            h.update(str((a.dtype.str, a.shape)).encode())
+            h.update(a.tobytes())
+        h.update(repr((sorted(fold_list), inner_folds, random_state, len(inst.vocab))).encode())
+        h.update(Path(__file__).read_bytes())
+        path = Path(cache_dir, "membership", h.hexdigest()[:32] + ".npz")
+        if path.is_file():
+            with np.load(path) as z:
+                return {f: (z[f"te{f}"], z[f"tr{f}"]) for f in fold_list}
+    out = {}
+    for f in fold_list:
+        te = inst.folds == f
+        tr_inst = inst.subset(~te)
+        p_te = MembershipModel().fit(tr_inst, member[~te]).predict_proba(inst.subset(te))
+        p_tr = cross_fit(tr_inst, member[~te], n_folds=inner_folds, random_state=random_state + f)
+        out[f] = (p_te, p_tr)
+    if path is not None:
+        buf = io.BytesIO()
+        np.savez(buf, **{f"te{f}": p for f, (p, _) in out.items()}, **{f"tr{f}": p for f, (_, p) in out.items()})
+        write_atomic(path, buf.getvalue())
+    return out

@@ -24,9 +24,49 @@ from camdf.evaluation.stats import (
 REFERENCE = "camdf"
 
 
+#: Outcome columns averaged over the repeats of a cell (the per-task means every statistic reads).
+MEAN_COLUMNS = ("payoff", "success", "success_partial", "n_exposed", "cost", "covers_g", "verified")
+
+
 def wide(outcomes: pd.DataFrame, column: str) -> pd.DataFrame:
     """(task x method) table of one outcome column, tasks sorted by id."""
     return outcomes.pivot(index="task_id", columns="method", values=column).sort_index()
+
+
+def per_task_means(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """Each method's per-task mean over the repeats (``repeat`` column) of a cell.
+
+    With one repeat (or no ``repeat`` column) the outcomes come back unchanged, binary
+    success columns stay boolean; with R > 1 success becomes the share of repeats in
+    which the task succeeded.
+    """
+    if "repeat" not in outcomes or outcomes["repeat"].nunique() <= 1:
+        return outcomes.drop(columns=["repeat"], errors="ignore")
+    cols = [c for c in MEAN_COLUMNS if c in outcomes]
+    frame = outcomes[["task_id", "method", *cols]].astype({c: float for c in cols})
+    return frame.groupby(["task_id", "method"], sort=True, as_index=False)[cols].mean()
+
+
+def repeat_spread(outcomes: pd.DataFrame) -> dict[str, float]:
+    """``method/payoff_repeat_min|max``: the range of each method's mean payoff over the repeats."""
+    if "repeat" not in outcomes:
+        return {}
+    means = outcomes.groupby(["method", "repeat"])["payoff"].mean().unstack("repeat")
+    out = {}
+    for m, row in means.iterrows():
+        out[f"{m}/payoff_repeat_min"] = float(row.min())
+        out[f"{m}/payoff_repeat_max"] = float(row.max())
+    out["cell/n_repeats"] = float(outcomes["repeat"].nunique())
+    return out
+
+
+def paired_success_p(a: np.ndarray, b: np.ndarray, n_resamples: int, random_state: int) -> float:
+    """p of a paired test of success: exact McNemar on binary outcomes, the sign-flip test on
+    per-task success shares (the per-task means over repeats), where McNemar does not apply."""
+    binary = np.isin(a, (0.0, 1.0)).all() and np.isin(b, (0.0, 1.0)).all()
+    if binary:
+        return mcnemar_exact(a, b).pvalue
+    return sign_flip_test(a, b, n_resamples=n_resamples, random_state=random_state).pvalue
 
 
 def summarize_cell(
@@ -41,7 +81,10 @@ def summarize_cell(
     Parameters
     ----------
     outcomes : DataFrame
-        One row per (task, method), as returned by :func:`camdf.evaluation.cell.evaluate_cell`.
+        One row per (task, method), as returned by :func:`camdf.evaluation.cell.evaluate_cell`,
+        or per (task, method, repeat) with a ``repeat`` column: every statistic then reads the
+        per-task means over the repeats (:func:`per_task_means`), so the bootstrap resamples
+        tasks, and ``method/payoff_repeat_min|max`` give the spread of the repeat means.
     reference : str
         The method others are compared to (CAM-DF); skipped if absent.
     n_resamples : int
@@ -57,6 +100,8 @@ def summarize_cell(
     table : DataFrame
         One row per method with the same figures.
     """
+    spread = repeat_spread(outcomes)
+    raw, outcomes = outcomes, per_task_means(outcomes)
     payoff, success = wide(outcomes, "payoff"), wide(outcomes, "success").astype(float)
     n_exposed, cost = wide(outcomes, "n_exposed"), wide(outcomes, "cost")
     partial = wide(outcomes, "success_partial")
@@ -101,11 +146,11 @@ def summarize_cell(
         for m in methods:
             if m == "full":
                 continue
-            mc = mcnemar_exact(success[m].to_numpy(), success["full"].to_numpy())
+            p = paired_success_p(success[m].to_numpy(), success["full"].to_numpy(), n_resamples, random_state)
             tost = tost_paired(success[m].to_numpy(), success["full"].to_numpy(), delta=delta)
             rows[m].update(
                 {
-                    "mcnemar_p_vs_full": mc.pvalue,
+                    "success_p_vs_full": p,
                     "tost_p_vs_full": tost.p_lower,
                     "noninferior_vs_full": float(tost.noninferior),
                 }
@@ -115,17 +160,19 @@ def summarize_cell(
         for m in methods:
             rows[m]["verified_success"] = verified[m].mean()
             if "full" in methods and m != "full":
-                mc = mcnemar_exact(verified[m].to_numpy(), verified["full"].to_numpy())
+                p = paired_success_p(verified[m].to_numpy(), verified["full"].to_numpy(), n_resamples,
+                                     random_state)
                 tost = tost_paired(verified[m].to_numpy(), verified["full"].to_numpy(), delta=delta)
-                rows[m].update({"verified_mcnemar_p_vs_full": mc.pvalue, "verified_tost_p_vs_full": tost.p_lower,
+                rows[m].update({"verified_success_p_vs_full": p, "verified_tost_p_vs_full": tost.p_lower,
                                 "verified_noninferior_vs_full": float(tost.noninferior),
                                 "verified_diff_vs_full": float(tost.diff)})
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "method"
-    metrics = {f"{m}/{k}": float(v) for m, r in rows.items() for k, v in r.items() if pd.notna(v)}
+    metrics = {f"{m}/{k}": float(v) for m, r in rows.items() for k, v in r.items() if pd.notna(v)} | spread
     if "verified" in outcomes:
         # Agreement of the G_x proxy with verified sufficiency over every set any method exposed.
-        proxy, ver = outcomes["success"].astype(bool), outcomes["verified"].astype(bool)
+        # Counted over every (task, method, repeat) decision.
+        proxy, ver = raw["success"].astype(bool), raw["verified"].astype(bool)
         metrics.update({"agreement/both": float((proxy & ver).sum()), "agreement/proxy_only": float((proxy & ~ver).sum()),
                         "agreement/verified_only": float((~proxy & ver).sum()),
                         "agreement/neither": float((~proxy & ~ver).sum())})

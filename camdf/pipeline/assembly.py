@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from camdf.core.folds import assign_folds
@@ -54,27 +55,55 @@ def required_sets(domain: Domain, label_source: str) -> tuple[dict, dict]:
     return req, alts
 
 
-def cell_instances(cfg: dict[str, Any], paths: Paths) -> tuple[Instances, Domain, pd.Series, pd.DataFrame]:
-    """Load the domain, score it, price it and pad it into :class:`Instances`."""
+def cell_costs(cfg: dict[str, Any], domain: Domain, paths: Paths) -> pd.Series:
+    """The catalog's costs c_j(d) under the config's cost regime (before any list-cost normalisation)."""
     from camdf.costs.regimes import costs as cost_model
-    from camdf.rankers import score_domain
 
-    domain = load_domain(cfg, paths.data_dir)
-    seed = int(cfg["seed"])
-    folds_cfg = cfg["folds"]
-    folds = assign_folds(
-        [t.id for t in domain.tasks], [t.split for t in domain.tasks],
-        n_folds=int(folds_cfg["n_folds"]), protocol=folds_cfg["protocol"], random_state=seed,
-    )
-    scorer = cfg["scorer"]
-    scores = score_domain(domain, scorer["name"], folds, cache_dir=paths.cache_dir, random_state=seed,
-                          **dict(scorer.get("params") or {}))
     cost = cfg["cost"]
     params = dict(cost.get("params") or {})
     if cost["regime"] == "execution":
         params.setdefault("cache_dir", str(paths.cache_dir))
         params.setdefault("environment", cfg["domain"].get("environment", domain.name))
-    c = cost_model(domain, cost["regime"], float(cost["d"]), random_state=int(cost.get("random_state", 0)), **params)
+    return cost_model(domain, cost["regime"], float(cost["d"]), random_state=int(cost.get("random_state", 0)), **params)
+
+
+def cell_folds(cfg: dict[str, Any], domain: Domain, repeat: int = 0) -> np.ndarray:
+    """Fold of every task for one repeat: ``folds.protocol`` seeded ``seed + repeat`` (repeat 0: the seed itself)."""
+    folds_cfg = cfg["folds"]
+    protocol = folds_cfg["protocol"]
+    extra = {"groups": [t.group for t in domain.tasks]} if protocol == "group" else {}
+    return assign_folds(
+        [t.id for t in domain.tasks], [t.split for t in domain.tasks],
+        n_folds=int(folds_cfg["n_folds"]), protocol=protocol, random_state=int(cfg["seed"]) + repeat, **extra,
+    )
+
+
+def cell_instances(
+    cfg: dict[str, Any], paths: Paths, repeat: int = 0, domain: Domain | None = None,
+    catalog_costs: pd.Series | None = None,
+) -> tuple[Instances, Domain, pd.Series, pd.DataFrame]:
+    """Load the domain, score it, price it and pad it into :class:`Instances` (one repeat's folds).
+
+    ``candidates.top_k`` (when set) keeps each task's top-k ranked candidates; ``list_cost``
+    (when set) scales every cost so that the domain's mean candidate list costs ``list_cost``
+    (7.0: what retail's seven tools cost at mean cost 1), which makes lambda the same pressure
+    in catalogs of different size. Returns the costs actually used.
+    """
+    from camdf.core.instances import truncate
+    from camdf.rankers import score_domain
+
+    domain = domain if domain is not None else load_domain(cfg, paths.data_dir)
+    folds = cell_folds(cfg, domain, repeat)
+    scorer = cfg["scorer"]
+    scores = score_domain(domain, scorer["name"], folds, cache_dir=paths.cache_dir,
+                          random_state=int(cfg["seed"]) + repeat, **dict(scorer.get("params") or {}))
+    c = catalog_costs if catalog_costs is not None else cell_costs(cfg, domain, paths)
     req, alts = required_sets(domain, cfg.get("label_source", "data"))
     inst = build_instances(scores, req, c, alternatives=alts, texts={t.id: t.text for t in domain.tasks})
+    inst = truncate(inst, (cfg.get("candidates") or {}).get("top_k"))
+    list_cost = cfg.get("list_cost")
+    if list_cost is not None:
+        scale = float(list_cost) / float(inst.costs.sum(axis=1).mean())
+        c = c * scale
+        inst = replace(inst, costs=inst.costs * scale)
     return inst, domain, c, scores

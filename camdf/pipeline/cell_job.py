@@ -9,6 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from camdf.common.files import parquet_bytes
 from camdf.evaluation.cell import evaluate_cell
 from camdf.evaluation.summary import summarize_cell
@@ -18,54 +21,96 @@ from camdf.pipeline.identity import cell_key, cell_name
 from camdf.reporting.figures import payoff_vs_tools_png
 
 
-def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[str, bytes]]:
-    """Evaluate one cell.
+def run_cell(cfg: dict[str, Any], paths: Paths, progress=None) -> tuple[dict[str, float], dict[str, bytes]]:
+    """Evaluate one cell over its ``folds.repeats`` repeated cross-fits.
+
+    Repeat r assigns folds (and seeds the rankers and models) with ``seed + r``, so every
+    task gets one out-of-fold decision per repeat; the statistics read each method's per-task
+    mean over the repeats (:func:`camdf.evaluation.summary.summarize_cell`).
 
     Returns
     -------
     metrics : dict
-        ``method/metric -> value`` (payoff mean and CI, success, tools, cost,
-        difference to CAM-DF with CI and Holm p, McNemar/TOST against full access).
+        ``method/metric -> value`` (payoff mean and CI, spread over the repeats, success,
+        tools, cost, difference to CAM-DF with CI and Holm p, paired test/TOST against full
+        access, share of the headroom) and ``cell/...`` (tasks, repeats, headroom, degenerate).
     artifacts : dict
-        ``relative path -> bytes``: ``outcomes.parquet`` (per task and method),
-        ``summary.csv``, ``costs.csv``, ``lite_coefficients.csv``, ``tuned.csv``,
-        ``figures/payoff_vs_tools.png``.
+        ``relative path -> bytes``: ``outcomes.parquet`` (per task, method and repeat),
+        ``repeats.csv`` (each method's mean per repeat), ``summary.csv``, ``costs.csv``,
+        ``lite_coefficients.csv``, ``tuned.csv``, ``figures/payoff_vs_tools.png``.
     """
+    from camdf.pipeline.assembly import cell_costs, load_domain
     from camdf.rankers import ranking_quality
 
-    inst, domain, costs, scores = cell_instances(cfg, paths)
     seed = int(cfg["seed"])
-    result = evaluate_cell(
-        inst, float(cfg["cost"]["lam"]), list(cfg["method"]["names"]), kind=cfg["payoff"],
-        random_state=seed, label_noise=float(cfg.get("label_noise", 0.0)),
-        train_kind="partial" if cfg.get("label_source") == "partial" else None,
-        lam_grid=cfg.get("lambda_grid"),
-    )
-    verified = verified_curves(domain, inst)
-    if verified is not None:
-        result.outcomes["verified"] = verified_outcomes(result.outcomes, inst, verified, domain)
+    repeats = int(cfg["folds"].get("repeats", 1))
+    domain = load_domain(cfg, paths.data_dir)
+    catalog_costs = cell_costs(cfg, domain, paths)
+    outcomes, bounds, tuned, coefs, quality = [], [], [], [], []
+    for r in range(repeats):
+        inst, domain, costs, scores = cell_instances(cfg, paths, repeat=r, domain=domain, catalog_costs=catalog_costs)
+        result = evaluate_cell(
+            inst, float(cfg["cost"]["lam"]), list(cfg["method"]["names"]), kind=cfg["payoff"],
+            random_state=seed + r, label_noise=float(cfg.get("label_noise", 0.0)),
+            train_kind="partial" if cfg.get("label_source") == "partial" else None,
+            lam_grid=cfg.get("lambda_grid"), membership_cache=str(paths.cache_dir),
+        )
+        verified = verified_curves(domain, inst)
+        if verified is not None:
+            result.outcomes["verified"] = verified_outcomes(result.outcomes, inst, verified, domain)
+        outcomes.append(result.outcomes.assign(repeat=r))
+        bounds.append(result.prefix_bounds.assign(repeat=r))
+        tuned.append(result.tuned.assign(repeat=r))
+        if not result.lite_coefficients.empty:
+            coefs.append(result.lite_coefficients.assign(repeat=r))
+        quality.append(ranking_quality(scores, domain))
+        if progress is not None:
+            progress(r + 1, repeats)
+    outcomes = pd.concat(outcomes, ignore_index=True)
     stats = cfg["stats"]
-    metrics, table = summarize_cell(result.outcomes, n_resamples=int(stats["n_resamples"]),
+    metrics, table = summarize_cell(outcomes, n_resamples=int(stats["n_resamples"]),
                                     delta=float(stats["delta"]), random_state=seed)
-    metrics["cell/n_tasks"] = float(result.outcomes["task_id"].nunique())
+    metrics.update(headroom_metrics(pd.concat(bounds, ignore_index=True), table))
+    metrics["cell/n_tasks"] = float(outcomes["task_id"].nunique())
     metrics["cell/n_candidates_mean"] = float(inst.n.mean())
     metrics["cell/cost_cv"] = float(costs.std(ddof=0) / costs.mean())
-    quality = ranking_quality(scores, domain)
+    metrics["cell/list_cost_mean"] = float(inst.costs.sum(axis=1).mean())
+    # Ranking quality averaged over the repeats (the supervised ranker is refitted per repeat's folds).
     # MLflow metric names may not hold "@": recall@3 is logged as ranking/recall_at_3.
-    metrics.update(
-        {f"ranking/{k.replace('@', '_at_')}": float(v) for k, v in quality.items() if isinstance(v, (int, float))}
-    )
+    keys = [k for k, v in quality[0].items() if isinstance(v, (int, float))]
+    metrics.update({f"ranking/{k.replace('@', '_at_')}": float(np.mean([q[k] for q in quality])) for k in keys})
+    per_repeat = outcomes.groupby(["repeat", "method"])[["payoff", "success", "n_exposed", "cost"]].mean()
     artifacts = {
-        "outcomes.parquet": parquet_bytes(result.outcomes),
+        "outcomes.parquet": parquet_bytes(outcomes),
+        "repeats.csv": per_repeat.to_csv(float_format="%.6g").encode(),
         "summary.csv": table.to_csv(float_format="%.6g").encode(),
         "costs.csv": costs.rename("cost").to_csv(float_format="%.6g").encode(),
-        "tuned.csv": result.tuned.to_csv(index=False).encode(),
+        "tuned.csv": pd.concat(tuned, ignore_index=True).to_csv(index=False).encode(),
         "figures/payoff_vs_tools.png": payoff_vs_tools_png(table, f"{domain.name}: {cfg['scorer']['name']}, "
-                                                                 f"lambda={cfg['cost']['lam']}, d={cfg['cost']['d']}"),
+                                                                 f"lambda={cfg['cost']['lam']}, d={cfg['cost']['d']}, "
+                                                                 f"R={repeats}"),
     }
-    if not result.lite_coefficients.empty:
-        artifacts["lite_coefficients.csv"] = result.lite_coefficients.to_csv(index=False, float_format="%.6g").encode()
+    if coefs:
+        artifacts["lite_coefficients.csv"] = pd.concat(coefs, ignore_index=True).to_csv(
+            index=False, float_format="%.6g").encode()
     return metrics, artifacts
+
+
+#: Headroom below which a cell is degenerate: no stopping rule can gain much over the trivial ones.
+DEGENERATE_HEADROOM = 0.02
+
+
+def headroom_metrics(bounds: pd.DataFrame, table: pd.DataFrame) -> dict[str, float]:
+    """``cell/headroom`` = best prefix - max(full, none) (means over tasks and repeats), each method's
+    ``headroom_share`` = (method - max(full, none)) / headroom, and ``cell/degenerate`` (headroom < 0.02)."""
+    none, full, best = (float(bounds[c].mean()) for c in ("none", "full", "best"))
+    floor = max(full, none)
+    headroom = best - floor
+    out = {"cell/payoff_none": none, "cell/payoff_full": full, "cell/payoff_best_prefix": best,
+           "cell/headroom": headroom, "cell/degenerate": float(headroom < DEGENERATE_HEADROOM)}
+    if headroom > 0:
+        out.update({f"{m}/headroom_share": (float(v) - floor) / headroom for m, v in table["payoff_mean"].items()})
+    return out
 
 
 def run_tracked_cell(

@@ -10,7 +10,8 @@ from camdf.common.fingerprint import code_version, hash_json, hash_paths
 
 def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that defines a cell (what the cell key hashes)."""
-    keep = ("domain", "scorer", "cost", "method", "payoff", "seed", "label_noise", "folds", "stats", "label_source")
+    keep = ("domain", "scorer", "cost", "method", "payoff", "seed", "label_noise", "folds", "stats", "label_source",
+            "candidates", "list_cost")
     return {k: cfg[k] for k in keep if k in cfg}
 
 
@@ -60,4 +61,11 @@ def cell_name(cfg: dict[str, Any]) -> str:
         parts.append(f"eps={cfg['label_noise']}")
     if cfg.get("label_source", "data") != "data":
         parts.append(f"labels={cfg['label_source']}")
+    folds = cfg.get("folds") or {}
+    if folds.get("protocol", "kfold") != "kfold":
+        parts.append(f"folds={folds['protocol']}")
+    if (cfg.get("candidates") or {}).get("top_k") is not None:
+        parts.append(f"top{cfg['candidates']['top_k']}")
+    if cfg.get("list_cost") is not None:
+        parts.append(f"list_cost={cfg['list_cost']}")
     return "/".join(parts)

@@ -29,7 +29,7 @@ from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.policies import METHODS
 from camdf.rankers.scoring import SCORERS
 
-PROTOCOLS = ("kfold", "split")
+PROTOCOLS = ("kfold", "split", "group")
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "conf" / "experiment"
 
 
@@ -50,13 +50,14 @@ class Number:
     hi: float | None = None
     hi_open: bool = False
     integer: bool = False
+    lo_open: bool = False
 
     def expected(self) -> str:
         what = "an integer" if self.integer else "a finite number"
         if self.lo is not None and self.hi is not None:
-            return f"{what} in [{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+            return f"{what} in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
         if self.lo is not None:
-            return f"{what} >= {self.lo:g}"
+            return f"{what} {'>' if self.lo_open else '>='} {self.lo:g}"
         return what
 
     def __call__(self, key: str, value: Any) -> int | float:
@@ -64,7 +65,7 @@ class Number:
         if ok and self.integer:
             ok = float(value).is_integer()
         if ok and self.lo is not None:
-            ok = value >= self.lo
+            ok = value > self.lo if self.lo_open else value >= self.lo
         if ok and self.hi is not None:
             ok = value < self.hi if self.hi_open else value <= self.hi
         if not ok:
@@ -147,6 +148,9 @@ CELL = {
     "lambda_grid": ListOf(LAM),
     "folds.n_folds": Number(lo=2, integer=True),
     "folds.protocol": OneOf(PROTOCOLS),
+    "folds.repeats": Number(lo=1, integer=True),
+    "candidates.top_k": Optional(Number(lo=1, integer=True)),
+    "list_cost": Optional(Number(lo=0, lo_open=True)),
     "stats.n_resamples": Number(lo=100, integer=True),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
 }
@@ -158,7 +162,8 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "train": CELL | {"policy.method": OneOf(("camdf_lite", "camdf")), "policy.lam_grid": Optional(ListOf(LAM))},
     "tables": {
         "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(REGIMES), "main.lam": LAM,
-        "main.d": Number(lo=0), "main.seed": SEED, "experiments": ListOf(experiment_name),
+        "main.d": Number(lo=0), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
+        "experiments": ListOf(experiment_name),
         "cell_overrides": Optional(override_list),
         **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",
                                                           "ablation_methods")},

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from camdf.reporting.claims import claims
 from camdf.reporting.figures import figure_payoff_vs_tools, heatmap_png
 from camdf.reporting.findings import headlines
 from camdf.reporting.readme import results_markdown, update_readme
@@ -26,6 +27,8 @@ def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, b
     reports, figures, missing = [], {}, []
     builders = [
         ("table2", lambda: table2(runs, main)),
+        *[(f"table2_{s}", lambda s=s: table2(runs, main, s)) for s in main.get("table2_scorers", ())
+          if s != main["scorer"]],
         ("a18", lambda: a18(runs, main)),
         ("a19", lambda: a19(runs, main)),
         ("a20", lambda: a20(runs, main)),
@@ -35,6 +38,7 @@ def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, b
         ("a23", lambda: cross_domain(runs, main, "partial")),
         ("a24", lambda: a24(runs, main)),
         ("a25", lambda: a25(runs, main)),
+        ("claims", lambda: claims(runs, main)),
     ]
     for name, build in builders:
         try:

@@ -41,6 +41,6 @@ def headlines(runs: pd.DataFrame, main: dict) -> list[str]:
             out.append(f"A25: under execution-verified sufficiency, CAM-DF's success is "
                        f"{'' if yes else 'not '}shown non-inferior to full access at delta = 0.05 "
                        f"(success {r['m:camdf/verified_success']:.3f} vs {r['m:full/verified_success']:.3f}, "
-                       f"TOST p = {r['m:camdf/verified_tost_p_vs_full']:.4f}, McNemar p = "
-                       f"{r['m:camdf/verified_mcnemar_p_vs_full']:.4f}).")
+                       f"TOST p = {r['m:camdf/verified_tost_p_vs_full']:.4f}, paired p = "
+                       f"{r['m:camdf/verified_success_p_vs_full']:.4f}).")
     return out

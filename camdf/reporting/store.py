@@ -66,7 +66,7 @@ def main_params(main: dict) -> dict:
     """The :func:`select` params of the main cell described by the ``main`` config block."""
     return dict(domain__name=main["domain"], scorer__label=main["scorer"], cost__regime=main["regime"],
                 cost__lam=main["lam"], cost__d=main["d"], seed=main["seed"], payoff="exact",
-                label_noise=0.0, label_source="data")
+                label_noise=0.0, label_source="data", folds__protocol="kfold")
 
 
 def sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...], methods: str, missing: str,

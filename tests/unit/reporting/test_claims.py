@@ -1,0 +1,63 @@
+"""The claims table's verdict rules on hand-built store rows."""
+
+import pandas as pd
+
+from camdf.reporting.claims import FAILS, HOLDS, UNSURE, claim_a, claims
+
+MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
+        "methods": ["camdf", "camdf_lite", "full", "none", "best_prefix"],
+        "grid_methods": ["camdf", "predict_threshold", "score_per_cost", "full"], "noise_methods": ["camdf"]}
+
+
+def _row(key, methods, diffs, payoffs, **params):
+    """One FINISHED cell: ``diffs[m] = (method - camdf mean, lo, hi)`` as summarize_cell logs them."""
+    p = {"domain.name": "retail", "scorer.label": "bm25", "cost.regime": "schema_tokens", "cost.lam": "0.12",
+         "cost.d": "1.0", "seed": "0", "payoff": "exact", "label_noise": "0.0", "label_source": "data",
+         "folds.protocol": "kfold", "folds.n_folds": "5", "method.names": str(methods), "list_cost": "None",
+         "stats.delta": "0.05"}
+    p.update(params)
+    row = {"run_id": key, "start": len(key), "t:cell_key": key, **{f"p:{k}": v for k, v in p.items()}}
+    for m, v in payoffs.items():
+        row[f"m:{m}/payoff_mean"] = v
+    for m, (d, lo, hi) in diffs.items():
+        row.update({f"m:{m}/diff_vs_ref": d, f"m:{m}/diff_vs_ref_ci_low": lo, f"m:{m}/diff_vs_ref_ci_high": hi})
+    row["m:cell/degenerate"] = 0.0
+    return row
+
+
+def _main(camdf_vs_full):
+    d = camdf_vs_full
+    row = _row("main", MAIN["methods"], {"full": (-d[0], -d[2], -d[1]), "camdf_lite": (-0.01, -0.02, -0.005),
+                                         "none": (-0.3, -0.35, -0.25), "best_prefix": (0.1, 0.05, 0.15)},
+               {"camdf": 0.3, "camdf_lite": 0.29, "full": 0.3 - d[0], "none": 0.0, "best_prefix": 0.4})
+    row["m:camdf/fewer_tools_vs_full_pct"] = 40.0
+    return row
+
+
+def test_claim_a_holds_only_when_camdf_beats_every_deployable_method_with_ci():
+    win = pd.Series(_main((0.05, 0.02, 0.08)))
+    assert claim_a(win)[0] == HOLDS
+    assert claim_a(pd.Series(_main((0.05, -0.01, 0.08))))[0] == UNSURE
+    assert claim_a(pd.Series(_main((-0.05, -0.08, -0.02))))[0] == FAILS
+
+
+def test_table_has_a_row_per_claim_with_evidence_and_a_stated_rule():
+    main = _main((0.05, 0.02, 0.08))
+    main.update({"m:camdf/noninferior_vs_full": 1.0, "m:camdf/success": 0.8, "m:full/success": 0.82,
+                 "m:camdf/tost_p_vs_full": 0.01})
+    grid = []
+    for lam in ("0.12", "0.2"):
+        for d, ci in (("1.0", (0.02, 0.04)), ("0.0", (-0.01, 0.01))):
+            diffs = {m: (-(ci[0] + ci[1]) / 2, -ci[1], -ci[0]) for m in ("predict_threshold", "score_per_cost", "full")}
+            grid.append(_row(f"g{lam}{d}", MAIN["grid_methods"], diffs, {"camdf": 0.3, "predict_threshold": 0.27,
+                                                                           "score_per_cost": 0.28, "full": 0.2},
+                             **{"cost.lam": lam, "cost.d": d}))
+    report = claims(pd.DataFrame([main, *grid]), MAIN)
+    frame = report.frame
+    assert set(frame.index) >= {"a", "b", "c", "d", "e", "g"}
+    assert frame.loc["b", "verdict"] == HOLDS            # both d >= 1, lambda >= 0.12 cells favour CAM-DF
+    assert frame.loc["g", "verdict"] == FAILS            # only 2 of 4 grid cells favour CAM-DF: not more than half
+    assert frame.loc["c", "verdict"] == UNSURE           # at lambda 0.12: one cell above 0, one covering 0
+    assert frame.loc["d", "verdict"] == HOLDS            # 40% fewer tools, TOST non-inferior
+    assert frame.loc["e", "verdict"] == HOLDS            # lite keeps 0.04 of CAM-DF's 0.05 gain over full
+    assert "Rules:" in report.note

@@ -27,7 +27,7 @@ from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS, KINDS, Domain, Task, Tool
 CATALOG = "catalog.json"
 TASKS = "tasks.jsonl"
 TOOL_FIELDS = {"name", "description", "parameters", "kind", "cost"}
-TASK_FIELDS = {"id", "text", "required", "candidates", "alternatives", "split", "meta"}
+TASK_FIELDS = {"id", "text", "required", "candidates", "alternatives", "split", "group", "meta"}
 CATALOG_FIELDS = {"domain", "source", "tools"}
 DOMAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
@@ -220,6 +220,9 @@ def _read_tasks(
             split = raw.get("split")
             if split is not None and (not isinstance(split, str) or not split):
                 problems.append(f"{where}: {label}: field `split` must be a non-empty string, got {split!r}")
+            group = raw.get("group")
+            if group is not None and (not isinstance(group, str) or not group.strip()):
+                problems.append(f"{where}: {label}: field `group` must be a non-empty string, got {group!r}")
             meta = raw.get("meta", {})
             if not isinstance(meta, dict):
                 problems.append(f"{where}: {label}: field `meta` must be an object, got {type(meta).__name__}")
@@ -249,6 +252,7 @@ def _read_tasks(
                     alternatives=tuple(tuple(t for t in alt if t in acquirable) for alt in alternatives),
                     split=split,
                     meta=meta,
+                    group=group,
                 )
             )
     if not seen and not any(p.startswith(name) for p in problems):

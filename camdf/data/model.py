@@ -1,4 +1,4 @@
-"""The domain model: tools, tasks and a domain, as described in ``shared/task-format.md``.
+"""The domain model: tools, tasks and a domain, as described in ``docs/task-format.md``.
 
 Every built-in converter (tau2, BFCL) produces a :class:`Domain`, and a user's own
 folder is read into the same shape, so everything downstream sees one type.
@@ -51,7 +51,10 @@ class Task:
     """One task: the query text and its minimal required set G_x.
 
     ``candidates`` is None when the task may be offered every acquirable tool;
-    ``alternatives`` lists other sufficient sets besides ``required``.
+    ``alternatives`` lists other sufficient sets besides ``required``; tasks sharing
+    a ``group`` (one template: the same user, task family or generating path) are
+    never split across folds under ``folds.protocol: group``, and a task with no
+    group is a group of its own.
     """
 
     id: str
@@ -61,6 +64,7 @@ class Task:
     alternatives: tuple[tuple[str, ...], ...] = ()
     split: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    group: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "text": self.text, "required": list(self.required)}
@@ -70,6 +74,8 @@ class Task:
             out["alternatives"] = [list(a) for a in self.alternatives]
         if self.split is not None:
             out["split"] = self.split
+        if self.group is not None:
+            out["group"] = self.group
         if self.meta:
             out["meta"] = self.meta
         return out

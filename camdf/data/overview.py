@@ -11,8 +11,17 @@ from camdf.common.markdown import markdown_table
 from camdf.data.model import Domain
 
 
+def n_groups(domain: Domain) -> int:
+    """Distinct fold groups of ``domain``'s tasks; a task without a ``group`` counts as a group of its own."""
+    return len({t.group for t in domain.tasks if t.group is not None}) + sum(t.group is None for t in domain.tasks)
+
+
 def summarize(domain: Domain) -> dict[str, Any]:
-    """Machine-readable summary of a domain (the numbers the report shows)."""
+    """Machine-readable summary of a domain (the numbers the report shows).
+
+    ``n_groups`` counts the fold groups (:func:`n_groups`: ungrouped tasks are
+    singleton groups) and ``n_ungrouped`` the tasks without a ``group``.
+    """
     acq = domain.acquirable
     sizes = np.array([len(t.required) for t in domain.tasks], dtype=int)
     required_counts = Counter(name for t in domain.tasks for name in t.required)
@@ -21,6 +30,8 @@ def summarize(domain: Domain) -> dict[str, Any]:
         "domain": domain.name,
         "source": domain.source,
         "n_tasks": len(domain.tasks),
+        "n_groups": n_groups(domain),
+        "n_ungrouped": sum(t.group is None for t in domain.tasks),
         "splits": dict(sorted(Counter(t.split or "(none)" for t in domain.tasks).items())),
         "n_tools": len(domain.tools),
         "n_acquirable": len(acq),
@@ -47,6 +58,8 @@ def render_report(domain: Domain, summary: dict[str, Any], extra_sections: list[
         "",
         f"- tasks: {s['n_tasks']}",
         "- tasks per split: " + ", ".join(f"{k} {v}" for k, v in s["splits"].items()),
+        f"- fold groups (`folds.protocol: group`): {s['n_groups']}"
+        + (f" ({s['n_ungrouped']} tasks without a group, each its own)" if s["n_ungrouped"] else ""),
         f"- tools in catalog: {s['n_tools']}; acquirable: {s['n_acquirable']} "
         f"(kinds {', '.join(domain.acquirable_kinds)}"
         + (f"; never acquirable: {', '.join(domain.never_acquirable)}" if domain.never_acquirable else "")

@@ -110,7 +110,7 @@ def run_scores(
     folds = assign_folds(
         [t.id for t in domain.tasks], [t.split for t in domain.tasks],
         n_folds=folds_cfg.get("n_folds", 5), protocol=folds_cfg.get("protocol", "kfold"),
-        random_state=folds_cfg.get("random_state", 0),
+        random_state=folds_cfg.get("random_state", 0), groups=[t.group for t in domain.tasks],
     )
     frame = score_domain(domain, scorer, folds, cache_dir=Path(cache_dir), random_state=random_state, **params)
     record = {

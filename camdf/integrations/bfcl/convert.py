@@ -5,11 +5,19 @@ involve, named ``Class.function``, with the package's own function docs. Each
 task's ``candidates`` are the functions of its involved classes minus its
 excluded functions; ``required`` are the class-qualified functions of its ground
 truth. Every kind is acquirable (BFCL marks no read/write kinds: ``generic``).
+
+A task's fold group (``Task.group``, for ``folds.protocol: group``) is its
+``path``: the sequence of functions BFCL generated the task from
+(:func:`path_group`). Tasks with one path are one template, and the variants of a
+base question in the other multi-turn categories (``multi_turn_miss_func_12``
+and the rest of question 12) carry the same path as ``multi_turn_base_12``, so
+any mix of categories keeps a question and its variants in one fold.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib.metadata
 import importlib.resources
 import json
@@ -47,6 +55,11 @@ def _call_names(call: str, task_id: str) -> list[str]:
     if not names or None in names:
         raise ValueError(f"bfcl task {task_id}: ground-truth entry {call!r} is not a plain function call")
     return names
+
+
+def path_group(path: list[str]) -> str:
+    """``path:<12 hex digits>``: the start of the SHA-1 of the JSON list of a task's ``path`` functions."""
+    return "path:" + hashlib.sha1(json.dumps(list(path)).encode("utf-8")).hexdigest()[:12]
 
 
 def _resolve(name: str, classes: list[str], functions: dict[str, list[str]], task_id: str) -> str:
@@ -98,6 +111,7 @@ def convert_multi_turn(category: str = CATEGORY) -> Domain:
                 text=text,
                 required=tuple(dict.fromkeys(required)),
                 candidates=tuple(candidates),
+                group=path_group(row["path"]),
                 meta={"involved_classes": involved, "excluded_function": list(row.get("excluded_function", []))},
             )
         )

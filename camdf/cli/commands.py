@@ -48,13 +48,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
             continue
         s = json.loads(manifest.read_text())["summary"]
         splits = ", ".join(f"{k} {v}" for k, v in s["splits"].items())
-        rows.append([s["domain"], s["n_tasks"], splits, s["n_acquirable"], f"{s['candidates_mean']:.1f}",
-                     f"{s['required_size_mean']:.3f}"])
+        rows.append([s["domain"], s["n_tasks"], splits, s.get("n_groups", s["n_tasks"]), s["n_acquirable"],
+                     f"{s['candidates_mean']:.1f}", f"{s['required_size_mean']:.3f}"])
     if not rows:
         print(f"camdf data summary: no built domains under {args.data_dir} (run `make data`)", file=sys.stderr)
         return 2
-    header = ["domain", "tasks", "splits", "acquirable tools", "candidates / task", "mean |G_x|"]
-    print("\n".join(markdown_table(header, rows, "lrlrrr")))
+    header = ["domain", "tasks", "splits", "fold groups", "acquirable tools", "candidates / task", "mean |G_x|"]
+    print("\n".join(markdown_table(header, rows, "lrlrrrr")))
     return 0
 
 

@@ -108,7 +108,7 @@ def with_distractors(
     tasks = [
         t if t.candidates is None else Task(
             id=t.id, text=t.text, required=t.required, candidates=t.candidates + added,
-            alternatives=t.alternatives, split=t.split, meta=t.meta,
+            alternatives=t.alternatives, split=t.split, meta=t.meta, group=t.group,
         )
         for t in dom.tasks
     ]

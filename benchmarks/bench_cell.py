@@ -66,9 +66,10 @@ def _cfg(methods: list[str]) -> dict:
     return cfg
 
 
-def _evaluate(inst, cfg: dict):
+def _evaluate(inst, cfg: dict, membership_cache: str | None = None):
     return evaluate_cell(inst, float(cfg["cost"]["lam"]), list(cfg["method"]["names"]), kind=cfg["payoff"],
-                         random_state=int(cfg["seed"]), label_noise=float(cfg.get("label_noise", 0.0)))
+                         random_state=int(cfg["seed"]), label_noise=float(cfg.get("label_noise", 0.0)),
+                         membership_cache=membership_cache)
 
 
 def _instances(cfg: dict, data_dir: Path):
@@ -103,6 +104,15 @@ def bench_cell(repeats: int = 2) -> dict:
                      and ref.result.tuned.equals(ev_all.result.tuned)
                      and ref.result.lite_coefficients.equals(ev_all.result.lite_coefficients))
     assert identical, "evaluate_cell: outcomes differ between the BLAS thread settings"
+    # The grid cells' speed-up: membership probabilities depend on rankings, labels and folds, not on
+    # lambda or d, so the 50 cells of a lambda x d grid share them through the membership cache.
+    cfg_grid = _cfg(method_names("grid"))
+    with tempfile.TemporaryDirectory(prefix="bench-membership-") as mcache:
+        grid_cold = timed(lambda: _evaluate(inst, cfg_grid), repeats)
+        _evaluate(inst, cfg_grid, mcache)  # fill the cache
+        grid_warm = timed(lambda: _evaluate(inst, cfg_grid, mcache), repeats)
+    same = bool(grid_cold.result.outcomes.equals(grid_warm.result.outcomes))
+    assert same, "evaluate_cell: outcomes differ with cached membership probabilities"
     return {
         "cell": "retail, bm25, schema_tokens, lambda=0.12, d=1, 5 folds",
         "tasks": inst.T,
@@ -117,6 +127,10 @@ def bench_cell(repeats: int = 2) -> dict:
         "reference_default_threads": ref.as_dict(),
         "reference_outcomes_identical": identical,
         "ratio_reference_vs_evaluate": ref.best / ev_all.best,
+        "evaluate_cell_grid_methods": grid_cold.as_dict(),
+        "evaluate_cell_grid_methods_cached_membership": grid_warm.as_dict(),
+        "ratio_grid_uncached_vs_cached": grid_cold.best / grid_warm.best,
+        "cached_outcomes_identical": same,
         "target_s": TARGET_CELL_S,
         "meets_target": e2e.best <= TARGET_CELL_S,
         "load_avg": load(),

@@ -174,11 +174,19 @@ def _md_cell(r: dict) -> str:
         row(f"evaluate_cell, Table 2 methods ({r['methods_main']})", r["evaluate_cell_main_methods"]),
         row("reference: evaluate_cell, all methods, default BLAS threads", r["reference_default_threads"]),
     ]
+    if "evaluate_cell_grid_methods" in r:
+        rows += [row("evaluate_cell, grid methods (before: membership fitted in the cell)", r["evaluate_cell_grid_methods"]),
+                 row("evaluate_cell, grid methods (after: membership from the grid's cache)",
+                     r["evaluate_cell_grid_methods_cached_membership"])]
     return (_table(["measurement", "best (s)", "median (s)", "runs (s)"], rows)
             + f"\n\n{r['cell']}; {r['tasks']} tasks, {r['states']} states. Summary + plot (end to end minus parts): "
               f"{r['summary_and_plot_s']:.2f} s. Default BLAS threads / single-thread BLAS: "
               f"{r['ratio_reference_vs_evaluate']:.2f}x (outcomes identical: "
-              f"{_f(r['reference_outcomes_identical'])}). Target end to end <= {r['target_s']:.0f} s: "
+              f"{_f(r['reference_outcomes_identical'])}). "
+              + (f"Grid cell before / after the membership cache: {r['ratio_grid_uncached_vs_cached']:.2f}x "
+                 f"(outcomes identical: {_f(r['cached_outcomes_identical'])}). "
+                 if "ratio_grid_uncached_vs_cached" in r else "")
+              + f"Target end to end <= {r['target_s']:.0f} s: "
               f"**{'met' if r['meets_target'] else 'missed'}**.")
 
 

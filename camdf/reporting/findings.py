@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.reporting.claims import claims
 from camdf.reporting.store import main_params, methods_of, one_run, select
 from camdf.reporting.tables import grid
 
@@ -25,13 +26,28 @@ def headlines(runs: pd.DataFrame, main: dict) -> list[str]:
         out.append(f"Best deployable method at the main cell: `{best}` ({g(best, 'payoff_mean'):.3f}).")
     except LookupError:
         pass
+    exposure = []
+    for scorer in dict.fromkeys([main["scorer"], *main.get("table2_scorers", ())]):
+        try:
+            r = one_run(runs, "exposure", **{**main_params(main), "scorer__label": scorer},
+                        method__names=str(list(main["methods"])))
+        except LookupError:
+            continue
+        exposure.append(f"{r['m:camdf/n_exposed']:.2f} of {r['m:full/n_exposed']:.0f} tools with `{scorer}` "
+                        f"(G_x has {r['m:oracle_set/n_exposed']:.2f}; {r['m:camdf/fewer_tools_vs_full_pct']:.1f}% "
+                        f"fewer than full access)")
+    if exposure:
+        out.append("Exposure at the main cell: CAM-DF exposes " + "; ".join(exposure) + ". The paper reports about "
+                   "4.4 tools (~37% fewer than full access).")
     for name, rival in (("A18", "predict_threshold"), ("A24", "score_per_cost")):
         try:
             _, long = grid(runs, main, rival, name.lower(), name)
         except LookupError:
             continue
-        out.append(f"{name}: over {len(long)} lambda x d cells, CAM-DF minus {rival} has a CI above 0 in "
-                   f"{int((long.lo > 0).sum())} cells and below 0 in {int((long.hi < 0).sum())}.")
+        live = long[~long.degenerate]
+        out.append(f"{name}: over the {len(live)} non-degenerate lambda x d cells (of {len(long)}), CAM-DF minus "
+                   f"{rival} has a CI above 0 in {int((live.lo > 0).sum())} cells and below 0 in "
+                   f"{int((live.hi < 0).sum())}.")
     p = main_params(main)
     sel = select(runs, **p, method__names=str(list(main["methods"])))
     if not sel.empty and "m:camdf/verified_noninferior_vs_full" in sel:
@@ -43,4 +59,12 @@ def headlines(runs: pd.DataFrame, main: dict) -> list[str]:
                        f"(success {r['m:camdf/verified_success']:.3f} vs {r['m:full/verified_success']:.3f}, "
                        f"TOST p = {r['m:camdf/verified_tost_p_vs_full']:.4f}, paired p = "
                        f"{r['m:camdf/verified_success_p_vs_full']:.4f}).")
+    try:
+        verdicts = claims(runs, main).frame["verdict"]
+        counts = verdicts.value_counts()
+        out.append("Claims table: " + ", ".join(f"{int(counts.get(v, 0))} {v}" for v in
+                                                 ("holds", "does not hold", "inconclusive"))
+                   + f" of {len(verdicts)} rows (each verdict by the rule stated under the table).")
+    except LookupError:
+        pass
     return out

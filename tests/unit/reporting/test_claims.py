@@ -54,10 +54,11 @@ def test_table_has_a_row_per_claim_with_evidence_and_a_stated_rule():
                              **{"cost.lam": lam, "cost.d": d}))
     report = claims(pd.DataFrame([main, *grid]), MAIN)
     frame = report.frame
-    assert set(frame.index) >= {"a", "b", "c", "d", "e", "g"}
+    assert set(frame.index) >= {"a (bm25, kfold folds)", "b", "c", "d (bm25)", "e (bm25)", "g"}
+    assert frame.index.is_unique
     assert frame.loc["b", "verdict"] == HOLDS            # both d >= 1, lambda >= 0.12 cells favour CAM-DF
     assert frame.loc["g", "verdict"] == FAILS            # only 2 of 4 grid cells favour CAM-DF: not more than half
     assert frame.loc["c", "verdict"] == UNSURE           # at lambda 0.12: one cell above 0, one covering 0
-    assert frame.loc["d", "verdict"] == HOLDS            # 40% fewer tools, TOST non-inferior
-    assert frame.loc["e", "verdict"] == HOLDS            # lite keeps 0.04 of CAM-DF's 0.05 gain over full
+    assert frame.loc["d (bm25)", "verdict"] == HOLDS            # 40% fewer tools, TOST non-inferior
+    assert frame.loc["e (bm25)", "verdict"] == HOLDS            # lite keeps 0.04 of CAM-DF's 0.05 gain over full
     assert "Rules:" in report.note

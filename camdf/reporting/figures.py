@@ -34,14 +34,17 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
 
 
 def heatmap_png(long: pd.DataFrame, title: str) -> bytes:
-    """Heatmap of a lambda x d grid of differences, CI-excluding-zero cells outlined."""
+    """Heatmap of a lambda x d grid of differences: * marks a CI excluding zero, grey hatching a degenerate cell."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.patches
     import matplotlib.pyplot as plt
 
     grid = long.pivot(index="lam", columns="d", values="diff").sort_index()
     excl = long.pivot(index="lam", columns="d", values="excludes0").sort_index().fillna(False)
+    degenerate = (long.pivot(index="lam", columns="d", values="degenerate").sort_index().fillna(False)
+                  if "degenerate" in long else None)
     fig, ax = plt.subplots(figsize=(6, 5), dpi=110)
     lim = float(np.nanmax(np.abs(grid.to_numpy()))) or 1.0
     im = ax.imshow(grid.to_numpy(), cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto", origin="lower")
@@ -54,7 +57,12 @@ def heatmap_png(long: pd.DataFrame, title: str) -> bytes:
             v = grid.iat[i, j]
             if pd.notna(v):
                 ax.text(j, i, f"{v:+.2f}" + ("*" if excl.iat[i, j] else ""), ha="center", va="center", fontsize=7)
+            if degenerate is not None and bool(degenerate.iat[i, j]):
+                ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
+                                                          edgecolor="0.55", linewidth=0))
     fig.colorbar(im, ax=ax, label="payoff difference")
+    if degenerate is not None and degenerate.to_numpy().any():
+        title += "\n(hatched: degenerate cell, headroom < 0.02; * CI excludes 0)"
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()

@@ -87,6 +87,8 @@ def grid(runs: pd.DataFrame, main: dict, rival: str, name: str, title: str) -> t
     degenerate = sel.get("m:cell/degenerate", pd.Series(0.0, index=sel.index)).fillna(0.0) == 1.0
     long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "diff": diff, "lo": lo, "hi": hi,
                          "degenerate": degenerate.to_numpy(),
+                         "camdf_range": (sel["m:camdf/payoff_repeat_max"] - sel["m:camdf/payoff_repeat_min"]).to_numpy()
+                         if "m:camdf/payoff_repeat_max" in sel else np.nan,
                          "headroom": sel.get("m:cell/headroom", pd.Series(np.nan, index=sel.index)).to_numpy(),
                          "same_as": (sel[f"m:{rival}/payoff_mean"] - sel["m:predict_threshold/payoff_mean"]).abs()
                          .lt(1e-9).to_numpy() if "m:predict_threshold/payoff_mean" in sel else False})
@@ -107,7 +109,8 @@ def grid(runs: pd.DataFrame, main: dict, rival: str, name: str, title: str) -> t
             f"excludes 0 ({n_pos} favour CAM-DF, {n_neg} favour {rival}, of {len(live)} non-degenerate cells). "
             f"{int(long.degenerate.sum())} of {len(long)} cells are degenerate (headroom best prefix - max(full, none) "
             f"< 0.02; largest headroom in the grid {long.headroom.max():.3f}), marked and left out of the counts. "
-            f"Decisions: {protocol_note(sel.iloc[-1])}.")
+            f"Decisions: {protocol_note(sel.iloc[-1])}. Spread over the repeats: CAM-DF's repeat means span at most "
+            f"{long.camdf_range.max():.3f} in any cell (median {long.camdf_range.median():.3f}).")
     if rival != "predict_threshold":
         note += (f" The tuned {rival} payoff equals predict-then-threshold's in {int(long.same_as.sum())} of "
                  f"{len(long)} cells.")
@@ -224,6 +227,9 @@ def cross_domain(runs, main, kind: str) -> Report:
     frame.insert(0, "tasks", by["m:cell/n_tasks"].reindex(frame.index).astype(int))
     frame.insert(1, "headroom", by["m:cell/headroom"].reindex(frame.index))
     frame.insert(2, "CAM-DF share of headroom", by["m:camdf/headroom_share"].reindex(frame.index))
+    if "m:camdf/payoff_repeat_max" in by:
+        frame.insert(3, "CAM-DF repeat range", [f"{by.loc[d, 'm:camdf/payoff_repeat_min']:.3f}-"
+                                                f"{by.loc[d, 'm:camdf/payoff_repeat_max']:.3f}" for d in frame.index])
     frame.index = [f"{d} (degenerate)" if by.loc[d, "m:cell/degenerate"] == 1.0 else d for d in frame.index]
     frame.index.name = "domain"
     name, what = ("a22", "exact") if kind == "exact" else ("a23", "partial")

@@ -67,8 +67,8 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
     the current code and data, :func:`camdf.pipeline.sweeps.experiment_keys`, whose code version
     ``stamp`` the README Results carry); any other
     run in the store (a smoke grid, an ad-hoc sweep, an older code version) is ignored.
-    Figures are also logged to a ``tables`` run of the tracker's experiment, replaced
-    on each build so the UI shows the latest ones.
+    Figures and every table (markdown and CSV, the claims table among them) are also logged to a
+    ``tables`` run of the tracker's experiment, replaced on each build so the UI shows the latest ones.
     """
     out_dir = Path(out_dir)
     runs = runs_frame(tracker)
@@ -91,7 +91,11 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
         body = results_markdown(reports, "make reproduce", headlines(runs, main), stamp)
         Path(readme).write_text(update_readme(text, body), encoding="utf-8")
         written.append(Path(readme))
-    if figures:
+    if figures or reports:
+        files = {f"figures/{k}": v for k, v in figures.items()}
+        for report in reports:  # every table (the claims table among them) as markdown and CSV
+            files[f"tables/{report.name}.md"] = report.to_markdown().encode()
+            files[f"tables/{report.name}.csv"] = report.to_csv().encode()
         with tracker.cell_run("tables", "tables", {}, {"kind": "tables"}) as run:
-            tracker.log_files(run.info.run_id, {f"figures/{k}": v for k, v in figures.items()})
+            tracker.log_files(run.info.run_id, files)
     return written, missing

@@ -148,6 +148,8 @@ def claims(runs: pd.DataFrame, main: dict) -> Report:
                      f"{fewer:.1f}% fewer tools; {'verified ' if prefix else ''}success {sdiff:+.3f} vs full, "
                      f"TOST p = {r.get(f'm:camdf/{prefix}tost_p_vs_full', np.nan):.4f}", verdict))
         # (e): lite keeps most of the gain.
+        if pd.isna(r.get("m:camdf_lite/payoff_mean", np.nan)):
+            continue
         floor = max(r["m:full/payoff_mean"], r.get("m:none/payoff_mean", -np.inf))
         gain, lite = r["m:camdf/payoff_mean"] - floor, r["m:camdf_lite/payoff_mean"] - floor
         share = lite / gain if gain > 0 else np.nan

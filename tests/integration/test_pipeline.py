@@ -47,6 +47,14 @@ def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, d
     first = _tables(out / "tables")
     assert "a18.md" in first and "a24.md" in first and "table2.md" in first
     assert (out / "tables" / "a18_heatmap.png").stat().st_size > 1000
+    assert "claims.md" in first
+    # The `tables` run holds every table (the claims table among them) beside the figures.
+    from mlflow.tracking import MlflowClient
+    client = MlflowClient(f"sqlite:///{out}/mlflow.db")
+    exp = client.get_experiment_by_name("camdf")
+    (tables_run,) = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("kind") == "tables"]
+    logged = {a.path for a in client.list_artifacts(tables_run.info.run_id, "tables")}
+    assert {"tables/claims.md", "tables/table2.md", "tables/a18.csv"} <= logged
     shutil.rmtree(out / "tables")
     _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0",
           "main.methods=${grid_methods.names}"], out, data_dir)
@@ -69,7 +77,8 @@ def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, d
     assert _tables(out / "tables") == first
     _run([*args, "cell_overrides=['folds.n_folds=2']"], out, data_dir)  # and that grid's tables read its cells
     other = _tables(out / "tables")
-    assert "(2 folds" in other["table2.md"].decode() and "(3 folds" in first["table2.md"].decode()
+    assert "of 2 folds" in other["table2.md"].decode() and "of 3 folds" in first["table2.md"].decode()
+    assert "2 repeated cross-fits" in first["table2.md"].decode()  # the smoke grid's R = 2, named in the note
     assert other["a18.md"] != first["a18.md"]
 
 

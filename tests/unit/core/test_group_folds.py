@@ -6,12 +6,10 @@ import numpy as np
 import pytest
 
 from camdf.core.folds import assign_folds
-from camdf.data.distractors import with_distractors
-from camdf.data.io import DomainFormatError, read_domain, write_domain
+from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import Task
 from camdf.data.overview import summarize
 from camdf.integrations.bfcl.convert import convert_multi_turn
-from camdf.integrations.tau2.convert import convert_customer_service, convert_telecom
 
 NEVER = ("transfer_to_human_agents",)
 # Distinct groups per built-in domain at the pinned package versions (docs/task-format.md).
@@ -19,21 +17,11 @@ N_GROUPS = {"retail": 53, "airline": 34, "telecom": 3, "bfcl_multi_turn": 197, "
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    """The built-in domains written as the data stage writes them, then read back through the reader."""
-    data = tmp_path_factory.mktemp("data")
+def built(builtin):
+    """The built-in domains written as the data stage writes them (tests/unit/conftest.py), read back."""
+    data, _ = builtin
     kinds = {"telecom": ("read", "write", "generic"), "bfcl_multi_turn": ("read", "write", "generic")}
     never = {"retail": NEVER, "airline": NEVER, "retail_d100": NEVER}
-    converted = {
-        "retail": convert_customer_service("retail"),
-        "airline": convert_customer_service("airline"),
-        "telecom": convert_telecom(),
-        "bfcl_multi_turn": convert_multi_turn(),
-    }
-    for name, dom in converted.items():
-        write_domain(dom, data / name, validate=False)
-    d100 = with_distractors("retail", 100, 0, data, ["airline", "telecom", "bfcl_multi_turn"], ("read", "generic"), NEVER)
-    write_domain(d100, data / "retail_d100", validate=False)
     return {
         name: read_domain(data / name, kinds.get(name, ("read", "generic")), never.get(name, ()))
         for name in N_GROUPS

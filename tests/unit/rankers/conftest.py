@@ -1,11 +1,9 @@
-"""Domains for the ranker tests: the hand-made fixture and the real tau2/BFCL conversions."""
+"""Domains for the ranker tests: the hand-made fixture and the real tau2/BFCL conversions (``builtin``,
+from tests/unit/conftest.py)."""
 
 import pytest
 
-from camdf.data import read_domain, write_domain
-from camdf.integrations.bfcl.convert import convert_multi_turn
-from camdf.data.distractors import with_distractors
-from camdf.integrations.tau2.convert import convert_customer_service, convert_telecom
+from camdf.data import read_domain
 
 NEVER = ("transfer_to_human_agents",)
 
@@ -15,22 +13,6 @@ def valid_user(fixture_domains):
     return read_domain(fixture_domains / "valid_user")
 
 
-@pytest.fixture(scope="session")
-def builtin(tmp_path_factory):
-    """The four built-in domains and retail_d100, written to a data folder as the data stage would."""
-    data = tmp_path_factory.mktemp("data")
-    domains = {
-        "retail": convert_customer_service("retail"),
-        "airline": convert_customer_service("airline"),
-        "telecom": convert_telecom(),
-        "bfcl_multi_turn": convert_multi_turn(),
-    }
-    for name, dom in domains.items():
-        write_domain(dom, data / name, validate=False)
-    domains["retail_d100"] = with_distractors(
-        "retail", 100, 0, data, ["airline", "telecom", "bfcl_multi_turn"], ("read", "generic"), NEVER
-    )
-    return data, domains
 
 
 @pytest.fixture(scope="session")

@@ -169,6 +169,8 @@ def _md_cell(r: dict) -> str:
         return [label, t["best_s"], t["median_s"], ", ".join(f"{x:.2f}" for x in t["runs_s"])]
     rows = [
         row(f"run_cell end to end, {r['methods_all']} methods (cold score cache)", r["run_cell_end_to_end"]),
+        *([row(f"run_cell end to end, {r['methods_all']} methods, R = 5 repeats (cold caches)",
+               r["run_cell_end_to_end_r5"])] if "run_cell_end_to_end_r5" in r else []),
         row("cell_instances (load, score, price, pad)", r["cell_instances"]),
         row(f"evaluate_cell, all {r['methods_all']} methods", r["evaluate_cell_all_methods"]),
         row(f"evaluate_cell, Table 2 methods ({r['methods_main']})", r["evaluate_cell_main_methods"]),

@@ -16,12 +16,12 @@ from camdf.common.files import parquet_bytes
 from camdf.evaluation.cell import evaluate_cell
 from camdf.evaluation.summary import summarize_cell
 from camdf.evaluation.verified import verified_curves, verified_outcomes
-from camdf.pipeline.assembly import Paths, cell_instances
+from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
 from camdf.pipeline.identity import cell_key, cell_name
 from camdf.reporting.figures import payoff_vs_tools_png
 
 
-def run_cell(cfg: dict[str, Any], paths: Paths, progress=None) -> tuple[dict[str, float], dict[str, bytes]]:
+def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[str, bytes]]:
     """Evaluate one cell over its ``folds.repeats`` repeated cross-fits.
 
     Repeat r assigns folds (and seeds the rankers and models) with ``seed + r``, so every
@@ -39,7 +39,6 @@ def run_cell(cfg: dict[str, Any], paths: Paths, progress=None) -> tuple[dict[str
         ``repeats.csv`` (each method's mean per repeat), ``summary.csv``, ``costs.csv``,
         ``lite_coefficients.csv``, ``tuned.csv``, ``figures/payoff_vs_tools.png``.
     """
-    from camdf.pipeline.assembly import cell_costs, load_domain
     from camdf.rankers import ranking_quality
 
     seed = int(cfg["seed"])
@@ -64,8 +63,6 @@ def run_cell(cfg: dict[str, Any], paths: Paths, progress=None) -> tuple[dict[str
         if not result.lite_coefficients.empty:
             coefs.append(result.lite_coefficients.assign(repeat=r))
         quality.append(ranking_quality(scores, domain))
-        if progress is not None:
-            progress(r + 1, repeats)
     outcomes = pd.concat(outcomes, ignore_index=True)
     stats = cfg["stats"]
     metrics, table = summarize_cell(outcomes, n_resamples=int(stats["n_resamples"]),

@@ -19,7 +19,8 @@ def _ci(mean, lo, hi, digits=3) -> str:
 
 def protocol_note(run: pd.Series) -> str:
     """How a cell's decisions and intervals were made: R repeats, K folds, the fold protocol."""
-    repeats = int(float(run.get("p:folds.repeats", 1) if pd.notna(run.get("p:folds.repeats", np.nan)) else 1))
+    repeats = run.get("p:folds.repeats", np.nan)
+    repeats = 1 if pd.isna(repeats) else int(float(repeats))
     text = (f"{repeats} repeated cross-fit{'s' if repeats > 1 else ''} of {run['p:folds.n_folds']} folds "
             f"(protocol {run['p:folds.protocol']}; repeat r seeds folds, rankers and models with seed + r)")
     if repeats > 1:

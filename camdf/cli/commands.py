@@ -74,7 +74,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     try:
         policy = load_policy(args.policy)
         batch = request if isinstance(request, list) else [request]
-        selections = policy.select_batch(batch, lam=args.lam)
+        selections = policy.select_batch(batch, lam=args.lam, alpha=args.alpha)
     except ValueError as err:
         print(f"camdf select: {err}", file=sys.stderr)
         return 2
@@ -122,9 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     summary.add_argument("data_dir", nargs="?", default="data", help="folder of built domains (default: data)")
     summary.set_defaults(func=cmd_summary)
     select = sub.add_parser("select", help="expose a prefix of a ranked tool list with a fitted policy")
-    select.add_argument("--policy", required=True, help="MLflow model URI (runs:/..., models:/...) or model folder")
+    select.add_argument("--policy", default="models:/camdf-stopper@champion",
+                        help="MLflow model URI (runs:/..., models:/...) or model folder (default: the shipped champion, "
+                             "in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)")
     select.add_argument("--input", default="-", help="JSON request file (default: stdin)")
     select.add_argument("--lam", type=float, default=None, help="lambda (default: the request's, else the policy's)")
+    select.add_argument("--alpha", type=float, default=None,
+                        help="target miss rate of a camdf_risk policy (default: the request's, else the policy's)")
     select.set_defaults(func=cmd_select)
     results = sub.add_parser("results", help="the README Results").add_subparsers(dest="cmd", required=True)
     check = results.add_parser("check", help="do the README Results match the checkout's code version?")

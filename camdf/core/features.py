@@ -46,6 +46,8 @@ COST_FEATURES = (
     "next_cost", "lam_cost", "score_per_cost", "cum_cost", "lam_cum_cost", "remaining_cost", "delta_hat",
 )
 MEMBERSHIP_FEATURES = ("p_next", "p_suff", "p_suff_next", "delta_hat")
+# Constant within a task: a booster that splits on them can memorise tasks rather than learn when to stop.
+TASK_FEATURES = ("n_candidates", "text_len", "score_entropy")
 LITE_FEATURES = (
     "rel_depth", "next_score_norm", "gap_prev", "lam_cost", "score_per_cost",
     "lam_cum_cost", "p_next", "p_suff", "delta_hat", "score_entropy",

@@ -66,6 +66,7 @@ def evaluate_cell(
     lam_grid: tuple[float, ...] | list[float] | None = None,
     inner_folds: int = 5,
     membership_cache: str | None = None,
+    alpha: float | None = None,
 ) -> CellResult:
     """Out-of-fold outcomes of every method on every evaluated task.
 
@@ -92,6 +93,8 @@ def evaluate_cell(
     membership_cache : path or None
         Folder where the membership probabilities are kept between cells
         (:func:`camdf.core.membership.fold_probabilities`; they do not depend on costs or lambda).
+    alpha : float or None
+        Target miss rate of ``camdf_risk`` (default: the rule's own, 0.05).
 
     Returns
     -------
@@ -132,7 +135,7 @@ def evaluate_cell(
                     depth = _lambda_conditioned(tr_inst, p_tr, lam_grid or [lam], train_kind or kind,
                                                 random_state).decide(test)
                 else:
-                    policy = make_policy(name, random_state).fit(train)
+                    policy = make_policy(name, random_state, alpha=alpha).fit(train)
                     depth = policy.decide(truth if policy.needs_truth else test)
                     coefficients = policy.coefficients()
                     if coefficients is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import ORACLES
+from camdf.policies import FAMILY, ORACLES
 from camdf.evaluation.stats import (
     bootstrap_indices,
     bootstrap_mean_ci,
@@ -117,6 +117,9 @@ def summarize_cell(
             "payoff_ci_low": ci.ci_low,
             "payoff_ci_high": ci.ci_high,
             "success": success[m].mean(),
+            # Miss: the exposed set is not sufficient (1 - success), with its standard error over tasks.
+            "miss_rate": 1.0 - success[m].mean(),
+            "miss_rate_se": float(success[m].std(ddof=1) / np.sqrt(n)) if n > 1 else np.nan,
             "success_partial": partial[m].mean(),
             "n_exposed": n_exposed[m].mean(),
             "cost": cost[m].mean(),
@@ -142,6 +145,19 @@ def summarize_cell(
                     "p_holm_vs_ref": float(adjusted.get(m, np.nan)),
                 }
             )
+    baselines = [m for m in methods if m not in FAMILY and m not in ORACLES]
+    family = [m for m in methods if m in FAMILY]
+    if baselines and family:
+        # The best baseline of the cell by mean payoff (picked on these tasks: a choice that favours the
+        # baseline), and every CAM-DF family member's paired difference to it.
+        best = max(baselines, key=lambda m: (rows[m]["payoff_mean"], -baselines.index(m)))
+        rows[best]["is_best_baseline"] = 1.0
+        vs_best = paired_bootstrap({m: payoff[m].to_numpy() for m in [best, *family]}, reference=best,
+                                   n_resamples=n_resamples, indices=idx).set_index("method")
+        for m in family:
+            rows[m].update({"diff_vs_best_baseline": float(vs_best.loc[m, "diff"]),
+                            "diff_vs_best_baseline_ci_low": float(vs_best.loc[m, "ci_low"]),
+                            "diff_vs_best_baseline_ci_high": float(vs_best.loc[m, "ci_high"])})
     if "full" in methods:
         for m in methods:
             if m == "full":

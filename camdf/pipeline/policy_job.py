@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,25 @@ def task_requests(domain: Domain, inst: Instances) -> list[dict]:
     return out
 
 
-def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tuple[str, dict]:
-    """Fit the run-time stopper on every task of the cell and log it as an MLflow model.
+def compare_candidates(cfg: dict[str, Any], paths: Paths, candidates: list[str]) -> pd.DataFrame:
+    """The candidates' out-of-fold figures at the cell (its folds and repeats), with full access and the best
+    prefix as anchors: one row per method (``payoff_mean``, CIs, ``n_exposed``, ``success``, ...)."""
+    from camdf.pipeline.cell_job import run_cell
 
+    names = [*candidates, *[m for m in ("full", "best_prefix") if m not in candidates]]
+    cell = {**cfg, "method": {**cfg["method"], "names": names}}
+    _, artifacts = run_cell(cell, paths)
+    return pd.read_csv(io.BytesIO(artifacts["summary.csv"]), index_col="method")
+
+
+def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tuple[str, dict]:
+    """Fit the run-time stopper on every task of the cell, log it as an MLflow model and register it.
+
+    With ``policy.method: auto`` each of ``policy.candidates`` is first evaluated out of fold
+    at the cell (:func:`compare_candidates`) and the one with the best mean payoff is shipped
+    (ties: the first listed); the comparison is logged with the run (``candidates.csv``,
+    metrics ``candidate/<method>/...``). The model is registered as ``policy.registered_name``
+    with the alias ``policy.alias`` moved to the new version (``models:/camdf-stopper@champion``).
     The run also records the policy's decision for every task (``decisions.parquet``)
     and the matching run-time requests (``requests.jsonl``), so a loaded policy can be
     checked against what the pipeline decided.
@@ -40,37 +57,63 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     Returns
     -------
     model_uri : str
+        The registered alias URI (``models:/<name>@<alias>``) when registered, else the logged model's.
     info : dict
-        ``run_id``, ``coefficients`` (camdf_lite) and the mean depth.
+        ``run_id``, ``method``, ``mean_depth`` (in-sample), ``comparison`` (auto) and
+        ``coefficients`` (camdf_lite).
     """
     import mlflow
 
     from camdf.runtime import StopPolicy, log_policy
     from camdf.pipeline.tracking import flatten, git_commit
 
-    inst, domain, costs, _ = cell_instances(cfg, paths)
     pol = cfg["policy"]
-    policy = StopPolicy(method=pol["method"], kind=cfg["payoff"], lam=float(cfg["cost"]["lam"]),
-                        lam_grid=pol.get("lam_grid") or None, random_state=int(cfg["seed"]))
+    comparison = None
+    method = pol["method"]
+    if method == "auto":
+        candidates = list(pol["candidates"])
+        comparison = compare_candidates(cfg, paths, candidates)
+        payoff = comparison["payoff_mean"]
+        method = max(candidates, key=lambda m: (payoff[m], -candidates.index(m)))
+    inst, domain, costs, _ = cell_instances(cfg, paths)
+    policy = StopPolicy(method=method, kind=cfg["payoff"], lam=float(cfg["cost"]["lam"]),
+                        lam_grid=pol.get("lam_grid") or None, random_state=int(cfg["seed"]),
+                        alpha=float(cfg["method"].get("alpha", 0.05)))
     policy.fit(inst, costs=costs.to_dict())
     depth = policy.depths(inst)
     requests = task_requests(domain, inst)
     mlflow.set_tracking_uri(tracker.uri)
+    mlflow.set_registry_uri(tracker.uri)
     key = cell_key(cfg, paths.data_dir)
-    tags = {"kind": "policy", "git_commit": git_commit(root), "cell_key": key, "policy_method": pol["method"]}
-    with mlflow.start_run(experiment_id=tracker.experiment_id, run_name=f"policy/{cell_name(cfg)}", tags=tags) as run:
+    tags = {"kind": "policy", "git_commit": git_commit(root), "cell_key": key, "policy_method": method}
+    name = pol.get("registered_name") or None
+    with mlflow.start_run(experiment_id=tracker.experiment_id, run_name=f"policy/{method}/{cell_name(cfg)}",
+                          tags=tags) as run:
         mlflow.log_params(flatten(cfg))
-        uri = log_policy(policy, example=requests[0], registered_model_name=pol.get("registered_name") or None)
+        uri = log_policy(policy, example=requests[0], registered_model_name=name)
         decisions = pd.DataFrame({"task_id": inst.task_ids, "depth": depth})
-        tracker.log_files(run.info.run_id, {
-            "decisions.parquet": parquet_bytes(decisions),
-            "requests.jsonl": "".join(json.dumps(r) + "\n" for r in requests),
-        })
-        info = {"run_id": run.info.run_id, "mean_depth": float(depth.mean())}
+        files = {"decisions.parquet": parquet_bytes(decisions),
+                 "requests.jsonl": "".join(json.dumps(r) + "\n" for r in requests)}
+        info = {"run_id": run.info.run_id, "method": method, "mean_depth": float(depth.mean())}
+        if comparison is not None:
+            files["candidates.csv"] = comparison.to_csv(float_format="%.6g")
+            mlflow.log_metrics({f"candidate/{m}/{k}": float(comparison.loc[m, k]) for m in comparison.index
+                                for k in ("payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed", "success")})
+            info["comparison"] = comparison
         coefficients = policy.coefficients()
         if coefficients is not None:
-            tracker.log_files(run.info.run_id, {"lite_coefficients.csv": coefficients.to_csv()})
+            files["lite_coefficients.csv"] = coefficients.to_csv()
             mlflow.log_metrics({f"lite_coef/{k}": float(v) for k, v in coefficients.items()})
             info["coefficients"] = coefficients
+        tracker.log_files(run.info.run_id, files)
         mlflow.log_metric("policy/mean_depth", info["mean_depth"])
+    if name:
+        client = mlflow.MlflowClient(tracking_uri=tracker.uri, registry_uri=tracker.uri)
+        version = max(client.search_model_versions(f"run_id = '{run.info.run_id}'"), key=lambda v: int(v.version))
+        alias = pol.get("alias") or "champion"
+        client.set_registered_model_alias(name, alias, version.version)
+        client.set_model_version_tag(name, version.version, "method", method)
+        info["version"] = int(version.version)
+        info["logged_uri"] = uri
+        uri = f"models:/{name}@{alias}"
     return uri, info

@@ -28,6 +28,7 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.policies import METHODS
 from camdf.rankers.scoring import SCORERS
+from camdf.runtime.policy import POLICY_METHODS
 
 PROTOCOLS = ("kfold", "split", "group")
 EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "conf" / "experiment"
@@ -141,6 +142,7 @@ CELL = {
     "cost.lam": LAM,
     "cost.d": Number(lo=0),
     "method.names": ListOf(OneOf(METHODS)),
+    "method.alpha": Number(lo=0, hi=1, lo_open=True, hi_open=True),
     "payoff": OneOf(KINDS),
     "seed": SEED,
     "label_noise": Number(lo=0, hi=1, hi_open=True),
@@ -159,14 +161,17 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "scores": {k: CELL[k] for k in ("domain.name", "scorer.name", "cost.regime", "cost.lam", "cost.d",
                                     "folds.n_folds", "folds.protocol")} | {"random_state": SEED},
     "evaluate": CELL,
-    "train": CELL | {"policy.method": OneOf(("camdf_lite", "camdf")), "policy.lam_grid": Optional(ListOf(LAM))},
+    "train": CELL | {"policy.method": OneOf(("auto", *POLICY_METHODS)),
+                     "policy.candidates": ListOf(OneOf(POLICY_METHODS)),
+                     "policy.lam_grid": Optional(ListOf(LAM)),
+                     "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
     "tables": {
         "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(REGIMES), "main.lam": LAM,
         "main.d": Number(lo=0), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
         "experiments": ListOf(experiment_name),
         "cell_overrides": Optional(override_list),
         **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",
-                                                          "ablation_methods")},
+                                                          "ablation_methods", "risk_methods")},
     },
 }
 

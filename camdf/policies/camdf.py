@@ -19,15 +19,28 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
-from camdf.core.features import COST_FEATURES, FEATURES, LITE_FEATURES, MEMBERSHIP_FEATURES, design
+from camdf.core.features import (
+    COST_FEATURES, FEATURES, LITE_FEATURES, MEMBERSHIP_FEATURES, TASK_FEATURES, design, plugin_payoffs,
+)
 from camdf.core.targets import walk
 from camdf.core.payoff import at_depth
 from camdf.policies.base import StateBatch, StoppingRule, check_fitted
 
-# Small-data hyperparameter candidates, chosen per training set by inner cross-validation on payoff.
+# Small-data hyperparameter candidates, chosen per training set by inner cross-validation on payoff:
+# a very shallow, strongly regularised booster first (a main cell has ~640 training states), then the
+# paper's deeper ones.
 DEFAULT_GRID = (
+    {"num_leaves": 3, "n_estimators": 50, "reg_lambda": 10.0, "min_child_samples": 20},
     {"num_leaves": 7, "min_child_samples": 10},
     {"num_leaves": 15, "min_child_samples": 30},
+)
+# What CamDFArgmax's inner cross-validation picks from: shallow corrections of the plug-in estimate;
+# ``n_estimators: 0`` is the plug-in estimate itself (no correction).
+ARGMAX_GRID = (
+    {"n_estimators": 0},
+    {"num_leaves": 3, "n_estimators": 50, "reg_lambda": 10.0, "min_child_samples": 20},
+    {"num_leaves": 3, "n_estimators": 150, "reg_lambda": 10.0, "min_child_samples": 20},
+    {"num_leaves": 7, "n_estimators": 50, "reg_lambda": 10.0, "min_child_samples": 30},
 )
 # CamDF.decide scores these first depths of every task before the rest of the walking ones.
 FIRST_BLOCK = 16
@@ -43,6 +56,13 @@ BASE_PARAMS = {
     "deterministic": True,
     "force_row_wise": True,
     "verbose": -1,
+    # The tool-identity column: LightGBM's categorical smoothing (cat_smooth = cat_l2 = 10) outweighs the
+    # summed |Delta|-weighted hessians of a tool's ~100 states, so the column was never split on (0 of 900
+    # splits at the supervised main cell); at 1 it is (10 of 900). 20 rows per category, not 100, may form a
+    # group in the smaller training sets of other domains.
+    "min_data_per_group": 20,
+    "cat_smooth": 1.0,
+    "cat_l2": 1.0,
 }
 
 
@@ -265,3 +285,116 @@ def without(groups) -> list[str]:
 
 NO_COST = without([COST_FEATURES])
 NO_MEMBERSHIP = without([MEMBERSHIP_FEATURES])
+NO_TASK = without([TASK_FEATURES])
+
+
+class CamDFArgmax(StoppingRule):
+    """CAM-DF-argmax: regress each depth's payoff relative to full access, expose the argmax depth.
+
+    For every state (task i, depth t < n_i) a LightGBM regressor predicts
+    ``U(A_t) - U(A_n)``, the payoff of stopping at t relative to exposing the whole list
+    (whose relative payoff is 0 by definition); the rule exposes the depth with the
+    largest prediction (the first on ties). With ``base_margin`` the booster starts from
+    the plug-in estimate of that difference (:func:`camdf.core.features.plugin_payoffs`,
+    with the training list coverage, as :class:`~camdf.policies.baselines.PluginArgmax`)
+    as its ``init_score``, so it learns a correction to the plug-in rule rather than the
+    payoff from scratch. Hyperparameters (including "no correction": the plug-in rule
+    itself) are chosen by inner cross-validation on payoff.
+
+    Parameters
+    ----------
+    features : sequence of str or None
+        State features (default: all of :data:`camdf.core.features.FEATURES` but ``lam``).
+    tool_identity : bool
+        Add the next tool's identity as a categorical feature.
+    base_margin : bool
+        Start the booster from the plug-in estimate (False: regress from zero, the ablation).
+    grid : sequence of dict
+        Candidates for the inner cross-validation (``n_estimators: 0``: no booster).
+    inner_folds : int
+    random_state : int
+
+    Attributes
+    ----------
+    params_ : dict
+    coverage_ : float
+        The training list coverage q of the plug-in estimate.
+    model_ : lightgbm.LGBMRegressor or None
+        None when the chosen candidate is the plug-in estimate alone.
+    """
+
+    def __init__(self, features=None, tool_identity: bool = False, base_margin: bool = True, grid=ARGMAX_GRID,
+                 inner_folds: int = 3, random_state: int = 0):
+        self.features = features
+        self.tool_identity = tool_identity
+        self.base_margin = base_margin
+        self.grid = grid
+        self.inner_folds = inner_folds
+        self.random_state = random_state
+
+    def _names(self) -> list[str]:
+        return list(self.features) if self.features is not None else [f for f in FEATURES if f != "lam"]
+
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    def _margin(self, batch: StateBatch, coverage: float) -> np.ndarray:
+        """Plug-in estimate of U(A_t) - U(A_n) at every state, (T, N)."""
+        inst = batch.inst
+        if not self.base_margin:
+            return np.zeros(inst.tools.shape)
+        u = plugin_payoffs(inst, batch.p, batch.lam, batch.kind, coverage=coverage)
+        return u[:, :-1] - at_depth(u, inst.n)[:, None]
+
+    def _matrix(self, batch: StateBatch) -> np.ndarray:
+        extra = (batch.inst.tool_ids,) if self.tool_identity else ()
+        return design(batch.feats, self._names(), batch.inst.valid, extra)
+
+    def _fit_one(self, batch: StateBatch, params: dict, coverage: float):
+        if params.get("n_estimators", 1) == 0:
+            return None
+        valid = batch.inst.valid
+        y = (batch.u[:, :-1] - at_depth(batch.u, batch.inst.n)[:, None])[valid]
+        cat = [len(self._names())] if self.tool_identity else "auto"
+        full = {**BASE_PARAMS, **params, "random_state": self.random_state}
+        return lgb.LGBMRegressor(**full).fit(self._matrix(batch), y, init_score=self._margin(batch, coverage)[valid],
+                                             categorical_feature=cat)
+
+    def _depths(self, model, batch: StateBatch, coverage: float) -> np.ndarray:
+        inst = batch.inst
+        rel = self._margin(batch, coverage)
+        if model is not None:
+            rel = rel.copy()
+            rel[inst.valid] += model.booster_.predict(self._matrix(batch), raw_score=True, num_threads=1)
+        if not self.base_margin and model is None:
+            return inst.n.copy()  # nothing learnt: every relative payoff is 0, the reference (full) wins ties
+        value = np.concatenate([np.where(inst.valid, rel, -np.inf), np.full((inst.T, 1), -np.inf)], axis=1)
+        value[np.arange(inst.T), inst.n] = 0.0  # the reference depth itself
+        return np.argmax(value, axis=1)
+
+    def fit(self, batch: StateBatch) -> "CamDFArgmax":
+        from camdf.policies.baselines import list_coverage
+
+        self.coverage_ = list_coverage(batch.inst, batch.kind)
+        grid = list(self.grid)
+        self.params_ = grid[0]
+        if len(grid) > 1 and batch.inst.T >= 2 * self.inner_folds:
+            rng = np.random.default_rng(self.random_state)
+            inner = rng.permutation(np.arange(batch.inst.T) % self.inner_folds)
+            scores = np.zeros(len(grid))
+            for f in range(self.inner_folds):
+                tr, va = batch.subset(inner != f), batch.subset(inner == f)
+                q = list_coverage(tr.inst, tr.kind)
+                for g, params in enumerate(grid):
+                    scores[g] += at_depth(va.u, self._depths(self._fit_one(tr, params, q), va, q)).sum()
+            self.params_ = grid[int(np.argmax(scores))]
+        self.model_ = self._fit_one(batch, self.params_, self.coverage_)
+        return self
+
+    def decide(self, batch: StateBatch) -> np.ndarray:
+        check_is_fitted(self)
+        return self._depths(self.model_, batch, self.coverage_)
+
+    def tuned_parameters(self) -> dict[str, object]:
+        check_is_fitted(self)
+        return {"params": self.params_}

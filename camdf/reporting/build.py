@@ -12,7 +12,9 @@ from camdf.reporting.findings import headlines
 from camdf.reporting.readme import results_markdown, update_readme
 from camdf.reporting.report import Report
 from camdf.reporting.store import runs_frame
-from camdf.reporting.tables import a18, a19, a20, a20_lambda, a21, a24, a25, cross_domain, table2
+from camdf.reporting.tables import (
+    a18, a19, a20, a20_lambda, a21, a24, a25, a26, cross_domain, family_verdict, table2,
+)
 
 def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, bytes], list[str]]:
     """Every table and figure the store can support.
@@ -32,12 +34,15 @@ def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, b
         ("a18", lambda: a18(runs, main)),
         ("a19", lambda: a19(runs, main)),
         ("a20", lambda: a20(runs, main)),
+        *[(f"a20_{s}", lambda s=s: a20(runs, main, s)) for s in main.get("table2_scorers", ()) if s != main["scorer"]],
         ("a20_lambda", lambda: a20_lambda(runs, main)),
         ("a21", lambda: a21(runs, main)),
         ("a22", lambda: cross_domain(runs, main, "exact")),
         ("a23", lambda: cross_domain(runs, main, "partial")),
         ("a24", lambda: a24(runs, main)),
         ("a25", lambda: a25(runs, main)),
+        ("a26", lambda: a26(runs, main)),
+        ("family", lambda: family_verdict(runs, main)),
         ("claims", lambda: claims(runs, main)),
     ]
     for name, build in builders:

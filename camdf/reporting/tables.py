@@ -141,8 +141,23 @@ def a19(runs, main) -> Report:
                   "probability epsilon in the training labels only.")
 
 
-def a20(runs, main) -> Report:
-    run = one_run(runs, "A20", **main_params(main), method__names=str(list(main["ablation_methods"])))
+ABLATION_NOTES = (
+    "unweighted: labels without |Delta| weights; no_cost / no_membership / no_task: feature groups removed "
+    "(no_task: the task-constant n_candidates, text_len, score_entropy); no_identity: without the next tool's "
+    "identity; regression: LightGBM regression on Delta, stop iff prediction >= 0; lite: 10-feature weighted "
+    "logistic model; argmax: regress each depth's payoff relative to full access and expose the argmax, starting "
+    "from the plug-in estimate (argmax_no_margin: from zero; argmax_untuned: one shallow booster, no inner CV; "
+    "argmax_identity: with tool identity); plugin_argmax: the plug-in estimate alone; risk: the shallowest prefix "
+    "whose calibrated miss risk is within alpha (risk_no_split: calibrated on the training tasks' cross-fitted "
+    "probabilities instead of a held-out half, no guarantee)."
+)
+
+
+def a20(runs, main, scorer: str | None = None) -> Report:
+    """A20: the family and its ablations at the main cell, for ``scorer`` (default: the main one)."""
+    scorer = scorer or main["scorer"]
+    run = one_run(runs, f"A20 ({scorer})", **{**main_params(main), "scorer__label": scorer},
+                  method__names=str(list(main["ablation_methods"])))
     rows = []
     for m in methods_of(run):
         g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
@@ -150,17 +165,101 @@ def a20(runs, main) -> Report:
             "method": m,
             "payoff (95% CI)": _ci(g("payoff_mean"), g("payoff_ci_low"), g("payoff_ci_high")),
             "payoff": g("payoff_mean"),
+            "repeat range": "" if pd.isna(g("payoff_repeat_min")) else
+            f"{g('payoff_repeat_min'):.3f}-{g('payoff_repeat_max'):.3f}",
             "tools exposed": g("n_exposed"),
+            "success": g("success"),
             "method minus CAM-DF (95% CI)": "" if m == "camdf" else
             _ci(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high")),
         })
-    return Report("a20", "A20: ablations at the main cell", pd.DataFrame(rows).set_index("method"),
-                  bold={"payoff": "max"},
-                  note="unweighted: labels without |Delta| weights; no_cost / no_membership: feature groups "
-                       "removed; regression: LightGBM regression on Delta, stop iff prediction >= 0; "
-                       "lite: 10-feature weighted logistic model.")
+    name = "a20" if scorer == main["scorer"] else f"a20_{scorer}"
+    return Report(name, f"A20: the CAM-DF family and its ablations at the main cell (scorer {scorer})",
+                  pd.DataFrame(rows).set_index("method"), bold={"payoff": "max"},
+                  note=f"{ABLATION_NOTES} Decisions: {protocol_note(run)}. MLflow run {run['run_id']}.")
 
 
+FAMILY_MAIN = ("camdf", "camdf_lite", "camdf_argmax", "camdf_risk")
+
+
+def family_verdict(runs, main) -> Report:
+    """Does any member of the CAM-DF family beat the best tuned baseline at each main cell? With CIs."""
+    cells = []
+    for scorer in dict.fromkeys([main["scorer"], *main.get("table2_scorers", ())]):
+        for protocol in ("kfold", "group"):
+            sel = select(runs, **{**main_params(main), "scorer__label": scorer, "folds__protocol": protocol},
+                         method__names=str(list(main["methods"])))
+            if not sel.empty:
+                cells.append((f"{scorer}, {protocol} folds", sel.iloc[-1]))
+    if not cells:
+        raise LookupError("family verdict: no FINISHED main-cell run; run `experiment=table2` first")
+    rows = []
+    for label, run in cells:
+        best = [m for m in methods_of(run) if run.get(f"m:{m}/is_best_baseline", np.nan) == 1.0]
+        if not best:
+            continue
+        b = best[0]
+        for m in FAMILY_MAIN:
+            if pd.isna(run.get(f"m:{m}/diff_vs_best_baseline", np.nan)):
+                continue
+            lo, hi = run[f"m:{m}/diff_vs_best_baseline_ci_low"], run[f"m:{m}/diff_vs_best_baseline_ci_high"]
+            verdict = "beats it" if lo > 0 else ("worse" if hi < 0 else "no difference shown")
+            rows.append({"cell / method": f"{label} / {m}", "payoff": run[f"m:{m}/payoff_mean"],
+                         "best tuned baseline": f"{b} ({run[f'm:{b}/payoff_mean']:.3f})",
+                         "method minus baseline (95% CI)": _ci(run[f"m:{m}/diff_vs_best_baseline"], lo, hi),
+                         "verdict": verdict})
+    frame = pd.DataFrame(rows).set_index("cell / method")
+    wins = [r["cell / method"] for r in rows if r["verdict"] == "beats it"]
+    return Report("family", "Does the CAM-DF family beat the best tuned baseline at the main cells?", frame,
+                  digits=3, note="Best tuned baseline: the deployable non-CAM-DF method with the highest mean payoff "
+                  "in the cell (chosen on the evaluated tasks, which favours the baseline). Difference: paired "
+                  "bootstrap over tasks of the per-task means over the repeats; beats it = CI above 0. "
+                  + (f"A family member beats it in: {', '.join(wins)}." if wins else
+                     "No member of the family beats the best tuned baseline at any main cell."))
+
+
+def a26(runs, main) -> Report:
+    """A26: the risk-controlled stopper at each alpha: miss rate (CI), tools, payoff, verified success, TOST."""
+    p = main_params(main)
+    for key in ("domain__name", "scorer__label"):
+        p.pop(key)
+    sel = select(runs, **p, method__names=str(list(main["risk_methods"])))
+    if sel.empty or "p:method.alpha" not in sel:
+        raise LookupError("A26: no FINISHED risk run in the store; run `experiment=a26` and `a26_supervised` first")
+    sel = sel.assign(alpha=sel["p:method.alpha"].astype(float))
+    sel = sel.drop_duplicates(["p:domain.name", "p:scorer.label", "alpha"], keep="last")
+    sel = sel.sort_values(["p:domain.name", "p:scorer.label", "alpha"])
+    rows = []
+    for _, r in sel.iterrows():
+        g = lambda k: r.get(f"m:camdf_risk/{k}", np.nan)  # noqa: E731
+        miss, se, alpha = g("miss_rate"), g("miss_rate_se"), r["alpha"]
+        tost = g("verified_tost_p_vs_full") if pd.notna(g("verified_tost_p_vs_full")) else g("tost_p_vs_full")
+        rows.append({
+            "domain / scorer / alpha": f"{r['p:domain.name']} / {r['p:scorer.label']} / {alpha:g}",
+            "miss rate (95% CI)": _ci(miss, max(0.0, miss - 1.96 * se), miss + 1.96 * se),
+            "within alpha + 2 SE": "yes" if miss <= alpha + 2 * se + 1e-12 else "NO",
+            "full-list miss rate": r.get("m:full/miss_rate", np.nan),
+            "tools exposed": g("n_exposed"),
+            "% fewer than full": g("fewer_tools_vs_full_pct"),
+            "payoff": g("payoff_mean"),
+            "full payoff": r.get("m:full/payoff_mean", np.nan),
+            "argmax payoff": r.get("m:camdf_argmax/payoff_mean", np.nan),
+            "verified success": g("verified_success"),
+            "TOST p vs full": tost,
+            "non-inferior (delta)": "yes" if (g("verified_noninferior_vs_full") if pd.notna(
+                g("verified_noninferior_vs_full")) else g("noninferior_vs_full")) == 1.0 else "no",
+        })
+    frame = pd.DataFrame(rows).set_index("domain / scorer / alpha")
+    bad = [i for i, row in frame.iterrows() if row["within alpha + 2 SE"] == "NO"]
+    return Report(
+        "a26", "A26: the risk-controlled stopper (camdf_risk) at target miss rates alpha", frame, digits=3,
+        note="Miss: the exposed prefix does not contain G_x (or an alternative). Miss rate: mean over tasks of each "
+             "task's miss share over the repeats; CI mean +- 1.96 SE over tasks. The guarantee P(miss) <= alpha "
+             "assumes exchangeable tasks and every G_x on its list (full-list miss rate 0). TOST: success against "
+             "full access at margin delta = 0.05 (verified success where the domain executes, else the G_x proxy). "
+             f"Costs scaled so every mean candidate list costs {sel['p:list_cost'].iloc[0]}. "
+             f"Decisions: {protocol_note(sel.iloc[-1])}. "
+             + ("Every cell's miss rate is within alpha + 2 SE." if not bad else
+                f"Outside alpha + 2 SE: {', '.join(bad)}."))
 def a20_lambda(runs, main) -> Report:
     """A20 (lambda dial): one lambda-conditioned model against per-cell models over the A18 grid."""
     sel = sweep(runs, main, ("cost__lam", "cost__d"), "grid_methods",

@@ -28,9 +28,12 @@ from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel, cross_fit
 from camdf.policies import StateBatch
 from camdf.policies.base import check_fitted
-from camdf.policies.camdf import CamDF, CamDFLite
+from camdf.policies.camdf import CamDF, CamDFArgmax, CamDFLite
+from camdf.policies.risk import CamDFRisk, check_alpha
 
-REQUEST_FIELDS = {"query", "tools", "scores", "costs", "lam"}
+REQUEST_FIELDS = {"query", "tools", "scores", "costs", "lam", "alpha"}
+#: The rules a StopPolicy can be: the train stage fits each and ships the best out of fold.
+POLICY_METHODS = ("camdf_lite", "camdf", "camdf_argmax", "camdf_risk")
 # Single requests with at most this many tools take the plain-Python path (numpy pays off beyond).
 SHORT_RANKING = 64
 
@@ -139,6 +142,7 @@ class Request:
     tools: list
     query: str
     lam: float | None
+    alpha: float | None = None
 
 
 @dataclass(slots=True)
@@ -163,10 +167,14 @@ class StopPolicy(BaseEstimator):
 
     Parameters
     ----------
-    method : {"camdf", "camdf_lite"}
+    method : {"camdf_lite", "camdf", "camdf_argmax", "camdf_risk"}
+        The stopping rule (:data:`POLICY_METHODS`).
     kind : {"exact", "partial"}
     lam : float
         Default lambda (the one it was trained at).
+    alpha : float
+        Default target miss rate of ``camdf_risk`` (a run-time dial like lambda; the other
+        rules have none).
     lam_grid : sequence of float or None
         Train one lambda-conditioned model across these lambdas (lambda is a
         feature), so lambda is a run-time dial without retraining.
@@ -176,7 +184,7 @@ class StopPolicy(BaseEstimator):
 
     Attributes
     ----------
-    rule_ : CamDF or CamDFLite
+    rule_ : CamDFLite, CamDF, CamDFArgmax or CamDFRisk
         The fitted stopping rule.
     membership_ : MembershipModel
     vocab_ : list of str
@@ -186,10 +194,12 @@ class StopPolicy(BaseEstimator):
     """
 
     def __init__(self, method: str = "camdf_lite", kind: str = "exact", lam: float = 0.12,
-                 lam_grid: Sequence[float] | None = None, random_state: int = 0, n_jobs: int = -1):
+                 lam_grid: Sequence[float] | None = None, random_state: int = 0, n_jobs: int = -1,
+                 alpha: float = 0.05):
         self.method = method
         self.kind = kind
         self.lam = lam
+        self.alpha = alpha
         self.lam_grid = lam_grid
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -202,7 +212,13 @@ class StopPolicy(BaseEstimator):
         if self.method == "camdf":
             features = list(FEATURES) if self.lam_grid else None  # FEATURES includes "lam"
             return CamDF(features=features, random_state=self.random_state, predict_jobs=self.n_jobs)
-        raise ValueError(f"method: expected 'camdf' or 'camdf_lite', got {self.method!r}")
+        if self.method in ("camdf_argmax", "camdf_risk") and self.lam_grid:
+            raise ValueError(f"method: the lambda-conditioned policy is the full camdf model, not {self.method}")
+        if self.method == "camdf_argmax":
+            return CamDFArgmax(random_state=self.random_state)
+        if self.method == "camdf_risk":
+            return CamDFRisk(alpha=check_alpha(self.alpha), random_state=self.random_state)
+        raise ValueError(f"method: expected one of {', '.join(POLICY_METHODS)}, got {self.method!r}")
 
     def fit(self, inst: Instances, costs: dict[str, float] | None = None) -> "StopPolicy":
         """Fit on every task of ``inst`` (rankings, costs, true G_x)."""
@@ -220,13 +236,23 @@ class StopPolicy(BaseEstimator):
         return self.rule_.coefficients()
 
     # -- deciding ---------------------------------------------------------------------------------
-    def depths(self, inst: Instances, lam: float | None = None) -> np.ndarray:
+    def depths(self, inst: Instances, lam: float | None = None, alpha: float | None = None) -> np.ndarray:
         """Depth for every task of ``inst`` (its ranking and costs; labels are not read)."""
         check_is_fitted(self)
         lam = self.lam if lam is None else lam
         p = self.membership_.predict_proba(inst)
         feats = state_features(inst, p, lam, self.kind, names=self.rule_.feature_names())
-        return self.rule_.decide(StateBatch(inst, p, lam, self.kind, feats))
+        batch = StateBatch(inst, p, lam, self.kind, feats)
+        if isinstance(self.rule_, CamDFRisk):
+            return self.rule_.decide(batch, alpha=alpha)
+        return self.rule_.decide(batch)
+
+    def _check_alpha(self, alpha: Any, field: str) -> float | None:
+        if alpha is None:
+            return None
+        if self.method != "camdf_risk":
+            raise ValueError(f"{field}: only the camdf_risk policy has a target miss rate; this one is {self.method}")
+        return check_alpha(alpha, field)
 
     def instances(self, requests: list[dict]) -> tuple[Instances, np.ndarray, list[Request]]:
         """Validate requests and pad them into :class:`Instances`, ranked by score.
@@ -333,37 +359,43 @@ class StopPolicy(BaseEstimator):
         index = self.index_
         lam = request.get("lam")
         return Request(names, [index.get(name, -1) for name in names], scores, costs, tools, query or "",
-                       None if lam is None else check_lam(lam, f"{where}lam"))
+                       None if lam is None else check_lam(lam, f"{where}lam"),
+                       self._check_alpha(request.get("alpha"), f"{where}alpha"))
 
     @cached_property
     def index_(self) -> dict[str, int]:
         """Position of each training tool name in the vocabulary (the tool-identity feature)."""
         return {name: i for i, name in enumerate(self.vocab_)}
 
-    def select(self, tools: list, scores=None, costs=None, lam: float | None = None, query: str | None = None
-               ) -> Selection:
-        """The prefix of the ranking to expose for one task."""
+    def select(self, tools: list, scores=None, costs=None, lam: float | None = None, query: str | None = None,
+               alpha: float | None = None) -> Selection:
+        """The prefix of the ranking to expose for one task (``alpha``: camdf_risk's target miss rate)."""
         request = {"tools": tools, "scores": scores, "costs": costs, "query": query}
-        return self.select_batch([request], lam=lam)[0]
+        return self.select_batch([request], lam=lam, alpha=alpha)[0]
 
-    def select_batch(self, requests: list[dict], lam: float | None = None) -> list[Selection]:
-        """:meth:`select` for many tasks at once (one vectorised pass); a request's own ``lam`` wins."""
+    def select_batch(self, requests: list[dict], lam: float | None = None, alpha: float | None = None
+                     ) -> list[Selection]:
+        """:meth:`select` for many tasks at once (one vectorised pass); a request's own ``lam`` and
+        ``alpha`` win."""
         check_fitted(self, "rule_")
         default = self.lam if lam is None else check_lam(lam, "lam")
+        alpha = self._check_alpha(alpha, "alpha")
         parsed = self._parse_all(requests)
-        if len(parsed) == 1 and len(parsed[0].names) <= SHORT_RANKING:
+        if len(parsed) == 1 and len(parsed[0].names) <= SHORT_RANKING and hasattr(self.rule_, "stop_design"):
             r = parsed[0]
             return [self._select_one(r, default if r.lam is None else r.lam)]
         inst, order = self._pad(parsed)
-        lams = np.array([default if r.lam is None else r.lam for r in parsed])
-        values = np.unique(lams)
-        if len(values) == 1:
-            depth = self.depths(inst, float(values[0]))
+        # Requests are decided in groups sharing one (lambda, alpha) dial setting.
+        dials = [(default if r.lam is None else r.lam, alpha if r.alpha is None else r.alpha) for r in parsed]
+        groups: dict[tuple, list[int]] = {}
+        for i, dial in enumerate(dials):
+            groups.setdefault(dial, []).append(i)
+        if len(groups) == 1:
+            depth = self.depths(inst, *dials[0])
         else:
             depth = np.zeros(inst.T, dtype=np.int64)
-            for value in values:
-                rows = lams == value
-                depth[rows] = self.depths(inst.subset(rows), float(value))
+            for (lv, av), rows in groups.items():
+                depth[rows] = self.depths(inst.subset(np.array(rows)), lv, av)
         out = []
         for r, row, d in zip(parsed, order.tolist(), depth.tolist()):
             ranked = row[: len(r.names)]

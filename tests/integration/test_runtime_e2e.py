@@ -20,13 +20,14 @@ MLFLOW = str(Path(sys.executable).with_name("mlflow"))
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, data_dir):
+    """The train stage exactly as `make reproduce` runs it (the default config: the champion of the candidates)."""
     tmp = tmp_path_factory.mktemp("runtime")
     data, out = data_dir, tmp / "out"
-    proc = _run(["pipelines.train", "folds.n_folds=3"], out, data)
+    proc = _run(["pipelines.train"], out, data)
     uri = f"sqlite:///{out}/mlflow.db"
     import mlflow
 
-    client = mlflow.MlflowClient(tracking_uri=uri)
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
     exp = client.get_experiment_by_name("camdf")
     run = client.search_runs([exp.experiment_id], "tags.kind = 'policy'")[0]
     model_uri = re.search(r"logged (\S+)", proc.stdout).group(1)
@@ -34,16 +35,36 @@ def trained(tmp_path_factory, data_dir):
     decisions = pd.read_parquet(client.download_artifacts(run.info.run_id, "decisions.parquet", str(folder)))
     reqs = [json.loads(line) for line in
             Path(client.download_artifacts(run.info.run_id, "requests.jsonl", str(folder))).read_text().splitlines()]
+    candidates = pd.read_csv(client.download_artifacts(run.info.run_id, "candidates.csv", str(folder)),
+                             index_col="method")
     return {"uri": uri, "run_id": run.info.run_id, "model_uri": model_uri, "decisions": decisions,
-            "requests": reqs, "tmp": tmp, "stdout": proc.stdout}
+            "requests": reqs, "tmp": tmp, "stdout": proc.stdout, "candidates": candidates, "client": client,
+            "method": run.data.tags["policy_method"]}
 
 
-def test_train_stage_prints_the_ten_lite_coefficients(trained):
-    lines = [line for line in trained["stdout"].splitlines() if re.match(r"^\w+\s+[+-]\d", line)]
+def test_train_stage_prints_the_ten_lite_coefficients(tmp_path, data_dir):
+    proc = _run(["pipelines.train", "policy.method=camdf_lite", "folds.n_folds=3", "policy.registered_name=null"],
+                tmp_path / "out", data_dir)
+    assert re.search(r"logged models:/m-\S+", proc.stdout)  # not registered: the logged model's own URI
+    lines = [line for line in proc.stdout.splitlines() if re.match(r"^\w+\s+[+-]\d", line)]
     assert len([line for line in lines if not line.startswith("intercept")]) == 10
 
 
-@pytest.mark.parametrize("how", ["runs", "models", "folder"])
+def test_the_shipped_policy_is_the_best_candidate_out_of_fold_and_registered_as_champion(trained):
+    table, method = trained["candidates"], trained["method"]
+    candidates = ["camdf_lite", "camdf", "camdf_argmax", "camdf_risk"]
+    assert set(candidates) <= set(table.index)
+    assert table.loc[method, "payoff_mean"] == table.loc[candidates, "payoff_mean"].max()
+    assert trained["model_uri"] == "models:/camdf-stopper@champion"
+    version = trained["client"].get_model_version_by_alias("camdf-stopper", "champion")
+    assert version.run_id == trained["run_id"] and version.tags["method"] == method
+    # It helps: out of fold it exposes fewer tools than full access on average, but not none.
+    assert 0 < table.loc[method, "n_exposed"] < table.loc["full", "n_exposed"] == 7
+    depths = trained["decisions"]["depth"]
+    assert len(depths) == 114 and depths.nunique() > 1
+
+
+@pytest.mark.parametrize("how", ["runs", "models", "folder", "default"])
 def test_loaded_policy_makes_the_recorded_decisions(trained, how, monkeypatch):
     import mlflow
 
@@ -54,10 +75,10 @@ def test_loaded_policy_makes_the_recorded_decisions(trained, how, monkeypatch):
     if how == "runs":
         uri = f"runs:/{trained['run_id']}/policy"
     elif how == "models":
-        uri = trained["model_uri"]
-    else:
+        uri = trained["model_uri"]  # the alias models:/camdf-stopper@champion
+    elif how == "folder":
         uri = mlflow.artifacts.download_artifacts(trained["model_uri"], dst_path=str(trained["tmp"] / how))
-    policy = load_policy(uri)
+    policy = load_policy(uri) if how != "default" else load_policy()
     depths = [s.depth for s in policy.select_batch(trained["requests"])]
     assert depths == trained["decisions"]["depth"].tolist()
     one_by_one = [policy.select_batch([r])[0].depth for r in trained["requests"]]  # the single-request path
@@ -113,11 +134,47 @@ def test_mlflow_models_serve_gives_the_same_decisions(trained):
         proc.wait(timeout=30)
 
 
-def test_readme_harness_example_runs(trained):
+def test_readme_harness_example_prints_what_the_readme_shows(trained):
+    """The README block run as written (its store from MLFLOW_TRACKING_URI, as the loader reads it) prints
+    the README's output block: the test's train stage is `make reproduce`'s, so the champion is the same."""
     text = (ROOT / "README.md").read_text()
     block = text.split("<!-- example:harness -->", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"], "CAMDF_POLICY": trained["model_uri"]}
+    shown = text.split("<!-- example:harness-output -->", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"]}
     proc = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 2 and all(re.match(r"^\d+ \[", line) for line in lines)
+    assert proc.stdout.strip() == shown.strip()
+
+
+def test_loader_names_the_store_when_the_champion_is_missing(tmp_path):
+    env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/empty.db"}
+    proc = subprocess.run([sys.executable, "-m", "camdf.cli", "select"], input='{"tools": [{"name": "a"}], '
+                          '"scores": [1]}', capture_output=True, text=True, env=env, cwd=ROOT)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"cannot load 'models:/camdf-stopper@champion' in the tracking store sqlite:///{tmp_path}/empty.db" \
+        in proc.stderr and "make reproduce" in proc.stderr
+
+
+def test_foreign_requests_get_sensible_decisions(trained, monkeypatch):
+    """A request from outside the training catalog: the README's 3 tools, and airline's tools as an MCP list."""
+    from camdf.integrations.tau2.convert import convert_customer_service
+    from camdf.runtime import load_policy
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", trained["uri"])
+    policy = load_policy()
+    airline = convert_customer_service("airline")
+    mcp = [{"name": t.name, "description": t.description, "inputSchema": t.parameters or {}} for t in airline.tools
+           if t.name not in policy.vocab_]  # airline's own tools: none of them was seen in training
+    assert len(mcp) >= 5
+    query = airline.tasks[0].text
+    ranked = policy.select(mcp, query=query)
+    assert ranked.ranked[0] in {t["name"] for t in mcp} and sorted(ranked.ranked) == sorted(t["name"] for t in mcp)
+    assert 1 <= ranked.depth <= len(mcp)
+    three = [{"name": "a", "description": "x"}, {"name": "b", "description": "y"}, {"name": "c", "description": "z"}]
+    if policy.method == "camdf_risk":
+        strict = policy.select(mcp, query=query, alpha=0.001)  # floor(0.001 (n + 1)) = 0: everything
+        assert strict.depth == len(mcp)
+        depths = [policy.select(three, scores=[3.0, 2.0, 1.0], alpha=a).depth for a in (0.01, 0.05, 0.2, 0.5)]
+        assert depths == sorted(depths, reverse=True) and depths[0] == 3
+    else:
+        assert policy.select(three, scores=[3.0, 2.0, 1.0], lam=0.0).depth >= 1

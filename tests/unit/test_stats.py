@@ -8,6 +8,7 @@ procedure fails the band with probability well below 1 %.
 
 from __future__ import annotations
 
+import gc
 import math
 
 import numpy as np
@@ -22,6 +23,19 @@ from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import ttost_paired
 
 from camdf.evaluation import stats as cs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _frozen_heap():
+    """Keep the session's long-lived objects out of the collector's reach while this module runs.
+
+    ``multipletests`` calls ``gc.collect()`` on every call; with the session fixtures alive (domains,
+    derivations, MLflow) each full collection walks the whole heap, about a second per call. Frozen
+    objects are only skipped by the collector, so what the tests compute is unchanged.
+    """
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 
 def _mean_diff(a, b, axis=-1):

@@ -271,7 +271,8 @@ def http_server():
                 pass
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        # serve_forever polls for shutdown every poll_interval (0.5 s by default), which each teardown waited out.
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         servers.append(server)
         return f"http://127.0.0.1:{server.server_address[1]}", seen
 

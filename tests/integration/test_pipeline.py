@@ -10,16 +10,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
+SMOKE = ["pipelines.evaluate", "-m", "experiment=smoke"]
+TABLES = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
 
 
-def _env(out: Path, uri: str | None = None) -> dict:
-    env = {**os.environ, "MLFLOW_TRACKING_URI": uri or f"sqlite:///{out}/mlflow.db", "HF_HUB_OFFLINE": "1"}
+def _env(out: Path, uri: str | None = None, environ=None) -> dict:
+    """The stage's environment: ``environ`` (default ``os.environ``) with the store and offline model hub."""
+    base = os.environ if environ is None else environ
+    env = {**base, "MLFLOW_TRACKING_URI": uri or f"sqlite:///{out}/mlflow.db", "HF_HUB_OFFLINE": "1"}
     return env
 
 
-def _run(args, out: Path, data: Path, uri=None, check=True, **kw):
+def _run(args, out: Path, data: Path, uri=None, check=True, environ=None, **kw):
     cmd = [sys.executable, "-m", *args, f"paths.output_dir={out}", f"paths.data_dir={data}", *QUIET]
-    proc = subprocess.run(cmd, cwd=ROOT, env=_env(out, uri), capture_output=True, text=True, **kw)
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(out, uri, environ), capture_output=True, text=True, **kw)
     if check:
         assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return proc
@@ -29,11 +33,16 @@ def _tables(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.suffix in (".md", ".csv", ".tex")}
 
 
-def _finished_keys(uri: str) -> list[str]:
+def _strip(tables: dict[str, bytes]) -> dict[str, bytes]:
+    """Tables without the notes naming MLflow run ids (they differ between stores by design)."""
+    return {k: b"\n".join(line for line in v.splitlines() if b"MLflow run" not in line) for k, v in tables.items()}
+
+
+def _finished_keys(uri: str, experiment: str = "camdf") -> list[str]:
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name("camdf")
+    exp = client.get_experiment_by_name(experiment)
     runs = client.search_runs([exp.experiment_id], "attributes.status = 'FINISHED'", max_results=1000)
     return [r.data.tags["cell_key"] for r in runs if r.data.tags.get("kind") != "tables"]
 
@@ -82,19 +91,16 @@ def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, d
     assert other["a18.md"] != first["a18.md"]
 
 
-def test_same_seed_gives_byte_identical_tables_in_two_stores(tmp_path, data_dir):
-    tables = []
-    for name in ("a", "b"):
-        out = tmp_path / name
-        _run(["pipelines.evaluate", "-m", "experiment=smoke", "cost.d=1.0"], out, data_dir)
-        _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"], out, data_dir)
-        tables.append(_tables(out / "tables"))
+def test_same_seed_gives_byte_identical_tables_in_two_stores(tmp_path, data_dir, smoke_reference):
+    # One store is the session's reference sweep (tests/integration/conftest.py), the other is made here.
+    out = tmp_path / "b"
+    _run(SMOKE, out, data_dir)
+    _run(TABLES, out, data_dir)
     # The notes name the MLflow run id, which differs between stores by design; compare everything else.
-    strip = lambda t: {k: b"\n".join(l for l in v.splitlines() if b"MLflow run" not in l) for k, v in t.items()}  # noqa: E731
-    assert strip(tables[0]) == strip(tables[1])
+    assert _strip(smoke_reference.tables) == _strip(_tables(out / "tables"))
 
 
-def test_sigkill_mid_sweep_then_rerun_completes_with_one_finished_run_per_key(tmp_path, data_dir):
+def test_sigkill_mid_sweep_then_rerun_completes_with_one_finished_run_per_key(tmp_path, data_dir, smoke_reference):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "pipelines.evaluate", "-m", "experiment=smoke",
            f"paths.output_dir={out}", f"paths.data_dir={data_dir}", *QUIET]
@@ -119,11 +125,6 @@ def test_sigkill_mid_sweep_then_rerun_completes_with_one_finished_run_per_key(tm
     assert rerun.stdout.count("reused FINISHED run") >= 1
     keys = _finished_keys(uri)
     assert len(keys) == 4 and len(set(keys)) == 4
-    # Tables after the interrupted sweep equal those of an uninterrupted one.
-    clean = tmp_path / "clean"
-    _run(["pipelines.evaluate", "-m", "experiment=smoke"], clean, data_dir)
-    args = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
-    _run(args, out, data_dir)
-    _run(args, clean, data_dir)
-    strip = lambda t: {k: b"\n".join(l for l in v.splitlines() if b"MLflow run" not in l) for k, v in t.items()}  # noqa: E731
-    assert strip(_tables(out / "tables")) == strip(_tables(clean / "tables"))
+    # Tables after the interrupted sweep equal those of an uninterrupted one (the session's reference sweep).
+    _run(TABLES, out, data_dir)
+    assert _strip(_tables(out / "tables")) == _strip(smoke_reference.tables)

@@ -13,32 +13,23 @@ from hydra import compose, initialize_config_dir
 
 from camdf.pipeline.tracking import Tracker
 
-from .test_mlflow_server import server  # noqa: F401  (the loopback mlflow server fixture)
-from .test_pipeline import QUIET, ROOT, _env, _finished_keys, _run, _tables
+from .test_pipeline import QUIET, ROOT, SMOKE, TABLES, _env, _finished_keys, _run, _strip, _tables
 
-SMOKE = ["pipelines.evaluate", "-m", "experiment=smoke"]
-TABLES = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
 JOBLIB = ["hydra/launcher=parallel", "hydra.launcher.n_jobs=2"]
 
 
-def _strip(tables: dict[str, bytes]) -> dict[str, bytes]:
-    """Tables without the notes naming MLflow run ids (they differ between stores by design)."""
-    return {k: b"\n".join(line for line in v.splitlines() if b"MLflow run" not in line) for k, v in tables.items()}
-
-
-def _runs(uri: str, out: Path, status: str) -> list:
-    return Tracker(uri, "camdf", str(out / "mlartifacts")).runs(status=status)
+def _runs(uri: str, out: Path, status: str, experiment: str = "camdf") -> list:
+    return Tracker(uri, experiment, str(out / "mlartifacts")).runs(status=status)
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory, data_dir):
-    """The smoke grid on Hydra's basic launcher (cells in turn, one process): tables and wall time."""
-    out = tmp_path_factory.mktemp("basic")
-    start = time.time()
-    _run(SMOKE, out, data_dir)
-    wall = time.time() - start
-    _run(TABLES, out, data_dir)
-    return _strip(_tables(out / "tables")), wall
+def reference(smoke_reference):
+    """The smoke grid on Hydra's basic launcher (cells in turn, one process): tables and wall time.
+
+    The session's reference sweep (tests/integration/conftest.py), which tests/integration/test_pipeline.py
+    compares against too.
+    """
+    return _strip(smoke_reference.tables), smoke_reference.wall
 
 
 @pytest.mark.parametrize("launcher, target", [
@@ -93,11 +84,14 @@ def test_submitit_local_launcher_runs_the_smoke_grid(tmp_path, data_dir, referen
     assert _strip(_tables(out / "tables")) == reference[0]
 
 
-def test_two_concurrent_sweeps_on_one_server_compute_each_cell_once(server, tmp_path, data_dir, reference):  # noqa: F811
+def test_two_concurrent_sweeps_on_one_server_compute_each_cell_once(server, tmp_path, data_dir, reference):
+    # The session's server is shared: this test's runs go to an experiment of their own.
+    experiment = "race"
     procs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        cmd = [sys.executable, "-m", *SMOKE, f"paths.output_dir={out}", f"paths.data_dir={data_dir}", *QUIET]
+        cmd = [sys.executable, "-m", *SMOKE, f"tracking.experiment={experiment}", f"paths.output_dir={out}",
+               f"paths.data_dir={data_dir}", *QUIET]
         procs.append(subprocess.Popen(cmd, cwd=ROOT, env=_env(out, server), stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     outputs = []
@@ -108,10 +102,10 @@ def test_two_concurrent_sweeps_on_one_server_compute_each_cell_once(server, tmp_
     logged = sum(o.count("logged run") for o in outputs)
     reused = sum(o.count("reused FINISHED run") for o in outputs)
     assert (logged, reused) == (4, 4)  # each cell computed by one sweep and reused by the other
-    keys = _finished_keys(server)
+    keys = _finished_keys(server, experiment)
     assert len(keys) == 4 and len(set(keys)) == 4
-    assert _runs(server, tmp_path, "RUNNING") == []
-    _run(TABLES, tmp_path / "a", data_dir, uri=server)
+    assert _runs(server, tmp_path, "RUNNING", experiment) == []
+    _run([*TABLES, f"tracking.experiment={experiment}"], tmp_path / "a", data_dir, uri=server)
     assert _strip(_tables(tmp_path / "a" / "tables")) == reference[0]
 
 

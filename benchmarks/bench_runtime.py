@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.common import CELL_OVERRIDES  # noqa: E402
 
 ROUNDS = 5
-TARGETS = {"camdf_lite_7_p50_us": 100.0, "camdf_7_p50_us": 1000.0, "camdf_1000_p50_us": 5000.0,
-           "camdf_lite_batch_per_s": 50_000.0}
+TARGETS = {"camdf_lite_7_p50_us": 100.0, "camdf_7_p50_us": 1000.0, "camdf_risk_7_p50_us": 200.0,
+           "camdf_1000_p50_us": 5000.0, "camdf_lite_batch_per_s": 50_000.0}
 
 
 def _policies():
@@ -49,7 +49,7 @@ def _policies():
     with initialize_config_dir(config_dir=str(root / "conf"), version_base="1.3"):
         cfg = OmegaConf.to_container(compose(config_name="evaluate", overrides=CELL_OVERRIDES), resolve=True)
     inst, domain, costs, _ = cell_instances(cfg, Paths(root / "data", root / "outputs" / "cache"))
-    pols = {m: StopPolicy(method=m, lam=0.12).fit(inst, costs=costs.to_dict()) for m in ("camdf_lite", "camdf")}
+    pols = {m: StopPolicy(method=m, lam=0.12).fit(inst, costs=costs.to_dict()) for m in ("camdf_lite", "camdf", "camdf_risk")}
     return pols, task_requests(domain, inst)
 
 

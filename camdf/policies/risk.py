@@ -153,6 +153,21 @@ class CamDFRisk(StoppingRule):
         check_fitted(self, "scores_")
         return self.threshold_ if alpha is None else crc_threshold(self.scores_, check_alpha(alpha))
 
+    def decide_task(self, z: list[float], scores: list[float], ids: list[int], alpha: float | None = None) -> int:
+        """:meth:`decide` for one ranked task in plain Python (the run-time fast path; same arithmetic).
+
+        ``z`` are the task's normalised scores, ``scores`` its ranked scores, ``ids`` the tools'
+        vocabulary ids (-1: unseen).
+        """
+        tau = self.threshold(alpha)
+        p = self.membership_.predict_task(z, scores, ids)
+        n = len(p)
+        suff, tail = [1.0] * (n + 1), 1.0
+        for j in range(n - 1, -1, -1):  # prod_{j >= t} (1 - p_j), multiplied from the end as sufficiency_curve
+            tail *= 1.0 - min(max(p[j], 0.0), 1.0)
+            suff[j] = tail
+        return next((t for t in range(n + 1) if 1.0 - suff[t] < tau), n)
+
     def decide(self, batch: StateBatch, alpha: float | None = None) -> np.ndarray:
         check_is_fitted(self)
         return risk_depths(self._risk(batch.inst, batch.p), batch.inst.n, self.threshold(alpha))

@@ -7,7 +7,7 @@ import pandas as pd
 
 from camdf.reporting.claims import claims
 from camdf.reporting.store import main_params, methods_of, one_run, select
-from camdf.reporting.tables import grid
+from camdf.reporting.tables import a26, family_verdict, grid
 
 def headlines(runs: pd.DataFrame, main: dict) -> list[str]:
     """One-sentence findings read from the store (main cell, grids, verified non-inferiority)."""
@@ -59,6 +59,26 @@ def headlines(runs: pd.DataFrame, main: dict) -> list[str]:
                        f"(success {r['m:camdf/verified_success']:.3f} vs {r['m:full/verified_success']:.3f}, "
                        f"TOST p = {r['m:camdf/verified_tost_p_vs_full']:.4f}, paired p = "
                        f"{r['m:camdf/verified_success_p_vs_full']:.4f}).")
+    try:
+        fam = family_verdict(runs, main).frame
+        parts = []
+        for cell in dict.fromkeys(i.rsplit(" / ", 1)[0] for i in fam.index):
+            rows = fam[[i.rsplit(" / ", 1)[0] == cell for i in fam.index]]
+            top = rows["payoff"].astype(float).idxmax()
+            parts.append(f"{cell}: best member `{top.rsplit(' / ', 1)[1]}` minus {rows.loc[top, 'best tuned baseline']} "
+                         f"{rows.loc[top, 'method minus baseline (95% CI)']} ({rows.loc[top, 'verdict']})")
+        wins = int((fam["verdict"] == "beats it").sum())
+        out.append("Family verdict: " + "; ".join(parts) + f". {wins} of {len(fam)} (cell, member) pairs beat the best "
+                   "tuned baseline with a CI above 0.")
+    except LookupError:
+        pass
+    try:
+        risk = a26(runs, main).frame
+        ok = int((risk["within alpha + 2 SE"] == "yes").sum())
+        out.append(f"A26: camdf_risk's miss rate is within alpha + 2 SE in {ok} of {len(risk)} cells (alpha = 0.01, "
+                   "0.05, 0.1 over the domains and rankers).")
+    except LookupError:
+        pass
     try:
         verdicts = claims(runs, main).frame["verdict"]
         counts = verdicts.value_counts()

@@ -242,7 +242,6 @@ def a26(runs, main) -> Report:
             "% fewer than full": g("fewer_tools_vs_full_pct"),
             "payoff": g("payoff_mean"),
             "full payoff": r.get("m:full/payoff_mean", np.nan),
-            "argmax payoff": r.get("m:camdf_argmax/payoff_mean", np.nan),
             "verified success": g("verified_success"),
             "TOST p vs full": tost,
             "non-inferior (delta)": "yes" if (g("verified_noninferior_vs_full") if pd.notna(

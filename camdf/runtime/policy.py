@@ -222,12 +222,16 @@ class StopPolicy(BaseEstimator):
 
     def fit(self, inst: Instances, costs: dict[str, float] | None = None) -> "StopPolicy":
         """Fit on every task of ``inst`` (rankings, costs, true G_x)."""
+        from threadpoolctl import threadpool_limits
+
         self.vocab_ = list(inst.vocab)
         self.costs_ = dict(costs or {})
-        p = cross_fit(inst, inst.member, random_state=self.random_state)
-        lams = list(self.lam_grid) if self.lam_grid else [self.lam]
-        self.rule_ = self._rule().fit(StateBatch.across_lambdas(inst, p, lams, self.kind))
-        self.membership_ = MembershipModel().fit(inst, inst.member)
+        # Small models: BLAS threads only spin (as in the cell evaluator); the fits are the same.
+        with threadpool_limits(1, user_api="blas"):
+            p = cross_fit(inst, inst.member, random_state=self.random_state)
+            lams = list(self.lam_grid) if self.lam_grid else [self.lam]
+            self.rule_ = self._rule().fit(StateBatch.across_lambdas(inst, p, lams, self.kind))
+            self.membership_ = MembershipModel().fit(inst, inst.member)
         return self
 
     def coefficients(self) -> pd.Series | None:
@@ -381,9 +385,9 @@ class StopPolicy(BaseEstimator):
         default = self.lam if lam is None else check_lam(lam, "lam")
         alpha = self._check_alpha(alpha, "alpha")
         parsed = self._parse_all(requests)
-        if len(parsed) == 1 and len(parsed[0].names) <= SHORT_RANKING and hasattr(self.rule_, "stop_design"):
+        if len(parsed) == 1 and len(parsed[0].names) <= SHORT_RANKING and not isinstance(self.rule_, CamDFArgmax):
             r = parsed[0]
-            return [self._select_one(r, default if r.lam is None else r.lam)]
+            return [self._select_one(r, default if r.lam is None else r.lam, alpha if r.alpha is None else r.alpha)]
         inst, order = self._pad(parsed)
         # Requests are decided in groups sharing one (lambda, alpha) dial setting.
         dials = [(default if r.lam is None else r.lam, alpha if r.alpha is None else r.alpha) for r in parsed]
@@ -402,7 +406,7 @@ class StopPolicy(BaseEstimator):
             out.append(Selection([r.tools[j] for j in ranked[:d]], d, [r.names[j] for j in ranked]))
         return out
 
-    def _select_one(self, r: Request, lam: float) -> Selection:
+    def _select_one(self, r: Request, lam: float, alpha: float | None = None) -> Selection:
         """One request over a short ranking, in plain Python and one model call.
 
         Decides exactly as the vectorised path (tests compare them on every retail task
@@ -413,6 +417,9 @@ class StopPolicy(BaseEstimator):
         order = sorted(range(len(scores)), key=lambda j: -scores[j])  # stable: ties keep the caller's order
         s, c, ids = [scores[j] for j in order], [costs[j] for j in order], [r.ids[j] for j in order]
         z = task_normalised_scores(s)
+        if isinstance(self.rule_, CamDFRisk):
+            depth = self.rule_.decide_task(z, s, ids, alpha)
+            return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])
         p = self.membership_.predict_task(z, s, ids)
         cols = task_features(s, c, p, lam, self.kind, float(len(r.query)), self.rule_.feature_names(), z=z)
         stop = self.rule_.stop_design(np.array(cols).T, np.array(ids)).tolist()

@@ -8,14 +8,14 @@ import pytest
 from sklearn.exceptions import NotFittedError
 from threadpoolctl import threadpool_limits
 
-from camdf.core.instances import build_instances
+from camdf.core.instances import Instances, build_instances
 from camdf.policies import StateBatch, make_policy
 from camdf.policies.risk import CamDFRisk, check_alpha, crc_threshold, miss_scores, risk_depths
 
 TOOLS = [f"t{j}" for j in range(10)]
 
 
-def synthetic_tasks(rng: np.random.Generator, T: int, n: int = 6) -> "Instances":  # noqa: F821
+def synthetic_tasks(rng: np.random.Generator, T: int, n: int = 6) -> Instances:
     """T i.i.d. tasks: n candidates out of 10 tools, G_x of 1-2 of them, scores informative but noisy."""
     rows, required = [], {}
     for i in range(T):
@@ -108,3 +108,37 @@ def test_without_the_split_the_rule_calibrates_on_the_batch_probabilities():
     inst = synthetic_tasks(np.random.default_rng(3), 80)
     rule = CamDFRisk(split=False).fit(_batch(inst))
     assert rule.membership_ is None and rule.tuned_parameters()["n_calibration"] == 80
+
+
+def test_the_one_task_fast_path_decides_as_the_batch_path():
+    from camdf.core.features import task_normalised_scores
+
+    inst = synthetic_tasks(np.random.default_rng(4), 200)
+    rule = CamDFRisk(alpha=0.1).fit(_batch(inst))
+    test = synthetic_tasks(np.random.default_rng(5), 100)
+    for alpha in (None, 0.02, 0.3):
+        batch = rule.decide(_batch(test, train=False), alpha=alpha)
+        one = [rule.decide_task(task_normalised_scores(test.scores[i, :n].tolist()), test.scores[i, :n].tolist(),
+                                test.tool_ids[i, :n].tolist(), alpha) for i, n in enumerate(test.n)]
+        assert one == batch.tolist()
+
+
+def test_stop_policy_risk_dial_and_refusals():
+    from camdf.runtime import StopPolicy
+
+    inst = synthetic_tasks(np.random.default_rng(6), 200)
+    policy = StopPolicy(method="camdf_risk", alpha=0.1).fit(inst)
+    tools = [{"name": t, "description": t} for t in TOOLS[:6]]
+    scores = [3.0, 2.5, 2.0, 1.0, 0.5, 0.0]
+    depths = [policy.select(tools, scores=scores, alpha=a).depth for a in (0.001, 0.05, 0.1, 0.4)]
+    assert depths[0] == 6 and depths == sorted(depths, reverse=True)
+    assert policy.select(tools, scores=scores).depth == depths[2]  # the fitted alpha
+    many = policy.select_batch([{"tools": tools, "scores": scores, "alpha": a} for a in (0.001, 0.05, 0.1, 0.4)])
+    assert [s.depth for s in many] == depths  # per-request alpha, decided in groups by the batch path
+    with pytest.raises(ValueError, match=r"^alpha: must be a number in \(0, 1\)"):
+        policy.select(tools, scores=scores, alpha=1.5)
+    lite = StopPolicy(method="camdf_lite").fit(inst)
+    with pytest.raises(ValueError, match="^alpha: only the camdf_risk policy has a target miss rate; this one is camdf_lite"):
+        lite.select(tools, scores=scores, alpha=0.1)
+    with pytest.raises(ValueError, match=r"^requests\[1\]\.alpha: only the camdf_risk policy"):
+        lite.select_batch([{"tools": tools, "scores": scores}, {"tools": tools, "scores": scores, "alpha": 0.1}])

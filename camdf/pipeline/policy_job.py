@@ -49,7 +49,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     at the cell (:func:`compare_candidates`) and the one with the best mean payoff is shipped
     (ties: the first listed); the comparison is logged with the run (``candidates.csv``,
     metrics ``candidate/<method>/...``). The model is registered as ``policy.registered_name``
-    with the alias ``policy.alias`` moved to the new version (``models:/camdf-stopper@champion``).
+    with the alias ``policy.alias`` moved to the new version (``models:/camdf-stopper@champion``) when
+    it was chosen out of fold (``auto``); an explicitly named method is registered without moving it.
     The run also records the policy's decision for every task (``decisions.parquet``)
     and the matching run-time requests (``requests.jsonl``), so a loaded policy can be
     checked against what the pipeline decided.
@@ -57,7 +58,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     Returns
     -------
     model_uri : str
-        The registered alias URI (``models:/<name>@<alias>``) when registered, else the logged model's.
+        ``models:/<name>@<alias>`` (auto), ``models:/<name>/<version>`` (a named method), or the
+        logged model's URI when not registered.
     info : dict
         ``run_id``, ``method``, ``mean_depth`` (in-sample), ``comparison`` (auto) and
         ``coefficients`` (camdf_lite).
@@ -110,10 +112,12 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     if name:
         client = mlflow.MlflowClient(tracking_uri=tracker.uri, registry_uri=tracker.uri)
         version = max(client.search_model_versions(f"run_id = '{run.info.run_id}'"), key=lambda v: int(v.version))
-        alias = pol.get("alias") or "champion"
-        client.set_registered_model_alias(name, alias, version.version)
         client.set_model_version_tag(name, version.version, "method", method)
         info["version"] = int(version.version)
         info["logged_uri"] = uri
-        uri = f"models:/{name}@{alias}"
+        uri = f"models:/{name}/{version.version}"
+        if comparison is not None:  # only a champion chosen out of fold moves the alias
+            alias = pol.get("alias") or "champion"
+            client.set_registered_model_alias(name, alias, version.version)
+            uri = f"models:/{name}@{alias}"
     return uri, info

@@ -42,12 +42,18 @@ def trained(tmp_path_factory, data_dir):
             "method": run.data.tags["policy_method"]}
 
 
-def test_train_stage_prints_the_ten_lite_coefficients(tmp_path, data_dir):
-    proc = _run(["pipelines.train", "policy.method=camdf_lite", "folds.n_folds=3", "policy.registered_name=null"],
-                tmp_path / "out", data_dir)
-    assert re.search(r"logged models:/m-\S+", proc.stdout)  # not registered: the logged model's own URI
+def test_train_stage_prints_the_ten_lite_coefficients_and_a_named_method_does_not_move_the_alias(tmp_path, data_dir):
+    import mlflow
+
+    proc = _run(["pipelines.train", "policy.method=camdf_lite", "folds.n_folds=3"], tmp_path / "out", data_dir)
+    assert "logged models:/camdf-stopper/1 " in proc.stdout  # registered, but not as the champion
+    uri = f"sqlite:///{tmp_path}/out/mlflow.db"
+    assert mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri).get_registered_model("camdf-stopper").aliases == {}
     lines = [line for line in proc.stdout.splitlines() if re.match(r"^\w+\s+[+-]\d", line)]
     assert len([line for line in lines if not line.startswith("intercept")]) == 10
+    bare = _run(["pipelines.train", "policy.method=camdf_lite", "folds.n_folds=3", "policy.registered_name=null"],
+                tmp_path / "bare", data_dir)
+    assert re.search(r"logged models:/m-\S+ ", bare.stdout)  # not registered: the logged model's own URI
 
 
 def test_the_shipped_policy_is_the_best_candidate_out_of_fold_and_registered_as_champion(trained):

@@ -7,7 +7,8 @@ Make target: ``make data`` (all built-in domains as one Hydra multirun).
 
 ``domain.name`` is checked first (:func:`camdf.data.io.check_domain_name`): a name that
 is not a plain folder name (``""``, ``.``, ``../x``, ``a/b``) stops the stage with one
-line on stderr and exit code 2, before anything is converted, read or written.
+line on stderr and exit code 2, before anything is converted, read or written; so does
+a bad task filter ``domain.where`` (:func:`camdf.data.filters.check_where`).
 """
 
 import hydra
@@ -15,6 +16,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.data.filters import check_where
 from camdf.data.io import check_domain_name
 from camdf.pipeline.data_stage import build_domain
 
@@ -27,6 +29,8 @@ def _select(cfg: DictConfig, key: str):
 def main(cfg: DictConfig) -> None:
     try:
         name = check_domain_name(_select(cfg, "domain.name"))
+        where = _select(cfg, "domain.where")
+        check_where(OmegaConf.to_container(where, resolve=True) if OmegaConf.is_config(where) else where)
     except ValueError as err:
         from camdf.pipeline.schema import refuse  # the stages' refusal: one line, exit 2, Hydra's job folder removed
 
@@ -43,7 +47,8 @@ def main(cfg: DictConfig) -> None:
     )
     s = result.summary
     state = "cached" if result.cached else "built"
-    print(f"{dom.name}: {state} {s['n_tasks']} tasks, {s['n_acquirable']} acquirable tools, "
+    kept = f" (filter kept {s['filter']['kept']}, removed {s['filter']['removed']})" if s.get("filter") else ""
+    print(f"{dom.name}: {state} {s['n_tasks']} tasks{kept}, {s['n_acquirable']} acquirable tools, "
           f"mean |G_x| {s['required_size_mean']:.3f} ({s.get('label_source', 'annotated')}) -> {result.folder}")
 
 

@@ -69,6 +69,11 @@ def render_report(domain: Domain, summary: dict[str, Any], extra_sections: list[
         + (f" (label source: {s['label_source']})" if s.get("label_source") else ""),
         f"- tasks with alternatives: {s['with_alternatives']}",
     ]
+    if s.get("filter"):
+        f = s["filter"]
+        lines.append(f"- task filter `where: {f['where']}`: kept {f['kept']}, removed {f['removed']}"
+                     + (" (" + ", ".join(f"{k} {v}" for k, v in sorted(f["removed_by"].items())) + ")"
+                        if f["removed_by"] else ""))
     if s["gold_lists_no_read"]:
         lines.append(
             f"- tasks whose gold actions list no read action: {s['gold_lists_no_read']} "

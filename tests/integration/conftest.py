@@ -91,7 +91,10 @@ _BUILDS: dict[str, Future] = {}
 
 
 def pytest_collection_finish(session):
-    if session.config.option.collectonly:
+    # Under pytest-xdist (make test: -n 2) every worker collects every test, so a background build here
+    # would build each fixture once per worker whether or not its tests land there; the fixtures are
+    # then built on first request instead, by the worker that needs them.
+    if session.config.option.collectonly or os.environ.get("PYTEST_XDIST_WORKER"):
         return
     wanted = {name for item in session.items for name in item.fixturenames}
     factory = session.config._tmp_path_factory  # what the tmp_path_factory fixture returns

@@ -66,7 +66,37 @@ BASE_PARAMS = {
 }
 
 
-class CamDF(StoppingRule):
+class _StateBooster(StoppingRule):
+    """What the LightGBM rules share: their state features, design matrix and inner cross-validation."""
+
+    def _names(self) -> list[str]:
+        return list(self.features) if self.features is not None else [f for f in FEATURES if f != "lam"]
+
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(self._names())
+
+    def _matrix(self, batch: StateBatch) -> np.ndarray:
+        """The valid states' features, with the next tool's identity as the last column."""
+        extra = (batch.inst.tool_ids,) if self.tool_identity else ()
+        return design(batch.feats, self._names(), batch.inst.valid, extra)
+
+    def _choose(self, batch: StateBatch, payoff) -> dict:
+        """The grid candidate with the largest inner cross-validated payoff (the first with one candidate
+        or too few tasks); ``payoff(train, valid, params)`` is the summed payoff on ``valid``."""
+        grid = list(self.grid)
+        if len(grid) == 1 or batch.inst.T < 2 * self.inner_folds:
+            return grid[0]
+        rng = np.random.default_rng(self.random_state)
+        inner = rng.permutation(np.arange(batch.inst.T) % self.inner_folds)
+        scores = np.zeros(len(grid))
+        for f in range(self.inner_folds):
+            tr, va = batch.subset(inner != f), batch.subset(inner == f)
+            for g, params in enumerate(grid):
+                scores[g] += payoff(tr, va, params)
+        return grid[int(np.argmax(scores))]
+
+
+class CamDF(_StateBooster):
     """Regret-weighted LightGBM stopper.
 
     Parameters
@@ -115,17 +145,6 @@ class CamDF(StoppingRule):
         self.random_state = random_state
         self.predict_jobs = predict_jobs
 
-    def _names(self) -> list[str]:
-        return list(self.features) if self.features is not None else [f for f in FEATURES if f != "lam"]
-
-    def feature_names(self) -> tuple[str, ...]:
-        return tuple(self._names())
-
-    def _matrix(self, batch: StateBatch) -> np.ndarray:
-        """The valid states' features, with the next tool's identity as the last column."""
-        extra = (batch.inst.tool_ids,) if self.tool_identity else ()
-        return design(batch.feats, self._names(), batch.inst.valid, extra)
-
     def _fit_one(self, batch: StateBatch, params: dict):
         valid = batch.inst.valid
         X = self._matrix(batch)
@@ -166,18 +185,8 @@ class CamDF(StoppingRule):
         return self._predict(self.model_, X)
 
     def fit(self, batch: StateBatch) -> "CamDF":
-        grid = list(self.grid)
-        self.params_ = grid[0]
-        if len(grid) > 1 and batch.inst.T >= 2 * self.inner_folds:
-            rng = np.random.default_rng(self.random_state)
-            inner = rng.permutation(np.arange(batch.inst.T) % self.inner_folds)
-            scores = np.zeros(len(grid))
-            for f in range(self.inner_folds):
-                tr, va = batch.subset(inner != f), batch.subset(inner == f)
-                for g, params in enumerate(grid):
-                    depth = walk(self._stop(self._fit_one(tr, params), va), va.inst.n)
-                    scores[g] += at_depth(va.u, depth).sum()
-            self.params_ = grid[int(np.argmax(scores))]
+        self.params_ = self._choose(batch, lambda tr, va, params: at_depth(
+            va.u, walk(self._stop(self._fit_one(tr, params), va), va.inst.n)).sum())
         self.model_ = self._fit_one(batch, self.params_)
         return self
 
@@ -288,7 +297,7 @@ NO_MEMBERSHIP = without([MEMBERSHIP_FEATURES])
 NO_TASK = without([TASK_FEATURES])
 
 
-class CamDFArgmax(StoppingRule):
+class CamDFArgmax(_StateBooster):
     """CAM-DF-argmax: regress each depth's payoff relative to full access, expose the argmax depth.
 
     For every state (task i, depth t < n_i) a LightGBM regressor predicts
@@ -332,12 +341,6 @@ class CamDFArgmax(StoppingRule):
         self.inner_folds = inner_folds
         self.random_state = random_state
 
-    def _names(self) -> list[str]:
-        return list(self.features) if self.features is not None else [f for f in FEATURES if f != "lam"]
-
-    def feature_names(self) -> tuple[str, ...]:
-        return tuple(self._names())
-
     def _margin(self, batch: StateBatch, coverage: float) -> np.ndarray:
         """Plug-in estimate of U(A_t) - U(A_n) at every state, (T, N)."""
         inst = batch.inst
@@ -345,10 +348,6 @@ class CamDFArgmax(StoppingRule):
             return np.zeros(inst.tools.shape)
         u = plugin_payoffs(inst, batch.p, batch.lam, batch.kind, coverage=coverage)
         return u[:, :-1] - at_depth(u, inst.n)[:, None]
-
-    def _matrix(self, batch: StateBatch) -> np.ndarray:
-        extra = (batch.inst.tool_ids,) if self.tool_identity else ()
-        return design(batch.feats, self._names(), batch.inst.valid, extra)
 
     def _fit_one(self, batch: StateBatch, params: dict, coverage: float):
         if params.get("n_estimators", 1) == 0:
@@ -376,18 +375,12 @@ class CamDFArgmax(StoppingRule):
         from camdf.policies.baselines import list_coverage
 
         self.coverage_ = list_coverage(batch.inst, batch.kind)
-        grid = list(self.grid)
-        self.params_ = grid[0]
-        if len(grid) > 1 and batch.inst.T >= 2 * self.inner_folds:
-            rng = np.random.default_rng(self.random_state)
-            inner = rng.permutation(np.arange(batch.inst.T) % self.inner_folds)
-            scores = np.zeros(len(grid))
-            for f in range(self.inner_folds):
-                tr, va = batch.subset(inner != f), batch.subset(inner == f)
-                q = list_coverage(tr.inst, tr.kind)
-                for g, params in enumerate(grid):
-                    scores[g] += at_depth(va.u, self._depths(self._fit_one(tr, params, q), va, q)).sum()
-            self.params_ = grid[int(np.argmax(scores))]
+
+        def payoff(tr: StateBatch, va: StateBatch, params: dict) -> float:
+            q = list_coverage(tr.inst, tr.kind)
+            return at_depth(va.u, self._depths(self._fit_one(tr, params, q), va, q)).sum()
+
+        self.params_ = self._choose(batch, payoff)
         self.model_ = self._fit_one(batch, self.params_, self.coverage_)
         return self
 

@@ -1,10 +1,13 @@
 """The data stage: convert a source into ``data/<domain>/``, cached by content key.
 
 A domain config may set ``label_source``: ``annotated`` (default; G_x as the
-converter gives it) or ``derived`` (G_x derived by running the domain's tools,
-:mod:`camdf.sufficiency`; executable domains only). Derived labels add the
-sufficiency and agreement sections to the report. ``where`` filters the tasks
-(:mod:`camdf.data.filters`) after labelling; its counts go to the report and the manifest.
+converter gives it) or ``derived`` (G_x derived by running the tools of the
+executable domain named by ``executable``, :mod:`camdf.sufficiency`). Derived
+labels add the sufficiency and agreement sections (with the label audit) to the
+report, and exclude the tasks whose gold plan does not execute unless
+``keep_non_executable: true``. ``where`` filters the tasks
+(:mod:`camdf.data.filters`) after labelling; its counts (the excluded plans
+included, as ``meta.gold_executable``) go to the report and the manifest.
 """
 
 from __future__ import annotations
@@ -59,17 +62,35 @@ def _label_source(config: dict[str, Any]) -> str:
     return source
 
 
-def derive_labels(domain: Domain, cache_dir: str | Path | None) -> tuple[Domain, list[str], dict[str, Any]]:
-    """Relabel ``domain`` with G_x derived by execution; return it, the report sections and a summary."""
-    from camdf import sufficiency
-    from camdf.integrations.registry import executable_domains, get_executable
+def executable_of(config: dict[str, Any]) -> str:
+    """The registry name (:mod:`camdf.integrations.registry`) in ``config["executable"]``, checked.
 
-    if domain.name not in executable_domains():
-        raise ValueError(
-            f"domain `{domain.name}`: label_source `derived` needs an executable domain "
-            f"({', '.join(executable_domains())}); use label_source: annotated"
-        )
-    der = sufficiency.derive(domain, get_executable(domain.name), cache_dir)
+    Derived labels run the tools of the executable domain the config names,
+    whatever the catalog's ``domain`` field says, so a user folder over tau2
+    retail's database derives with ``executable: retail``.
+    """
+    from camdf.integrations.registry import executable_domains
+
+    name = config.get("executable")
+    known = ", ".join(executable_domains())
+    if name is None:
+        raise ValueError(f"domain.executable: label_source `derived` needs the executable domain whose tools "
+                         f"run the check (one of {known}); or use label_source: annotated")
+    if name not in executable_domains():
+        raise ValueError(f"domain.executable: {name!r} is not an executable domain (expected one of {known})")
+    return name
+
+
+def derive_labels(
+    domain: Domain, cache_dir: str | Path | None, executable: str | None = None
+) -> tuple[Domain, list[str], dict[str, Any]]:
+    """Relabel ``domain`` with G_x derived by execution on the registry's ``executable`` domain (default:
+    the one named like the domain); return it, the report sections and a summary."""
+    from camdf import sufficiency
+    from camdf.integrations.registry import get_executable
+
+    name = executable_of({"executable": executable or domain.name})
+    der = sufficiency.derive(domain, get_executable(name), cache_dir)
     sections = [sufficiency.sufficiency_section(der, "derived"), sufficiency.agreement_section(der)]
     return sufficiency.relabel(domain, der, "derived"), sections, sufficiency.summary(der)
 
@@ -111,15 +132,23 @@ def build_domain(
     ------
     ValueError
         The folder's name or ``config["name"]`` is not a plain name (:func:`check_domain_name`),
-        or ``config["where"]`` is not a valid task filter (:func:`camdf.data.filters.check_where`);
-        checked first, before anything is read, converted or written.
+        ``config["where"]`` is not a valid task filter (:func:`camdf.data.filters.check_where`),
+        ``config["executable"]`` names no executable domain while labels are derived
+        (:func:`executable_of`) or ``keep_non_executable`` is not a boolean; checked first,
+        before anything is read, converted or written.
     """
     out_dir = Path(out_dir)
     check_domain_name(out_dir.name)
     if "name" in config:
         check_domain_name(config["name"])
     derived = _label_source(config) == "derived"
-    check_where(config.get("where"))  # a bad filter is refused before anything is converted
+    executable = executable_of(config) if derived else None
+    where = check_where(config.get("where"))  # a bad filter is refused before anything is converted
+    keep = config.get("keep_non_executable", False)
+    if not isinstance(keep, bool):
+        raise ValueError(f"domain.keep_non_executable: expected true or false, got {keep!r}")
+    if derived and not keep:  # gold plans that do not execute are excluded, counted as a filter
+        where = {**where, "meta": {**where.get("meta", {}), "gold_executable": [True]}}
     exec_costs = bool(config.get("report_execution_costs", False))
     code = ("camdf.data", "camdf.common.fingerprint") + (("camdf.sufficiency",) if derived else ()) + (
         ("camdf.costs.regimes",) if exec_costs else ())
@@ -132,9 +161,9 @@ def build_domain(
     sections: list[str] = []
     extra: dict[str, Any] = {}
     if derived:
-        domain, sections, extra["sufficiency"] = derive_labels(domain, cache_dir)
-    if config.get("where"):
-        domain, extra["filter"] = apply_where(domain, config["where"])
+        domain, sections, extra["sufficiency"] = derive_labels(domain, cache_dir, executable)
+    if where:
+        domain, extra["filter"] = apply_where(domain, where)
     domain.name = config.get("name", domain.name)
     if exec_costs:
         from camdf.integrations.tau2.execution import execution_section, measure_execution

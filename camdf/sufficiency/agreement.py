@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from camdf.common.markdown import markdown_table
-from camdf.sufficiency.derive import Derivation, TaskResult
+from camdf.sufficiency.derive import MAX_ALTERNATIVES, Derivation, TaskResult
 
 AGREEMENT = ("equal", "subset", "superset", "other")
 
@@ -37,6 +37,12 @@ def _missing(m: dict[str, Any]) -> str:
     return f"{m['value']} ({m['need']}: {m['what']}; known through {src})"
 
 
+def _classes(r: TaskResult) -> str:
+    parts = [f"+`{t}` ({why})" for t, why in (r.audit.get("added") or {}).items()]
+    parts += [f"-`{t}` ({why})" for t, why in (r.audit.get("dropped") or {}).items()]
+    return "; ".join(parts) or "-"
+
+
 def summary(der: Derivation) -> dict[str, Any]:
     """The derivation's headline numbers (for the manifest and the report)."""
     res = der.results
@@ -52,9 +58,26 @@ def summary(der: Derivation) -> dict[str, Any]:
         ),
         "n_empty": sum(r.required == [] for r in res),
         "n_with_alternatives": sum(bool(r.alternatives) for r in res),
+        "n_alternatives_beyond_cap": sum(r.alternatives_dropped for r in res),
         "derived_size_mean": float(np.mean(sizes)) if sizes else 0.0,
         "agreement": dict(Counter(agreement(r) for r in res if r.annotated_read)),
+        "audit": audit_counts(der),
     }
+
+
+def audit_counts(der: Derivation) -> dict[str, Any]:
+    """Label audit over the tasks whose gold plan lists a read: per tool, how many derived sets add or
+    drop it relative to the annotated set, and how many additions and drops fall in each reason class."""
+    out: dict[str, Any] = {"added": {}, "dropped": {}, "reasons": {}}
+    for r in der.results:
+        if not r.annotated_read:
+            continue
+        for change in ("added", "dropped"):
+            for tool, reason in (r.audit.get(change) or {}).items():
+                out[change][tool] = out[change].get(tool, 0) + 1
+                label = f"{change}: {reason}"
+                out["reasons"][label] = out["reasons"].get(label, 0) + 1
+    return {k: dict(sorted(v.items())) for k, v in out.items()}
 
 
 def agreement(r: TaskResult) -> str:
@@ -104,15 +127,18 @@ def sufficiency_section(der: Derivation, label_source: str) -> str:
         "A tool set is sufficient for a task when the knowledge closure of the task text under the set holds "
         "every identifier of the gold writes and every string to communicate, and the policy preconditions hold; "
         f"every one of the {2 ** len(der.tools)} subsets of the {len(der.tools)} acquirable tools is checked. "
-        "Not checked, by rule: free text the agent composes (reasons, summaries) and the other details of a "
-        "write (addresses, names, dates of birth, cabins, counts, amounts).",
+        "Facts of a write are checked too where the domain names them (an address's street, city and zip "
+        "code in retail: a value the text does not state must be read). Not checked, by rule: free text the "
+        "agent composes (reasons, summaries) and the other details of a write (an address's state and "
+        "country, names, dates of birth, cabins, counts, amounts).",
         "",
         f"- gold plans executable (no write raises on replay): {s['n_executable']} of {s['n_tasks']}",
         f"- sufficient with every acquirable tool exposed: {s['n_executable_sufficient_all']} of "
         f"{s['n_executable']} executable tasks ({100 * s['share_executable_sufficient_all']:.1f}%); "
         f"{s['n_sufficient_all']} of {s['n_tasks']} overall",
         f"- mean derived |G_x|: {s['derived_size_mean']:.3f}; tasks with alternative minimal sets: "
-        f"{s['n_with_alternatives']}",
+        f"{s['n_with_alternatives']} (every one recorded, up to {MAX_ALTERNATIVES} per task; beyond the cap: "
+        f"{s['n_alternatives_beyond_cap']})",
         f"- empty derived G_x: {s['n_empty']}",
     ]
     hist = Counter(len(r.required) for r in res if r.required is not None)
@@ -165,7 +191,19 @@ def agreement_section(der: Derivation) -> str:
         "",
         *markdown_table(["agreement", "tasks"], ((k, counts.get(k, 0)) for k in AGREEMENT), "lr"),
     ]
-    lines += _listing("Disagreements", ["task", "agreement", "annotated", "derived", "why"],
-                      [[r.task_id, agreement(r), _names(r.annotated), _names(r.required), (explain(r))]
+    audit = audit_counts(der)
+    lines += ["", "### Label audit", "",
+              "Per tool, the derived sets that add it to or drop it from the annotated set; each change's "
+              "reason class comes from the derivation: an added tool is named by what goes missing without it "
+              "(`fact`: a value of a write the text does not state, such as an address; `identifier`; "
+              "`communicate`; or a policy precondition: `authenticate`, `look_up`, `confirm_facts`); a dropped "
+              "tool is `gold_read_failed` (every gold call of it raised), `alternative` (it belongs to another "
+              "minimal sufficient set) or `not_needed`.", "",
+              *markdown_table(["tool", "added", "dropped"],
+                              ([f"`{t}`", audit["added"].get(t, 0), audit["dropped"].get(t, 0)] for t in der.tools),
+                              "lrr"),
+              "", *markdown_table(["reason class", "changes"], audit["reasons"].items(), "lr")]
+    lines += _listing("Disagreements", ["task", "agreement", "annotated", "derived", "classes", "why"],
+                      [[r.task_id, agreement(r), _names(r.annotated), _names(r.required), _classes(r), (explain(r))]
                        for r in res if agreement(r) != "equal"])
     return "\n".join(lines) + "\n"

@@ -12,17 +12,20 @@ Sufficiency of A (:meth:`Explorer.missing` returns what is lacking):
     domain's ``id_arguments``: order, item, product, user and payment-method
     ids in retail; reservation, user, flight-number and payment ids in airline)
     is a key of the closure (or was returned by an earlier gold write, which the
-    agent sees); every string to communicate (``communicate_info``) is too, or,
-    if it is not a number, appears as whole words in the task text or in a
-    returned string ("camera" in "Action Camera");
+    agent sees); so is every fact of a gold write (the domain's
+    ``fact_arguments``: an address's street, city and zip code in retail) and
+    every string to communicate (``communicate_info``), or, if it is not a
+    number, it appears as whole words in the task text or in a returned string
+    ("camera" in "Action Camera"; "Suite 641" in the text);
 (b) the domain's policy preconditions hold (:mod:`camdf.integrations.tau2.executable`), and
     for a decision task the gold plan's reads are made (``confirm_facts``,
     :func:`camdf.sufficiency.derive.task_info`).
 
 Not checked, by rule: free text the agent composes (``reason``, ``summary``);
-other details of a write (addresses, names, dates of birth, cabin classes,
-counts and amounts), which the user gives, the tool schema enumerates or the
-agent computes, and which do not match exactly ("NY" for "New York").
+other details of a write (an address's state and country, which follow from its
+zip code; names, dates of birth, cabin classes, counts and amounts), which the
+user gives, the tool schema enumerates or the agent computes, and which do not
+match exactly ("NY" for "New York").
 
 The closure is monotone: the closure of A is contained in the closure of any
 superset of A, since every call made for A can be made for the superset. The
@@ -155,7 +158,7 @@ class Explorer:
         self._auth_tools = {t for r in info.rules if isinstance(r, Authenticated) for t in r.tools}
         self._phrases = [
             (i, word_pattern(t.key)) for i, t in enumerate(info.targets)
-            if t.kind == "communicate" and not is_number(t.key)
+            if t.kind in ("communicate", "fact") and not is_number(t.key)
         ]
         self._cover: dict[CallKey, frozenset[int]] = {}
 
@@ -274,6 +277,7 @@ def describe(info: TaskInfo) -> dict[str, Any]:
     """Counts of what a task is checked on (for the report)."""
     return {
         "identifiers": sum(t.kind == "identifier" for t in info.targets),
+        "facts": sum(t.kind == "fact" for t in info.targets),
         "communicate": sum(t.kind == "communicate" for t in info.targets),
         "rules": [r.name for r in info.rules],
     }

@@ -13,7 +13,11 @@ Labels:
   sufficient (inclusion-minimal sufficient sets).
 - ``required`` (G_x): the minimal set with fewest tools; ties go to the one
   sharing most tools with the annotated set (the gold plan's own reads), then
-  to catalog order. The other minimal sets are the ``alternatives``.
+  to catalog order. The other minimal sets are the ``alternatives`` (every
+  one found, smallest first, up to :data:`MAX_ALTERNATIVES`); each is as
+  sufficient as G_x, so a method exposing any of them succeeds.
+- ``audit``: for each tool the derived set adds to or drops from the annotated
+  set, its reason class (:func:`audit_labels`).
 - A task whose gold plan names nothing the tools must supply has the empty set
   as its only minimal set, with a reason in ``needs_no_information``.
 - A task that is not sufficient even with every tool exposed has no derived
@@ -45,6 +49,9 @@ from camdf.sufficiency.values import is_number, jsonable, key, number_leaves, su
 
 CACHE_SUBDIR = "sufficiency"
 MAX_TOOLS = 12  # 2^12 subsets per task; beyond that the exhaustive table is not the right tool
+# Minimal sufficient sets recorded besides G_x (smallest first, then catalog order); the rest are
+# counted (TaskResult.alternatives_dropped). With 7 tools at most 35 sets are pairwise incomparable.
+MAX_ALTERNATIVES = 16
 
 
 @dataclass
@@ -68,6 +75,8 @@ class TaskResult:
     read_errors: list[str] = field(default_factory=list)
     expressions: list[str] = field(default_factory=list)  # arithmetic recovered for numbers to communicate
     bounded: list[str] = field(default_factory=list)
+    audit: dict[str, dict[str, str]] = field(default_factory=dict)  # see :func:`audit_labels`
+    alternatives_dropped: int = 0  # minimal sets beyond the cap (MAX_ALTERNATIVES), not recorded
 
     def sufficient(self, exposed: Iterable[str]) -> bool:
         return bool(self.mask >> subset_index(self.tools, exposed) & 1)
@@ -172,6 +181,9 @@ def task_info(exe: ExecutableDomain, task: Task) -> TaskInfo:
         for path, value in exe.identifier_values(a.get("arguments") or {}):
             targets.append(Target(key(value), f"`{path}` of gold action {i} `{a['name']}`", "identifier", before,
                                   shown=value))
+        for path, value in exe.fact_values(a.get("arguments") or {}):
+            targets.append(Target(key(value), f"`{path}` of gold action {i} `{a['name']}`", "fact", before,
+                                  shown=value))
     after = replay.write_outputs[-1] if replay.write_outputs else frozenset()
     communicate = list(meta.get("communicate_info") or [])
     for text in communicate:
@@ -262,6 +274,40 @@ def recover_arithmetic(exe: ExecutableDomain, ex: Explorer, full: State, actions
     return out
 
 
+AUDIT_DROPPED = {
+    "gold_read_failed": "every gold call of the tool raised, so it makes nothing known (a mistyped email)",
+    "alternative": "the tool belongs to another minimal sufficient set (a defensible variant)",
+    "not_needed": "the derived set is sufficient without it (the value is in the text or another tool returns it)",
+}
+
+
+def audit_labels(ex: Explorer, tools: list[str], states: dict[int, State], chosen: int, annotated: int,
+                 alternatives: list[int], outputs: dict[str, list[Any]]) -> dict[str, dict[str, str]]:
+    """Why the derived set adds or drops each tool relative to the annotated one (its reason class).
+
+    ``added``: tool -> what goes missing without it, as the ``need`` names of
+    :meth:`Explorer.missing` on the derived set minus the tool (``fact``,
+    ``identifier``, ``communicate`` or a policy precondition such as
+    ``authenticate``), joined by ``+``. ``dropped``: tool -> one of
+    :data:`AUDIT_DROPPED`, tested in that order.
+    """
+    added, dropped = {}, {}
+    for i, tool in enumerate(tools):
+        bit = 1 << i
+        if chosen & bit and not annotated & bit:
+            needs = dict.fromkeys(m["need"] for m in ex.missing(states[chosen & ~bit]))
+            added[tool] = "+".join(needs) or "none"
+        elif annotated & bit and not chosen & bit:
+            calls = outputs.get(tool, [])
+            if calls and all(out is None for out in calls):
+                dropped[tool] = "gold_read_failed"
+            elif any(alt & bit for alt in alternatives):
+                dropped[tool] = "alternative"
+            else:
+                dropped[tool] = "not_needed"
+    return {"added": added, "dropped": dropped} if added or dropped else {}
+
+
 def _choose(minimal: list[int], annotated: int) -> int:
     """The minimal set with fewest tools, then most shared with the annotated set, then earliest in catalog order."""
 
@@ -275,11 +321,11 @@ def _no_information_reason(info: TaskInfo) -> str:
     d = describe(info)
     if not info.replay.outputs and info.replay.executable:
         what = "the gold plan has no action and nothing to communicate"
-    elif not d["identifiers"] and not d["communicate"]:
+    elif not d["identifiers"] and not d["facts"] and not d["communicate"]:
         what = "no gold write takes an identifier and nothing is to be communicated"
     else:
-        what = (f"the {d['identifiers']} identifier(s) of the gold writes and the {d['communicate']} "
-                "string(s) to communicate are all in the task text")
+        what = (f"the {d['identifiers']} identifier(s) and {d['facts']} fact(s) of the gold writes and the "
+                f"{d['communicate']} string(s) to communicate are all in the task text")
     rules = "every policy precondition holds without a tool" if d["rules"] else "no policy precondition applies"
     return f"{what}; {rules}"
 
@@ -316,6 +362,11 @@ def derive_task(exe: ExecutableDomain, task: Task, tools: list[str], memo: CallM
     annotated = subset_index(tools, task.required)
     chosen = _choose(minimal, annotated) if minimal else None
     order = sorted(minimal, key=lambda m: (m != chosen, m.bit_count(), subset_tools(tools, m)))
+    n_minimal = len(order)
+    order = order[:1 + MAX_ALTERNATIVES]
+    outputs: dict[str, list[Any]] = {}
+    for a, out in zip(task.meta["gold_actions"], info.replay.outputs):
+        outputs.setdefault(a["name"], []).append(out)
 
     def explain(missing: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return [x if "sources" in x else {**x, "sources": ex.sources(full_state, x["key"])} for x in missing]
@@ -341,6 +392,8 @@ def derive_task(exe: ExecutableDomain, task: Task, tools: list[str], memo: CallM
         annotated_read=any(exe.tool_kinds().get(a["name"]) == "read" for a in task.meta["gold_actions"]),
         expressions=recovered,
         bounded=sorted(set().union(*(st.bounded for st in states.values()))),
+        audit=audit_labels(ex, tools, states, chosen, annotated, order[1:], outputs) if chosen is not None else {},
+        alternatives_dropped=n_minimal - len(order),
     )
 
 

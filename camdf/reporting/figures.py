@@ -9,32 +9,88 @@ import pandas as pd
 
 from camdf.reporting.store import main_params, methods_of, one_run
 
+# One colour and one marker per method, fixed by name so that a method looks the same in every figure.
+STYLES = {
+    "camdf": ("#d62728", "*"), "camdf_lite": ("#ff7f0e", "P"), "camdf_argmax": ("#e377c2", "X"),
+    "camdf_risk": ("#8c564b", "h"), "camdf_lambda": ("#bcbd22", "p"),
+    "full": ("#1f77b4", "o"), "none": ("#7f7f7f", "o"), "fixed_k": ("#17becf", "v"),
+    "score_threshold": ("#2ca02c", "^"), "score_per_cost": ("#9467bd", "<"), "predict_threshold": ("#393b79", ">"),
+    "sufficiency_threshold": ("#637939", "d"), "plugin_argmax": ("#8c6d31", "D"), "marginal": ("#843c39", "8"),
+    "oracle_set": ("#000000", "s"), "best_prefix": ("#555555", "s"),
+}
+_SPARE = ["#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5"]
+_SPARE_MARKERS = ["o", "v", "^", "<", ">", "s", "D", "P", "X"]
+
+
+def method_style(method: str) -> tuple[str, str]:
+    """(colour, marker) of a method: fixed for the known ones, else from a spare palette by name."""
+    if method in STYLES:
+        return STYLES[method]
+    h = sum(method.encode())  # deterministic across runs (unlike hash())
+    return _SPARE[h % len(_SPARE)], _SPARE_MARKERS[h % len(_SPARE_MARKERS)]
+
+
+def overlapping(table: pd.DataFrame, x: str, y: str, rel: float = 0.015) -> list[list[str]]:
+    """Groups of methods whose points lie within ``rel`` of the axis ranges of each other (greedy, sorted)."""
+    xs, ys = table[x].to_numpy(float), table[y].to_numpy(float)
+    dx = max(np.ptp(xs), 1e-9) * rel
+    dy = max(np.ptp(ys), 1e-9) * rel
+    groups: list[list[int]] = []
+    for i in range(len(table)):
+        for g in groups:
+            j = g[0]
+            if abs(xs[i] - xs[j]) <= dx and abs(ys[i] - ys[j]) <= dy:
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    names = list(table.index)
+    return [[names[i] for i in g] for g in groups]
+
+
 def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
-    """Scatter of mean payoff (with CI) against mean tools exposed, one point per method."""
+    """Scatter of mean payoff (with CI) against mean tools exposed, one colour and marker per method.
+
+    Methods whose points coincide are labelled together beside the point (the legend alone
+    cannot tell five methods on one point apart).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4.5), dpi=110)
-    for method, row in table.sort_index().iterrows():
+    table = table.sort_index()
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    for method, row in table.iterrows():
         err = np.maximum(0.0, [[row.payoff_mean - row.payoff_ci_low], [row.payoff_ci_high - row.payoff_mean]])
-        marker = "*" if method.startswith("camdf") else ("s" if method in ("oracle_set", "best_prefix") else "o")
-        ax.errorbar(row.n_exposed, row.payoff_mean, yerr=err, fmt=marker, capsize=3, label=method)
-    ax.set_xlabel("tools exposed (mean)")
+        colour, marker = method_style(method)
+        ax.errorbar(row.n_exposed, row.payoff_mean, yerr=err, fmt=marker, color=colour, ecolor=colour,
+                    markersize=9 if marker == "*" else 6, capsize=3, label=method, alpha=0.9)
+    shared = [g for g in overlapping(table, "n_exposed", "payoff_mean") if len(g) > 1]
+    for n, group in enumerate(shared, 1):
+        row = table.loc[group[0]]
+        ax.annotate(f"[{n}]", (row.n_exposed, row.payoff_mean), xytext=(-40, 12 + 12 * (n - 1)),
+                    textcoords="offset points", fontsize=7, color="0.2",
+                    arrowprops={"arrowstyle": "-", "color": "0.5", "linewidth": 0.6})
+    if shared:
+        fig.text(0.01, 0.01, "One point, several methods: " + "; ".join(
+            f"[{n}] {', '.join(g)}" for n, g in enumerate(shared, 1)), fontsize=6, color="0.2", wrap=True,
+            va="bottom")
+    ax.set_xlabel("tools exposed (mean over tasks)")
     ax.set_ylabel("payoff (mean, 95% CI)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6, ncol=2, loc="best")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(alpha=0.3)
     buf = io.BytesIO()
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.06 if shared else 0, 1, 1))
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
 
 
-def heatmap_png(long: pd.DataFrame, title: str) -> bytes:
-    """Heatmap of a lambda x d grid of differences: * marks a CI excluding zero, grey hatching a degenerate cell."""
+def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -> bytes:
+    """Heatmap of a lambda x d grid of differences: † marks a CI excluding zero (as in the tables), grey
+    hatching a degenerate cell; the colorbar names the difference (``difference``, else ``long.attrs``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -56,13 +112,15 @@ def heatmap_png(long: pd.DataFrame, title: str) -> bytes:
         for j in range(grid.shape[1]):
             v = grid.iat[i, j]
             if pd.notna(v):
-                ax.text(j, i, f"{v:+.2f}" + ("*" if excl.iat[i, j] else ""), ha="center", va="center", fontsize=7)
+                ax.text(j, i, f"{v:+.2f}" + ("\u2020" if excl.iat[i, j] else ""), ha="center", va="center", fontsize=7,
+                        color="white" if abs(v) > 0.6 * lim else "black")
             if degenerate is not None and bool(degenerate.iat[i, j]):
                 ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
                                                           edgecolor="0.55", linewidth=0))
-    fig.colorbar(im, ax=ax, label="payoff difference")
-    if degenerate is not None and degenerate.to_numpy().any():
-        title += "\n(hatched: degenerate cell, headroom < 0.02; * CI excludes 0)"
+    difference = difference or long.attrs.get("difference", "method minus reference")
+    fig.colorbar(im, ax=ax, label="payoff difference:\n" + difference.replace(" (", "\n("))
+    title += "\n(\u2020 CI excludes 0" + ("; hatched: degenerate cell, headroom < 0.02)" if degenerate is not None
+                                           and degenerate.to_numpy().any() else ")")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()

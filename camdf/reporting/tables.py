@@ -47,7 +47,7 @@ def table2(runs: pd.DataFrame, main: dict, scorer: str | None = None) -> Report:
     rows = []
     for m in methods_of(run):
         g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
-        diff = "" if m == "camdf" else _ci(-g("diff_vs_ref"), -g("diff_vs_ref_ci_high"), -g("diff_vs_ref_ci_low"))
+        diff = "" if m == "camdf" else _ci(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high"))
         holm_p = g("p_holm_vs_ref")
         rows.append({
             "method": m,
@@ -60,7 +60,7 @@ def table2(runs: pd.DataFrame, main: dict, scorer: str | None = None) -> Report:
             "tools exposed": g("n_exposed"),
             "% fewer than full": g("fewer_tools_vs_full_pct"),
             "cost": g("cost"),
-            "CAM-DF minus method (95% CI)": diff,
+            "method minus CAM-DF (95% CI)": diff,
             "Holm p": "" if pd.isna(holm_p) else f"{holm_p:.4f}",
         })
     frame = pd.DataFrame(rows).set_index("method")
@@ -70,8 +70,11 @@ def table2(runs: pd.DataFrame, main: dict, scorer: str | None = None) -> Report:
         f"costs {main['regime']})",
         frame, bold={"payoff": "max"}, digits=3,
         note=f"{int(run['m:cell/n_tasks'])} tasks, out-of-fold decisions: {protocol_note(run)}. CIs: paired "
-             f"bootstrap over tasks ({run['p:stats.n_resamples']} resamples, one shared resample matrix); Holm over "
-             f"the baselines of the cell (sign-flip p). Headroom best prefix - max(full, none) = "
+             f"bootstrap over tasks ({run['p:stats.n_resamples']} resamples, one shared resample matrix). "
+             "Differences are method minus reference, the reference being CAM-DF (> 0: the method beats CAM-DF). "
+             "Holm p: the paired sign-flip test's p, Holm-adjusted over the baselines of the cell; the CI is not "
+             "adjusted, so a CI that excludes 0 can sit beside a Holm p above 0.05 (a difference shown alone, not "
+             "after the correction for comparing every baseline). Headroom best prefix - max(full, none) = "
              f"{run.get('m:cell/headroom', np.nan):.3f}{' (degenerate: < 0.02)' if is_degenerate(run) else ''}; "
              "share of headroom = (method - max(full, none)) / headroom. "
              f"MLflow run {run['run_id']}.",
@@ -106,7 +109,9 @@ def grid(runs: pd.DataFrame, main: dict, rival: str, name: str, title: str) -> t
     live = long[~long.degenerate]
     n_pos = int((live.lo > 0).sum())
     n_neg = int((live.hi < 0).sum())
-    note = (f"CAM-DF minus {rival}, mean payoff difference with its paired-bootstrap 95% CI; † marks cells whose CI "
+    long.attrs["difference"] = f"CAM-DF minus {rival} (> 0 favours CAM-DF)"
+    note = (f"Differences are method minus reference: CAM-DF minus {rival} (> 0 favours CAM-DF), the mean payoff "
+            f"difference with its paired-bootstrap 95% CI; † marks cells whose CI "
             f"excludes 0 ({n_pos} favour CAM-DF, {n_neg} favour {rival}, of {len(live)} non-degenerate cells). "
             f"{int(long.degenerate.sum())} of {len(long)} cells are degenerate (headroom best prefix - max(full, none) "
             f"< 0.02; largest headroom in the grid {long.headroom.max():.3f}), marked and left out of the counts. "
@@ -175,7 +180,8 @@ def a20(runs, main, scorer: str | None = None) -> Report:
     name = "a20" if scorer == main["scorer"] else f"a20_{scorer}"
     return Report(name, f"A20: the CAM-DF family and its ablations at the main cell (scorer {scorer})",
                   pd.DataFrame(rows).set_index("method"), bold={"payoff": "max"},
-                  note=f"{ABLATION_NOTES} Decisions: {protocol_note(run)}. MLflow run {run['run_id']}.")
+                  note=f"{ABLATION_NOTES} Differences are method minus reference, the reference being CAM-DF "
+                       f"(> 0: the method beats CAM-DF). Decisions: {protocol_note(run)}. MLflow run {run['run_id']}.")
 
 
 FAMILY_MAIN = ("camdf", "camdf_lite", "camdf_argmax", "camdf_risk")
@@ -211,8 +217,9 @@ def family_verdict(runs, main) -> Report:
     wins = [r["cell / method"] for r in rows if r["verdict"] == "beats it"]
     return Report("family", "Does the CAM-DF family beat the best tuned baseline at the main cells?", frame,
                   digits=3, note="Best tuned baseline: the deployable non-CAM-DF method with the highest mean payoff "
-                  "in the cell (chosen on the evaluated tasks, which favours the baseline). Difference: paired "
-                  "bootstrap over tasks of the per-task means over the repeats; beats it = CI above 0. "
+                  "in the cell (chosen on the evaluated tasks, which favours the baseline). Differences are method minus "
+                  "reference, the reference being that baseline: paired bootstrap over tasks of the per-task means "
+                  "over the repeats; beats it = CI above 0. "
                   + (f"A family member beats it in: {', '.join(wins)}." if wins else
                      "No member of the family beats the best tuned baseline at any main cell."))
 
@@ -391,7 +398,8 @@ def a25(runs: pd.DataFrame, main: dict) -> list[Report]:
         Report("a25_agreement", "A25 (a): the G_x proxy against verified sufficiency, over every set any method exposed",
                agree, note="Counts of (method, task, repeat) outcomes at the main cell."),
         Report("a25_tests", "A25 (c): verified success against full access: a paired test and TOST non-inferiority",
-               tests_frame, digits=4, note="Paired p: exact McNemar with one repeat; with R > 1 repeats the sign-flip "
+               tests_frame, digits=4, note="Differences are method minus reference, the reference being full "
+               "access (verified success minus full's). Paired p: exact McNemar with one repeat; with R > 1 repeats the sign-flip "
                "test on the per-task success shares over the repeats (McNemar needs binary outcomes). Non-inferior: "
                "TOST lower one-sided p < 0.05 at margin delta = 0.05 on the per-task success."),
     ]

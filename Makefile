@@ -13,6 +13,8 @@ DOMAINS := retail,airline,telecom,bfcl_multi_turn,retail_d100
 JOBS ?= 1
 # pytest-xdist workers of make test (each test runs in one of them; fixtures are built per worker).
 TEST_JOBS ?= 2
+# Port of make ui.
+PORT ?= 5000
 # JOBS > 1 runs each experiment's cells on JOBS local worker processes (conf/hydra/launcher/parallel.yaml);
 # LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
 LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
@@ -69,9 +71,11 @@ tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow 
 results-check: setup ## do the README Results match the checkout's code version? (camdf results check)
 	@$(PY) -m camdf.cli results check
 
-ui: setup ## open the MLflow UI on 127.0.0.1 for the local store under outputs/
-	@$(VENV)/bin/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}" \
-	  --default-artifact-root "$(CURDIR)/outputs/mlartifacts" --host 127.0.0.1 --port 5000
+ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRACKING_URI or outputs/mlflow.db
+	@store="$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}"; \
+	  $(PY) -c 'import sys; from camdf.pipeline.tracking import relocate_store; relocate_store(sys.argv[1])' "$$store" \
+	  && echo "MLflow UI for $$store: http://127.0.0.1:$(PORT) (Ctrl-C stops it)" \
+	  && exec $(VENV)/bin/mlflow ui --backend-store-uri "$$store" --host 127.0.0.1 --port $(PORT) --workers 1
 
 bench: setup ## run the benchmarks (not part of make test)
 	@mkdir -p outputs/bench

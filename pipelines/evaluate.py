@@ -23,8 +23,11 @@ def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "evaluate")
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
     tracker = open_tracker(resolved)
-    hydra_dir = Path(HydraConfig.get().runtime.output_dir) / ".hydra"
-    run_id, skipped = run_tracked_cell(resolved, paths, tracker, Path(cfg.paths.root_dir), hydra_dir)
+    hydra = HydraConfig.get()
+    hydra_dir = Path(hydra.runtime.output_dir) / ".hydra"
+    job = hydra.job.num if hydra.mode.name == "MULTIRUN" else None
+    run_id, skipped = run_tracked_cell(resolved, paths, tracker, Path(cfg.paths.root_dir), hydra_dir,
+                                       experiment=hydra.runtime.choices.get("experiment"), job=job)
     print(f"{cell_name(resolved)}: {'reused FINISHED run' if skipped else 'logged run'} {run_id}")
 
 

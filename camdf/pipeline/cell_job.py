@@ -116,8 +116,19 @@ def headroom_metrics(bounds: pd.DataFrame, table: pd.DataFrame) -> dict[str, flo
     return out
 
 
+def cell_tags(cfg: dict[str, Any], experiment: str | None = None) -> dict[str, str]:
+    """The tags a cell run is found by in the UI: experiment, domain, scorer, cost regime, lambda, d, protocol."""
+    tags = {"domain": cfg["domain"]["name"], "scorer": cfg["scorer"]["name"], "regime": str(cfg["cost"]["regime"]),
+            "lambda": f"{float(cfg['cost']['lam']):g}", "d": f"{float(cfg['cost']['d']):g}",
+            "protocol": str(cfg["folds"]["protocol"]), "payoff": str(cfg["payoff"])}
+    if experiment:
+        tags["experiment"] = experiment
+    return tags
+
+
 def run_tracked_cell(
-    cfg: dict[str, Any], paths: Paths, tracker, root: Path, hydra_dir: Path | None = None
+    cfg: dict[str, Any], paths: Paths, tracker, root: Path, hydra_dir: Path | None = None,
+    experiment: str | None = None, job: int | None = None,
 ) -> tuple[str, bool]:
     """Run a cell unless its key already has a FINISHED run; log everything to one MLflow run.
 
@@ -132,12 +143,15 @@ def run_tracked_cell(
     skipped : bool
         True when a FINISHED run with the same key was reused.
     """
+    from camdf.pipeline.sweep_run import parent_tags, record_job
     from camdf.pipeline.tracking import flatten, git_commit
 
     key = cell_key(cfg, paths.data_dir)
-    tags = {"git_commit": git_commit(root), "domain": cfg["domain"]["name"], "scorer": cfg["scorer"]["name"]}
+    tags = {"git_commit": git_commit(root), **cell_tags(cfg, experiment), **parent_tags()}
+    record_job(tracker, job, f"running {cell_name(cfg)}")
     claim = tracker.claim(key, cell_name(cfg), tags, timeout=(cfg.get("tracking") or {}).get("claim_timeout"))
     if not claim.won:  # the key has a FINISHED run (found at once, or after waiting for its worker)
+        record_job(tracker, job, f"reused {claim.run.info.run_id}")
         return claim.run.info.run_id, True
     with tracker.cell_run(key, cell_name(cfg), flatten(cfg), tags, claim=claim) as run:
         metrics, artifacts = run_cell(cfg, paths)
@@ -145,6 +159,7 @@ def run_tracked_cell(
         tracker.log_metrics(rid, metrics)
         folders = {".hydra": str(hydra_dir)} if hydra_dir is not None else {}
         tracker.log_files(rid, artifacts, folders)
+    record_job(tracker, job, f"logged {rid}")
     return rid, False
 
 

@@ -67,7 +67,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     import mlflow
 
     from camdf.runtime import StopPolicy, log_policy
-    from camdf.pipeline.tracking import flatten, git_commit
+    from camdf.pipeline.cell_job import cell_tags
+    from camdf.pipeline.tracking import flatten, git_commit, portable
 
     pol = cfg["policy"]
     comparison = None
@@ -87,11 +88,12 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     mlflow.set_tracking_uri(tracker.uri)
     mlflow.set_registry_uri(tracker.uri)
     key = cell_key(cfg, paths.data_dir)
-    tags = {"kind": "policy", "git_commit": git_commit(root), "cell_key": key, "policy_method": method}
+    tags = portable({**cell_tags(cfg), "kind": "policy", "git_commit": git_commit(root), "cell_key": key,
+                     "policy_method": method}, tracker.roots)
     name = pol.get("registered_name") or None
     with mlflow.start_run(experiment_id=tracker.experiment_id, run_name=f"policy/{method}/{cell_name(cfg)}",
                           tags=tags) as run:
-        mlflow.log_params(flatten(cfg))
+        mlflow.log_params(portable(flatten(cfg), tracker.roots))
         uri = log_policy(policy, example=requests[0], registered_model_name=name)
         decisions = pd.DataFrame({"task_id": inst.task_ids, "depth": depth})
         files = {"decisions.parquet": parquet_bytes(decisions),

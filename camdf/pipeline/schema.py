@@ -250,7 +250,9 @@ def open_tracker(cfg: dict[str, Any]):
 
     t = cfg["tracking"]
     try:
-        return Tracker(t["uri"], t["experiment"], t.get("artifact_root"))
+        root = _get(cfg, "paths.root_dir")
+        return Tracker(t["uri"], t["experiment"], t.get("artifact_root"),
+                       roots=(root,) if isinstance(root, str) and root else ())
     except TrackingUnreachable as err:
         refuse(err, _get(cfg, "paths.output_dir") if _get(cfg, "paths.output_dir") is not _MISSING else None)
 

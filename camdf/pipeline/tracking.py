@@ -39,8 +39,8 @@ wall clocks, so machines sharing a server need clocks in step to well within
 the timeout (NTP does that), and reads must see every committed write (no read
 replica behind the server). A worker whose claim was taken over while it was
 still alive (a pause longer than the timeout) does not mark its run FINISHED.
-Runs with a ``kind`` tag (a policy, the tables' figures) are not cell runs and
-take no part.
+Runs of another ``kind`` (a policy, a sweep, the tables' figures) are not cell runs
+and take no part.
 """
 
 from __future__ import annotations
@@ -65,12 +65,19 @@ import pandas as pd
 from camdf.common.machine import numeric_environment
 
 CELL_KEY = "cell_key"
+#: The ``kind`` tag of a cell run; policies, sweeps and tables carry their own kind.
+CELL = "cell"
 CLAIM_TIMEOUT = 300.0  # seconds without a heartbeat after which a claim counts as dead
 CLAIM_POLL = 2.0       # seconds between looks at the winner's run while waiting for it
 PROBE_PATH = "/api/2.0/mlflow/experiments/search?max_results=1"  # a read every MLflow server answers
 PROBE_TIMEOUT = 3.0    # seconds to connect, and to wait for the answer, when checking a server
 
 log = logging.getLogger(__name__)
+
+
+def is_cell(run) -> bool:
+    """Whether a run is a cell's (tagged ``kind=cell``, or untagged as stores older than the tag have them)."""
+    return run.data.tags.get("kind", CELL) == CELL
 
 
 def _quiet() -> None:
@@ -218,16 +225,105 @@ def git_commit(root: str | os.PathLike) -> str:
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
+#: Config keys that say where a run was recorded, not what it computed: not logged as params
+#: (they are machine paths; the store itself is where the run is).
+NOT_PARAMS = ("paths.root_dir", "paths.output_dir", "paths.cache_dir", "paths.log_dir", "tracking.uri",
+              "tracking.artifact_root")
+
+
 def flatten(cfg: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested config -> flat ``a.b.c -> str(value)`` params (MLflow caps values at 6000 chars)."""
+    """Nested config -> flat ``a.b.c -> str(value)`` params (MLflow caps values at 6000 chars), without
+    :data:`NOT_PARAMS`."""
     out: dict[str, str] = {}
     for key, value in cfg.items():
         name = f"{prefix}{key}"
+        if name in NOT_PARAMS:
+            continue
         if isinstance(value, dict):
             out.update(flatten(value, f"{name}."))
         else:
             out[name] = str(value)[:6000]
     return out
+
+
+#: The checkout camdf runs from (the venv's libraries, the default data and outputs live under it).
+CODE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def portable(values: dict[str, str], roots: tuple[str | os.PathLike, ...] = ()) -> dict[str, str]:
+    """``values`` with every occurrence of the checkout (and of ``roots``) written ``.``: params and tags
+    name no absolute path of the machine that logged them, so a store reads the same anywhere."""
+    prefixes = sorted({str(Path(r).resolve()) for r in (CODE_ROOT, *roots) if r}, key=len, reverse=True)
+    out = {}
+    for key, value in values.items():
+        for prefix in prefixes:
+            value = value.replace(prefix, ".")
+        out[key] = value
+    return out
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, else None."""
+    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+
+
+def default_artifact_root(uri: str) -> str | None:
+    """Where a new experiment's artifacts go when ``tracking.artifact_root`` is unset: ``mlartifacts/`` beside
+    a SQLite file (so store and artifacts move together); a server decides for itself (None)."""
+    db = sqlite_path(uri)
+    return str(db.resolve().parent / "mlartifacts") if db is not None else None
+
+
+#: Columns of an MLflow SQLite store that hold artifact locations (table, column).
+_LOCATION_COLUMNS = (("experiments", "artifact_location"), ("runs", "artifact_uri"),
+                     ("model_versions", "source"), ("model_versions", "storage_location"),
+                     ("logged_models", "artifact_location"))
+
+
+def relocate_store(uri: str) -> bool:
+    """Point a moved SQLite store at its artifacts again; returns whether anything was rewritten.
+
+    MLflow records artifact locations as absolute ``file://`` URIs. A store folder copied or
+    moved whole (``mlflow.db`` with ``mlartifacts/`` beside it) keeps the old ones; when an
+    experiment's recorded location does not exist but ``mlartifacts/<experiment>`` beside the
+    database does, every location under the old root is rewritten to the new one. Stores
+    whose artifacts are elsewhere (a server, object storage) are left alone.
+    """
+    import sqlite3
+
+    db = sqlite_path(uri)
+    if db is None or not db.is_file():
+        return False
+    here = db.resolve().parent / "mlartifacts"
+    changed = False
+    with sqlite3.connect(db) as conn:
+        try:
+            rows = conn.execute("SELECT name, artifact_location FROM experiments").fetchall()
+        except sqlite3.Error:
+            return False  # not an MLflow store (yet): MLflow creates or refuses it
+        for name, location in rows:
+            if not (location or "").startswith("file://"):
+                continue
+            old = Path(_file_uri_path(location))
+            new = here / old.name
+            if old.exists() or not new.is_dir() or old.parent == here:
+                continue
+            old_root, new_root = old.parent.as_uri(), here.as_uri()
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            for table, column in _LOCATION_COLUMNS:
+                if table in tables:
+                    conn.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) WHERE {column} LIKE ?",
+                                 (new_root, len(old_root) + 1, old_root + "/%"))
+            changed = True
+    if changed:
+        log.warning("tracking store %s was moved: its artifact locations now point to %s", db, here)
+    return changed
+
+
+def _file_uri_path(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path)
 
 
 @contextmanager
@@ -355,16 +451,22 @@ class Tracker:
     """
 
     def __init__(self, uri: str, experiment: str, artifact_root: str | None = None, *,
-                 claim_timeout: float | None = None, claim_poll: float | None = None):
+                 claim_timeout: float | None = None, claim_poll: float | None = None,
+                 roots: tuple[str | os.PathLike, ...] = ()):
         self.uri = uri
+        self.roots = tuple(roots)
+        artifact_root = artifact_root or default_artifact_root(uri)
         self.claim_timeout = float(claim_timeout or os.environ.get("CAMDF_CLAIM_TIMEOUT") or CLAIM_TIMEOUT)
         self.claim_poll = float(claim_poll or CLAIM_POLL)
         with _store_init_lock(uri):
             self.client = _client(uri)  # raises TrackingUnreachable when a tracking server does not answer
+            relocate_store(uri)
             exp = self.client.get_experiment_by_name(experiment)
             if exp is None:
                 location = None
-                if artifact_root is not None and is_local(uri):
+                if artifact_root is not None and "://" in artifact_root:
+                    location = f"{artifact_root.rstrip('/')}/{experiment}"  # s3://..., mlflow-artifacts:/...
+                elif artifact_root is not None:
                     location = Path(artifact_root, experiment).resolve().as_uri()
                 try:
                     self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
@@ -397,12 +499,12 @@ class Tracker:
         Runs with a ``kind`` tag (the train stage's policy runs carry the key of their
         cell too) are not cell runs.
         """
-        runs = [r for r in self.runs(f"tags.{CELL_KEY} = '{key}'") if "kind" not in r.data.tags]
+        runs = [r for r in self.runs(f"tags.{CELL_KEY} = '{key}'") if is_cell(r)]
         return runs[-1] if runs else None
 
     def _key_runs(self, key: str) -> list:
         """Every cell run of the key, whatever its status (deleted runs aside), oldest first."""
-        return [r for r in self.runs(f"tags.{CELL_KEY} = '{key}'", status=None) if "kind" not in r.data.tags]
+        return [r for r in self.runs(f"tags.{CELL_KEY} = '{key}'", status=None) if is_cell(r)]
 
     # -- claims ---------------------------------------------------------------------------------
 
@@ -459,9 +561,10 @@ class Tracker:
             ``won`` with a RUNNING run whose heartbeat is kept fresh until
             :meth:`cell_run` ends it, or not ``won`` with the key's FINISHED run.
         """
-        if "kind" in (tags or {}):
-            raise ValueError(f"claim: tags of a cell run may not hold 'kind' (got {tags['kind']!r}); "
-                             "runs with a kind are not cell runs")
+        if (tags or {}).get("kind", CELL) != CELL:
+            raise ValueError(f"claim: a cell run's kind is {CELL!r}, got {tags['kind']!r}; "
+                             "runs of another kind are not cell runs")
+        tags = portable({**(tags or {}), "kind": CELL}, self.roots)
         timeout = float(timeout or self.claim_timeout)
         beat_every = max(0.5, min(30.0, timeout / 5))
         ident = {"claim.host": socket.gethostname(), "claim.node": _node(), "claim.pid": str(os.getpid()),
@@ -472,7 +575,7 @@ class Tracker:
                 return Claim(done, won=False)
             beat = time.time()
             run = self.client.create_run(self.experiment_id, run_name=name, tags={
-                CELL_KEY: key, **(tags or {}), **ident, "claim.token": uuid.uuid4().hex,
+                CELL_KEY: key, **tags, **ident, "claim.token": uuid.uuid4().hex,
                 "claim.heartbeat": f"{beat:.3f}"})
             rid = run.info.run_id
             seen = self._key_runs(key)
@@ -523,7 +626,8 @@ class Tracker:
         The run is tagged with :func:`~camdf.common.machine.numeric_environment`
         (``numeric.*``) besides ``tags``.
         """
-        tags = {**numeric_environment(), **tags}
+        tags = portable({**numeric_environment(), **tags}, self.roots)
+        params = portable(params, self.roots)
         if claim is None:
             run = self.client.create_run(self.experiment_id, run_name=name, tags={CELL_KEY: key, **tags})
         elif not claim.won:
@@ -562,10 +666,40 @@ class Tracker:
             return
         self.client.set_terminated(rid, status="FINISHED")
 
+    def open_kind_run(self, kind: str, name: str, tags: dict[str, str], same: tuple[str, ...] = ()) -> str:
+        """The id of a RUNNING run of another ``kind`` (tables, sweep) that is updated, not duplicated: the
+        latest run of the kind whose tags ``same`` equal ``tags``'s is reopened, else one is created."""
+        from mlflow.entities import RunTag
+
+        tags = portable({**tags, "kind": kind}, self.roots)
+        clauses = [f"tags.kind = '{kind}'", *(f"tags.`{k}` = '{tags[k]}'" for k in same)]
+        found = self.runs(" and ".join(clauses), status=None) if same else []
+        if not found:
+            return self.client.create_run(self.experiment_id, run_name=name, tags=tags).info.run_id
+        rid = found[-1].info.run_id
+        self.client.update_run(rid, status="RUNNING", name=name)
+        self.client.log_batch(rid, tags=[RunTag(k, v) for k, v in tags.items()])
+        return rid
+
+    def close_kind_run(self, run_id: str, status: str = "FINISHED") -> None:
+        self.client.set_terminated(run_id, status=status)
+
+    @contextmanager
+    def kind_run(self, kind: str, name: str, tags: dict[str, str], same: tuple[str, ...] = ()) -> Iterator:
+        """:meth:`open_kind_run` as a context: FINISHED on success, FAILED on an exception."""
+        rid = self.open_kind_run(kind, name, tags, same)
+        try:
+            yield self.client.get_run(rid)
+        except BaseException:
+            self.close_kind_run(rid, "FAILED")
+            raise
+        self.close_kind_run(rid, "FINISHED")
+
     def log_metrics(self, run_id: str, metrics: dict[str, float]) -> None:
         from mlflow.entities import Metric
 
-        items = [Metric(k, float(v), 0, 0) for k, v in sorted(metrics.items())]
+        now = int(time.time() * 1000)  # when it was logged (the UI shows it); values are what results read
+        items = [Metric(k, float(v), now, 0) for k, v in sorted(metrics.items())]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i:i + 500])
 

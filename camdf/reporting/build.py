@@ -73,7 +73,8 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
     ``stamp`` the README Results carry); any other
     run in the store (a smoke grid, an ad-hoc sweep, an older code version) is ignored.
     Figures and every table (markdown and CSV, the claims table among them) are also logged to a
-    ``tables`` run of the tracker's experiment, replaced on each build so the UI shows the latest ones.
+    ``tables`` run of the tracker's experiment, one per code version ``stamp``: a build at the same
+    version updates it (its files are replaced), so the UI shows the latest ones and no duplicates.
     """
     out_dir = Path(out_dir)
     runs = runs_frame(tracker)
@@ -101,6 +102,8 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
         for report in reports:  # every table (the claims table among them) as markdown and CSV
             files[f"tables/{report.name}.md"] = report.to_markdown().encode()
             files[f"tables/{report.name}.csv"] = report.to_csv().encode()
-        with tracker.cell_run("tables", "tables", {}, {"kind": "tables"}) as run:
+        # One tables run per code version, updated by each build at that version (not one per build).
+        with tracker.kind_run("tables", f"tables {stamp or ''}".strip(),
+                              {"code_version": str(stamp or "unversioned")}, same=("code_version",)) as run:
             tracker.log_files(run.info.run_id, files)
     return written, missing

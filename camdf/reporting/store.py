@@ -6,6 +6,8 @@ from typing import Any
 
 import pandas as pd
 
+from camdf.pipeline.tracking import is_cell
+
 METHOD_ORDER = (
     "camdf", "camdf_lite", "camdf_argmax", "camdf_risk", "camdf_unweighted", "camdf_no_cost", "camdf_no_membership",
     "camdf_regression", "camdf_no_task", "camdf_no_identity", "camdf_argmax_no_margin", "camdf_argmax_untuned",
@@ -18,7 +20,7 @@ def runs_frame(tracker) -> pd.DataFrame:
     """One row per FINISHED run: ``run_id``, ``start``, ``p:<param>``, ``m:<metric>``, ``t:<tag>``."""
     rows = []
     for run in tracker.runs():
-        if run.data.tags.get("kind"):  # the tables stage's figures run, a trained policy: not a cell
+        if not is_cell(run):  # the tables stage's figures run, a trained policy, a sweep: not a cell
             continue
         row: dict[str, Any] = {"run_id": run.info.run_id, "start": run.info.start_time}
         row.update({f"p:{k}": v for k, v in run.data.params.items()})

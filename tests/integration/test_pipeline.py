@@ -44,7 +44,7 @@ def _finished_keys(uri: str, experiment: str = "camdf") -> list[str]:
     client = mlflow.MlflowClient(tracking_uri=uri)
     exp = client.get_experiment_by_name(experiment)
     runs = client.search_runs([exp.experiment_id], "attributes.status = 'FINISHED'", max_results=1000)
-    return [r.data.tags["cell_key"] for r in runs if r.data.tags.get("kind") != "tables"]
+    return [r.data.tags["cell_key"] for r in runs if r.data.tags.get("kind", "cell") == "cell"]
 
 
 def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, data_dir):
@@ -68,6 +68,9 @@ def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, d
     _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0",
           "main.methods=${grid_methods.names}"], out, data_dir)
     assert _tables(out / "tables") == first
+    # One tables run per code version: the second build updated it.
+    again = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("kind") == "tables"]
+    assert [r.info.run_id for r in again] == [tables_run.info.run_id] and again[0].data.tags["code_version"]
     again = _run(["pipelines.evaluate", "-m", "experiment=smoke"], out, data_dir)
     assert again.stdout.count("reused FINISHED run") == 4
     keys = _finished_keys(f"sqlite:///{out}/mlflow.db")

@@ -1,0 +1,61 @@
+"""The store after a small sweep: parent and child runs, tags, no machine paths, and a moved copy that opens."""
+
+import shutil
+import subprocess
+import sys
+
+import mlflow
+
+from .test_pipeline import ROOT
+
+QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
+
+
+def _sweep(out, data_dir):
+    cmd = [sys.executable, "-m", "pipelines.evaluate", "-m", "experiment=smoke", "cost.lam=0.12",
+           f"paths.output_dir={out}", f"paths.data_dir={data_dir}", *QUIET]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(tmp_path, data_dir):
+    out = tmp_path / "out"
+    _sweep(out, data_dir)
+    uri = f"sqlite:///{out}/mlflow.db"
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name("camdf")
+    runs = client.search_runs([exp.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("kind") == "sweep"]
+    cells = [r for r in runs if r.data.tags.get("kind") == "cell"]
+    assert len(parents) == 1 and len(cells) == 2
+    parent = parents[0]
+    assert parent.data.tags["experiment"] == "smoke" and parent.info.status == "FINISHED"
+    assert parent.data.metrics["sweep/n_cells"] == 2 and parent.data.metrics["sweep/n_logged"] == 2
+    for cell in cells:
+        tags = cell.data.tags
+        assert tags["mlflow.parentRunId"] == parent.info.run_id
+        assert {tags["experiment"], tags["domain"], tags["scorer"], tags["regime"], tags["lambda"],
+                tags["protocol"]} == {"smoke", "retail", "bm25", "schema_tokens", "0.12", "kfold"}
+        assert tags["d"] in {"0", "1"}
+        history = client.get_metric_history(cell.info.run_id, "camdf/payoff_mean")
+        assert history and history[0].timestamp > 1_600_000_000_000  # a real time, not 1970
+    for run in runs:
+        for key, value in {**run.data.params, **run.data.tags}.items():
+            assert str(ROOT) not in value and str(tmp_path) not in value, (run.info.run_name, key, value)
+    # A second sweep at the same code reuses the cells and reopens the same parent.
+    _sweep(out, data_dir)
+    again = client.search_runs([exp.experiment_id], "tags.kind = 'sweep'")
+    assert [r.info.run_id for r in again] == [parent.info.run_id]
+    assert again[0].data.metrics["sweep/n_reused"] == 2
+    # The store folder moved whole opens with its artifacts.
+    moved = tmp_path / "elsewhere" / "store"
+    moved.parent.mkdir()
+    shutil.copy2(out / "mlflow.db", moved.parent / "mlflow.db")
+    shutil.copytree(out / "mlartifacts", moved.parent / "mlartifacts")
+    shutil.rmtree(out)
+    from camdf.pipeline.tracking import Tracker
+
+    tracker = Tracker(f"sqlite:///{moved.parent}/mlflow.db", "camdf")
+    cell = tracker.runs("tags.kind = 'cell'")[0]
+    table = tracker.load_table(cell.info.run_id, "outcomes.parquet")
+    assert len(table) > 0 and str(moved.parent) in tracker.client.get_run(cell.info.run_id).info.artifact_uri

@@ -26,7 +26,13 @@ def test_smoke_grid_through_tracking_server_and_rest_api(server, tmp_path, data_
     runs = _post(f"{server}/api/2.0/mlflow/runs/search",
                  {"experiment_ids": [exp["experiment_id"]], "filter": "attributes.status = 'FINISHED'",
                   "max_results": 100})["runs"]
+    tags = [{t["key"]: t["value"] for t in r["data"]["tags"]} for r in runs]
+    sweeps = [r for r, t in zip(runs, tags) if t.get("kind") == "sweep"]
+    assert len(sweeps) == 1  # the sweep's parent run, its cells are its children
+    parent = sweeps[0]["info"]["run_id"]
+    runs = [r for r, t in zip(runs, tags) if t.get("kind") == "cell"]
     assert len(runs) == 4
+    assert all(t.get("mlflow.parentRunId") == parent for t in tags if t.get("kind") == "cell")
     keys = {t["value"] for r in runs for t in r["data"]["tags"] if t["key"] == "cell_key"}
     assert len(keys) == 4
     metrics = {m["key"] for m in runs[0]["data"]["metrics"]}

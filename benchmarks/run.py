@@ -12,6 +12,8 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 - sufficiency: G_x derivation by execution, cold and warm (bench_sufficiency.py)
 - rankers: scoring four domains x five scorers from a cold cache (bench_rankers.py)
 - runtime: StopPolicy per-decision latency p50/p99 and batch throughput (bench_runtime.py)
+- data: `camdf data validate` and the data stage on 5 000 tools x 50 000 tasks (bench_data.py)
+- cli: `camdf select` wall time for one request from the shell, p50 (bench_cli.py)
 
 Needs the built domains (`make data`).  Options: ``--only NAME[,NAME]`` runs a subset;
 ``--skip NAME[,NAME]`` leaves some out; ``--skip-dense`` scores without the dense and
@@ -98,6 +100,8 @@ def steps(skip_dense: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
         "sufficiency": ("G_x by execution, cold and warm", _module_run("bench_sufficiency")),
         "rankers": ("scoring, 4 domains x scorers, cold cache", _module_run("bench_rankers", **rankers_kwargs)),
         "runtime": ("run-time stopper latency and batch throughput (own process)", _fresh_process("bench_runtime")),
+        "data": ("validate + data stage, 5 000 tools x 50 000 tasks", _module_run("bench_data")),
+        "cli": ("camdf select from the shell, one request", _module_run("bench_cli")),
     }
     if not (Path(__file__).parent / "bench_sufficiency.py").is_file():
         del out["sufficiency"]
@@ -268,6 +272,14 @@ def acceptance(results: dict, total_s: float, partial: bool = False) -> list[dic
                        "value": f"{f['camdf_lite_batch_per_s']:,.0f}/s best round (median "
                                 f"{f['camdf_lite_batch_per_s_median']:,.0f}, worst {f['camdf_lite_batch_per_s_worst']:,.0f})",
                        "met": f["met"]["camdf_lite_batch_per_s"]})
+    for name, point in (("data", "issue 20: validate and data stage of 5 000 tools x 50 000 tasks <= 5 s each"),
+                        ("cli", "issue 20: camdf select from the shell, p50 <= 2 s")):
+        r = results.get(name, {})
+        if r.get("ok"):
+            f = r["figures"]
+            value = (f"validate {f['validate_s']:.2f} s, data stage {f['data_stage_s']:.2f} s" if name == "data"
+                     else f"p50 {f['p50_s']:.2f} s (p90 {f['p90_s']:.2f} s, {f['calls']} calls)")
+            checks.append({"point": point, "value": value, "met": f["meets_target"]})
     return checks
 
 

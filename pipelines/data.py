@@ -13,19 +13,34 @@ file the converter refuses (:class:`camdf.data.io.DomainFormatError`, an unreada
 stops it the same way, exit 2, one problem per line, ``data/<name>/`` untouched.
 """
 
+from pathlib import Path
+
 import hydra
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.pipeline.choices import check_choices
 from camdf.data.filters import check_where
-from camdf.data.io import DomainFormatError, check_domain_name
+from camdf.data.io import DomainFormatError, check_domain_name, read_domain
 from camdf.pipeline.data_stage import build_domain
+
+
+_READER = f"{read_domain.__module__}.{read_domain.__name__}"  # the task-format reader's _target_
 
 
 def _select(cfg: DictConfig, key: str):
     return OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
+
+
+def _check_folder(folder) -> None:
+    """A user domain's folder (``domain.converter.folder``) must be a folder, checked before it is read."""
+    if folder is None or Path(folder).is_dir():
+        return
+    what = "does not exist" if not Path(folder).exists() else "is not a folder"
+    raise ValueError(f"domain.converter.folder: {folder} {what} (expected a folder holding catalog.json and "
+                     "tasks.jsonl in the task format, docs/task-format.md)")
 
 
 def _convert(converter: DictConfig):
@@ -58,6 +73,7 @@ def main(cfg: DictConfig) -> None:
         name = check_domain_name(_select(cfg, "domain.name"))
         where = _select(cfg, "domain.where")
         check_where(OmegaConf.to_container(where, resolve=True) if OmegaConf.is_config(where) else where)
+        _check_folder(_select(cfg, "domain.converter.folder"))
     except ValueError as err:
         _refuse(err, cfg)
     dom = cfg.domain
@@ -70,6 +86,7 @@ def main(cfg: DictConfig) -> None:
             inputs=list(dom.inputs),
             force=cfg.force,
             cache_dir=cfg.paths.cache_dir,
+            validated_input=_select(dom, "converter._target_") == _READER,
         )
     except (ValueError, OSError) as err:  # a refused input folder or file, a filter keeping no task
         _refuse(_refusal(name, err), cfg)
@@ -81,4 +98,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_choices()  # a config-group choice naming no file: one line, exit 2
     main()

@@ -12,6 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.pipeline.choices import check_choices
 from camdf.pipeline.assembly import Paths
 from camdf.pipeline.cell_job import run_tracked_cell
 from camdf.pipeline.identity import cell_name
@@ -32,4 +33,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_choices()  # a config-group choice naming no file: one line, exit 2
     main()

@@ -12,6 +12,7 @@ import pandas as pd
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.pipeline.choices import check_choices
 from camdf.pipeline.schema import checked
 from camdf.rankers import quality_table
 from camdf.pipeline.scores_stage import run_costs, run_scores
@@ -31,4 +32,5 @@ def main(cfg: DictConfig) -> dict:
 
 
 if __name__ == "__main__":
+    check_choices()  # a config-group choice naming no file: one line, exit 2
     main()

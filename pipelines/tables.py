@@ -11,6 +11,7 @@ import hydra
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.pipeline.choices import check_choices
 from camdf.reporting.build import build_tables
 from camdf.pipeline.identity import code_stamp
 from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
@@ -42,4 +43,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_choices()  # a config-group choice naming no file: one line, exit 2
     main()

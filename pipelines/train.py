@@ -13,6 +13,7 @@ import hydra
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
+from camdf.pipeline.choices import check_choices
 from camdf.pipeline.assembly import Paths
 from camdf.pipeline.policy_job import train_policy
 from camdf.pipeline.schema import checked, open_tracker
@@ -34,4 +35,5 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    check_choices()  # a config-group choice naming no file: one line, exit 2
     main()

@@ -58,20 +58,25 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _request_bytes(path: str) -> bytes:
+    """The bytes of ``--input`` (``-``: stdin); ValueError naming the path when it cannot be read."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    if Path(path).is_dir():
+        raise ValueError(f"--input {path}: is a folder (expected a JSON request file, or - for stdin)")
+    try:
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise ValueError(f"--input {path}: cannot read: {err.strerror or err}") from None
+
+
 def cmd_select(args: argparse.Namespace) -> int:
     """Read a JSON request (or a list of them), write the selection(s) as JSON."""
     from camdf.runtime import load_policy
+    from camdf.runtime.jsonio import parse_json
 
-    source = sys.stdin if args.input == "-" else open(args.input, encoding="utf-8")
-    with source:
-        text = source.read()
     try:
-        request = json.loads(text)
-    except json.JSONDecodeError as err:
-        print(f"camdf select: request: invalid JSON at line {err.lineno} column {err.colno}: {err.msg}",
-              file=sys.stderr)
-        return 2
-    try:
+        request = parse_json(_request_bytes(args.input), "request" if args.input == "-" else args.input)
         policy = load_policy(args.policy)
         batch = request if isinstance(request, list) else [request]
         selections = policy.select_batch(batch, lam=args.lam, alpha=args.alpha)

@@ -22,7 +22,11 @@ def hash_json(obj: Any) -> str:
 
 
 def hash_paths(paths: Iterable[str | os.PathLike]) -> str:
-    """SHA-256 over the relative names and bytes of files (folders are walked in sorted order)."""
+    """SHA-256 over the relative names and bytes of files (folders are walked in sorted order).
+
+    A path that is neither a folder nor a regular file (a FIFO, a device) counts by its name
+    alone: reading it might never end, and what reads the input refuses it.
+    """
     h = hashlib.sha256()
     for root in paths:
         root = Path(root)
@@ -31,6 +35,9 @@ def hash_paths(paths: Iterable[str | os.PathLike]) -> str:
             if not f.exists():
                 raise FileNotFoundError(f"input to fingerprint does not exist: {f}")
             h.update(str(f.relative_to(root) if root.is_dir() else f.name).encode())
+            if not f.is_file():  # a FIFO or device would never end: its name only (the reader refuses it)
+                h.update(b"\0not a regular file")
+                continue
             h.update(hashlib.sha256(f.read_bytes()).digest())
     return h.hexdigest()
 

@@ -96,7 +96,10 @@ _TASK_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
 
 
 def _show(value: Any) -> str:
-    """``repr(value)`` clipped to :data:`MAX_SHOWN_CHARS` (it escapes control characters and surrogates)."""
+    """``repr(value)`` clipped to :data:`MAX_SHOWN_CHARS` (it escapes control characters and surrogates);
+    None (a field missing or null) and the booleans in JSON's words."""
+    if value is None or isinstance(value, bool):
+        return {None: "nothing (missing or null)", True: "true", False: "false"}[value]
     if isinstance(value, (list, dict)) and len(value) > MAX_SHOWN_CHARS:
         value = value[:MAX_SHOWN_CHARS] if isinstance(value, list) else dict(list(value.items())[:MAX_SHOWN_CHARS])
     text = repr(value)
@@ -111,14 +114,33 @@ def _name(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
 
 
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (object, array, string, number, true/false, null)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    for kind, name in ((dict, "an object"), (list, "an array"), (str, "a string"), ((int, float), "a number")):
+        if isinstance(value, kind):
+            return name
+    return "null"
+
+
 class _LineDict(dict):
     """A JSON object that remembers the line it starts on."""
 
     line: int = 1
 
 
-def _loads_with_lines(text: str) -> Any:
-    """``json.loads`` whose objects are :class:`_LineDict` carrying their start line."""
+_FAST_DECODER = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float, object_hook=_LineDict)
+
+
+def _loads_with_lines(text: str, lines: bool = True) -> Any:
+    """``json.loads`` whose objects are :class:`_LineDict` carrying their start line.
+
+    With ``lines=False`` the objects are :class:`_LineDict` at line 1, parsed by the C scanner
+    (several times faster): the first pass over a catalog, repeated with lines only when it
+    finds a problem to report."""
+    if not lines:
+        return _FAST_DECODER.decode(text)
     newlines = list(accumulate(len(part) + 1 for part in text.split("\n")))[:-1]  # offsets just past each newline
     decoder = json.JSONDecoder(parse_int=_parse_int, parse_float=_parse_float)
     parse_object = decoder.parse_object
@@ -238,8 +260,11 @@ def _lone_surrogate(value: Any, path: str = "") -> str | None:
 _SURROGATE_EXPECTED = "expected valid Unicode text: a \\ud800-\\udfff escape only as half of a pair"
 
 
+_STR = {str}
+
+
 def _is_name_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, list) and set(map(type, value)) <= _STR  # JSON strings are exactly str
 
 
 def _check_fields(obj: dict, allowed: set[str], where: str, problems: list[str]) -> None:
@@ -247,8 +272,9 @@ def _check_fields(obj: dict, allowed: set[str], where: str, problems: list[str])
         problems.append(f"{where}: unknown field `{_name(key)}` (expected one of {', '.join(sorted(allowed))})")
 
 
-def _parse_catalog(data: bytes, name: str, problems: list[str]) -> Any:
-    """The catalog's JSON document (objects as :class:`_LineDict`), or None with the problems appended."""
+def _parse_catalog(data: bytes, name: str, problems: list[str], lines: bool = True) -> Any:
+    """The catalog's JSON document (objects as :class:`_LineDict`, at their lines when ``lines``),
+    or None with the problems appended."""
     data = _bom(data, name, problems)
     try:
         text = data.decode("utf-8")
@@ -265,7 +291,7 @@ def _parse_catalog(data: bytes, name: str, problems: list[str]) -> Any:
     if found:
         return None
     try:
-        doc = _loads_with_lines(text)
+        doc = _loads_with_lines(text, lines)
     except json.JSONDecodeError as err:
         problems.append(f"{name}:{err.lineno}: invalid JSON: {err.msg} (column {err.colno})")
         return None
@@ -286,24 +312,33 @@ def _parse_catalog(data: bytes, name: str, problems: list[str]) -> Any:
 def _read_catalog(path: Path, problems: list[str]) -> tuple[str, str, list[Tool], set[str]]:
     name = f"{path.parent.name}/{CATALOG}"
     data = _read_file(path, name, "a JSON object with a `tools` list", problems)
-    doc = None if data is None else _parse_catalog(data, name, problems)
+    if data is None:
+        return "", "", [], set()
+    found: list[str] = []  # a first pass without line numbers; a catalog with problems is read again with them
+    out = _catalog_contents(_parse_catalog(data, name, found, lines=False), path, name, found)
+    if not found:
+        return out
+    return _catalog_contents(_parse_catalog(data, name, problems), path, name, problems)
+
+
+def _catalog_contents(doc: Any, path: Path, name: str, problems: list[str]) -> tuple[str, str, list[Tool], set[str]]:
     if doc is None:
         return "", "", [], set()
     if not isinstance(doc, dict):
-        problems.append(f"{name}:1: expected a JSON object with a `tools` list, got {type(doc).__name__}")
+        problems.append(f"{name}:1: expected a JSON object with a `tools` list, got {_json_type(doc)}")
         return "", "", [], set()
     _check_fields(doc, CATALOG_FIELDS, f"{name}:{doc.line}", problems)
     domain = doc.get("domain", path.parent.name)
     source = doc.get("source", "")
     for key, value in (("domain", domain), ("source", source)):
         if not isinstance(value, str):
-            problems.append(f"{name}:{doc.line}: field `{key}` must be a string, got {type(value).__name__}")
+            problems.append(f"{name}:{doc.line}: field `{key}` must be a string, got {_json_type(value)}")
     tools_raw = doc.get("tools")
     if tools_raw is None:
         problems.append(f"{name}:{doc.line}: missing field `tools` (expected a non-empty list of tools)")
         return str(domain), str(source), [], set()
     if not isinstance(tools_raw, list):
-        problems.append(f"{name}:{doc.line}: field `tools` must be a list, got {type(tools_raw).__name__}")
+        problems.append(f"{name}:{doc.line}: field `tools` must be a list, got {_json_type(tools_raw)}")
         return str(domain), str(source), [], set()
     if not tools_raw:
         problems.append(f"{name}:{doc.line}: empty catalog: `tools` has no entries")
@@ -311,7 +346,7 @@ def _read_catalog(path: Path, problems: list[str]) -> tuple[str, str, list[Tool]
     seen: dict[str, int] = {}
     for i, raw in enumerate(tools_raw):
         if not isinstance(raw, dict):
-            problems.append(f"{name}:{doc.line}: tools[{i}] must be an object, got {type(raw).__name__}")
+            problems.append(f"{name}:{doc.line}: tools[{i}] must be an object, got {_json_type(raw)}")
             continue
         where = f"{name}:{raw.line}"
         ok = True
@@ -440,7 +475,7 @@ def _read_tasks(
         if raw is None:
             continue
         if not isinstance(raw, dict):
-            problems.append(f"{where}: expected a JSON object, got {type(raw).__name__}")
+            problems.append(f"{where}: expected a JSON object, got {_json_type(raw)}")
             continue
         _check_fields(raw, TASK_FIELDS, where, problems)
         n_before = len(problems)
@@ -483,20 +518,22 @@ def _read_tasks(
             problems.append(f"{where}: {label}: field `group` must be a non-empty string, got {_show(group)}")
         meta = raw.get("meta", {})
         if not isinstance(meta, dict):
-            problems.append(f"{where}: {label}: field `meta` must be an object, got {type(meta).__name__}")
+            problems.append(f"{where}: {label}: field `meta` must be an object, got {_json_type(meta)}")
         if check_names:
             for field_name, names in (
                 ("required", required),
                 ("candidates", candidates or []),
                 *((f"alternatives[{k}]", alt) for k, alt in enumerate(alternatives)),
             ):
+                if declared.issuperset(names):  # the usual case, tested in C; the loop only names the unknown
+                    continue
                 for tool in names:
                     if tool not in declared:
                         problems.append(f"{where}: {label}: unknown tool `{_name(tool)}` in `{field_name}` "
                                         "(not in catalog)")
             if candidates is not None:
                 offered = set(candidates)
-                for tool in required:
+                for tool in () if offered.issuperset(required) else required:
                     if tool in declared and tool not in offered:
                         problems.append(f"{where}: {label}: required tool `{_name(tool)}` is not in `candidates`")
         if len(problems) > n_before:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
 from camdf.data.filters import apply_where, check_where
 from camdf.data.io import check_domain_name, remove_stale_temporaries, write_domain
-from camdf.data.model import Domain
+from camdf.data.model import KINDS, Domain
 from camdf.data.overview import render_report, summarize
 
 MANIFEST = "manifest.json"
@@ -57,7 +57,7 @@ def _label_source(config: dict[str, Any]) -> str:
     source = config.get("label_source", "annotated")
     if source not in LABEL_SOURCES:
         raise ValueError(
-            f"domain `{config.get('name', '?')}`: label_source must be one of {', '.join(LABEL_SOURCES)}, got {source!r}"
+            f"domain.label_source: must be one of {', '.join(LABEL_SOURCES)}, got {source!r}"
         )
     return source
 
@@ -110,6 +110,7 @@ def build_domain(
     inputs: list[str] = (),
     force: bool = False,
     cache_dir: str | Path | None = None,
+    validated_input: bool = False,
 ) -> DataBuild:
     """Convert a domain and write it with its report, unless the cached copy has the same key.
 
@@ -127,6 +128,10 @@ def build_domain(
         Rebuild even when the key matches.
     cache_dir : path, optional
         Folder for stage caches (the derivation of labels caches there).
+    validated_input : bool
+        ``convert`` is the task-format reader, so its tasks passed the validator already;
+        the written copy (the same tasks, perhaps filtered) is then not read back through it.
+        Derived labels are new, so a derived domain is read back whatever this says.
 
     Raises
     ------
@@ -134,7 +139,8 @@ def build_domain(
         The folder's name or ``config["name"]`` is not a plain name (:func:`check_domain_name`),
         ``config["where"]`` is not a valid task filter (:func:`camdf.data.filters.check_where`),
         ``config["executable"]`` names no executable domain while labels are derived
-        (:func:`executable_of`) or ``keep_non_executable`` is not a boolean; checked first,
+        (:func:`executable_of`), ``acquirable_kinds`` names an unknown kind or ``keep_non_executable``
+        is not a boolean; checked first,
         before anything is read, converted or written.
     """
     out_dir = Path(out_dir)
@@ -144,6 +150,10 @@ def build_domain(
     derived = _label_source(config) == "derived"
     executable = executable_of(config) if derived else None
     where = check_where(config.get("where"))  # a bad filter is refused before anything is converted
+    kinds = config.get("acquirable_kinds")
+    if kinds is not None and (not isinstance(kinds, (list, tuple)) or not set(map(str, kinds)) <= set(KINDS)):
+        raise ValueError(f"domain.acquirable_kinds: expected a list of tool kinds from {', '.join(KINDS)}, "
+                         f"got {kinds!r}")
     keep = config.get("keep_non_executable", False)
     if not isinstance(keep, bool):
         raise ValueError(f"domain.keep_non_executable: expected true or false, got {keep!r}")
@@ -176,5 +186,6 @@ def build_domain(
         "report.md": render_report(domain, summary, extra_sections=sections),
         MANIFEST: json.dumps({"key": key, "config": config, "summary": summary}, indent=2, sort_keys=True) + "\n",
     }
-    write_domain(domain, out_dir, extra_files=files)  # validated before it is swapped in
+    # A converter's output is read back through the validator before it is swapped in.
+    write_domain(domain, out_dir, extra_files=files, validate=derived or not validated_input)
     return DataBuild(out_dir, key, False, summary)

@@ -26,12 +26,13 @@ from camdf.core.payoff import KINDS
 from camdf.costs.regimes import REGIMES
 from camdf.data.io import DOMAIN_NAME
 from camdf.pipeline.assembly import LABEL_SOURCES
+from camdf.pipeline.identity import CONF_DIR
 from camdf.policies import METHODS
 from camdf.rankers.scoring import SCORERS
 from camdf.runtime.policy import POLICY_METHODS
 
 PROTOCOLS = ("kfold", "split", "group")
-EXPERIMENTS_DIR = Path(__file__).resolve().parents[2] / "conf" / "experiment"
+EXPERIMENTS_DIR = CONF_DIR / "experiment"
 
 
 class ConfigError(ValueError):

@@ -28,6 +28,7 @@ scores are kept, and the guarantee holds for any alpha fixed before seeing the n
 from __future__ import annotations
 
 import math
+import reprlib
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
@@ -41,7 +42,7 @@ from camdf.policies.base import StateBatch, StoppingRule, check_fitted
 def check_alpha(value, field: str = "alpha") -> float:
     """``value`` as a float in (0, 1), else ValueError naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(f"{field}: must be a number in (0, 1), got {value!r}")
+        raise ValueError(f"{field}: must be a number in (0, 1), got {reprlib.repr(value)}")
     return float(value)
 
 

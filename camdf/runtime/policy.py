@@ -13,6 +13,7 @@ Costs are in the units the policy was trained with: the catalog's mean cost is 1
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -30,6 +31,12 @@ from camdf.policies import StateBatch
 from camdf.policies.base import check_fitted
 from camdf.policies.camdf import CamDF, CamDFArgmax, CamDFLite
 from camdf.policies.risk import CamDFRisk, check_alpha
+
+# Values quoted in a refusal are clipped: a request may hold a megabyte where a name belongs.
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlist = _REPR.maxdict = 4
+shown = _REPR.repr
 
 REQUEST_FIELDS = {"query", "tools", "scores", "costs", "lam", "alpha"}
 #: The rules a StopPolicy can be: the train stage fits each and ships the best out of fold.
@@ -63,7 +70,7 @@ def tool_name(tool: Any, i: int) -> str:
     spec = _spec(tool, i)
     name = spec.get("name")
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"tools[{i}].name: must be a non-empty string, got {name!r}")
+        raise ValueError(f"tools[{i}].name: must be a non-empty string, got {shown(name)}")
     if not isinstance(spec.get("description") or "", str):
         raise ValueError(f"tools[{i}].description: must be a string")
     return name
@@ -102,15 +109,15 @@ def _numbers(values: Any, where: str, name: str, n: int, positive: bool) -> list
     out = []
     for i, v in enumerate(values):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise ValueError(f"{field}[{i}]: expected a number, got {v!r}")
+            raise ValueError(f"{field}[{i}]: expected a number, got {shown(v)}")
         try:
             x = float(v)
         except OverflowError:
             x = math.inf
         if not math.isfinite(x):
-            raise ValueError(f"{field}[{i}]: must be finite, got {v!r}")
+            raise ValueError(f"{field}[{i}]: must be finite, got {shown(v)}")
         if positive and x <= 0:
-            raise ValueError(f"{field}[{i}]: must be > 0, got {v!r}")
+            raise ValueError(f"{field}[{i}]: must be > 0, got {shown(v)}")
         out.append(x)
     return out
 
@@ -341,7 +348,7 @@ class StopPolicy(BaseEstimator):
             seen = set()
             for i, name in enumerate(names):
                 if name in seen:
-                    raise ValueError(f"{where}tools[{i}].name: duplicate tool name {name!r}")
+                    raise ValueError(f"{where}tools[{i}].name: duplicate tool name {shown(name)}")
                 seen.add(name)
         query = request.get("query")
         if query is not None and not isinstance(query, str):
@@ -431,7 +438,7 @@ class StopPolicy(BaseEstimator):
 
 def check_lam(value: Any, field: str = "lam") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{field}: must be a finite number >= 0, got {value!r}")
+        raise ValueError(f"{field}: must be a finite number >= 0, got {shown(value)}")
     return float(value)
 
 

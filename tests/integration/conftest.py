@@ -7,7 +7,9 @@ fixtures its tests need (``pytest_collection_finish``), and each fixture waits f
 request. A session that needs none of them builds none; a build that fails raises in the fixture.
 """
 
+import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -19,6 +21,8 @@ from types import MappingProxyType
 from typing import Callable, Mapping, NamedTuple
 
 import pytest
+
+import pandas as pd
 
 from camdf.common.fingerprint import hash_paths
 
@@ -145,6 +149,31 @@ def smoke_reference(tmp_path_factory, data_dir) -> SmokeReference:
     read-only bytes, so no test can change what another compares against.
     """
     return _built("smoke_reference", lambda: _sweep_reference(tmp_path_factory.mktemp("smoke_reference"), data_dir))
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory, data_dir):
+    """The train stage exactly as `make reproduce` runs it (the default config: the champion of the candidates),
+    once per session: its store, the logged model's URI, the recorded decisions and requests."""
+    tmp = tmp_path_factory.mktemp("runtime")
+    data, out = data_dir, tmp / "out"
+    proc = _run(["pipelines.train"], out, data)
+    uri = f"sqlite:///{out}/mlflow.db"
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
+    exp = client.get_experiment_by_name("camdf")
+    run = client.search_runs([exp.experiment_id], "tags.kind = 'policy'")[0]
+    model_uri = re.search(r"logged (\S+)", proc.stdout).group(1)
+    folder = tmp / "dl"
+    decisions = pd.read_parquet(client.download_artifacts(run.info.run_id, "decisions.parquet", str(folder)))
+    reqs = [json.loads(line) for line in
+            Path(client.download_artifacts(run.info.run_id, "requests.jsonl", str(folder))).read_text().splitlines()]
+    candidates = pd.read_csv(client.download_artifacts(run.info.run_id, "candidates.csv", str(folder)),
+                             index_col="method")
+    return {"uri": uri, "run_id": run.info.run_id, "model_uri": model_uri, "decisions": decisions,
+            "requests": reqs, "tmp": tmp, "stdout": proc.stdout, "candidates": candidates, "client": client,
+            "method": run.data.tags["policy_method"]}
 
 
 @pytest.fixture(scope="session")

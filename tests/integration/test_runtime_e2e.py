@@ -11,36 +11,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from .test_pipeline import ROOT, _run
 
 MLFLOW = str(Path(sys.executable).with_name("mlflow"))
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory, data_dir):
-    """The train stage exactly as `make reproduce` runs it (the default config: the champion of the candidates)."""
-    tmp = tmp_path_factory.mktemp("runtime")
-    data, out = data_dir, tmp / "out"
-    proc = _run(["pipelines.train"], out, data)
-    uri = f"sqlite:///{out}/mlflow.db"
-    import mlflow
-
-    client = mlflow.MlflowClient(tracking_uri=uri, registry_uri=uri)
-    exp = client.get_experiment_by_name("camdf")
-    run = client.search_runs([exp.experiment_id], "tags.kind = 'policy'")[0]
-    model_uri = re.search(r"logged (\S+)", proc.stdout).group(1)
-    folder = tmp / "dl"
-    decisions = pd.read_parquet(client.download_artifacts(run.info.run_id, "decisions.parquet", str(folder)))
-    reqs = [json.loads(line) for line in
-            Path(client.download_artifacts(run.info.run_id, "requests.jsonl", str(folder))).read_text().splitlines()]
-    candidates = pd.read_csv(client.download_artifacts(run.info.run_id, "candidates.csv", str(folder)),
-                             index_col="method")
-    return {"uri": uri, "run_id": run.info.run_id, "model_uri": model_uri, "decisions": decisions,
-            "requests": reqs, "tmp": tmp, "stdout": proc.stdout, "candidates": candidates, "client": client,
-            "method": run.data.tags["policy_method"]}
 
 
 def test_train_stage_prints_the_ten_lite_coefficients_and_a_named_method_does_not_move_the_alias(tmp_path, data_dir):
@@ -102,7 +77,7 @@ def test_cli_select_matches_and_refuses_bad_json(trained, tmp_path):
     assert json.loads(proc.stdout)["depth"] == int(trained["decisions"]["depth"].iloc[0])
     bad = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", trained["model_uri"]],
                          input='{"tools": [', capture_output=True, text=True, env=env, cwd=ROOT)
-    assert bad.returncode == 2 and "request: invalid JSON at line 1" in bad.stderr
+    assert bad.returncode == 2 and "request: line 1 column 12: invalid JSON" in bad.stderr
     neg = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", trained["model_uri"], "--lam",
                           "-1"], input=json.dumps(trained["requests"][0]), capture_output=True, text=True, env=env,
                          cwd=ROOT)

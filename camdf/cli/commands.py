@@ -111,9 +111,24 @@ def cmd_results_check(args: argparse.Namespace) -> int:
     return 0
 
 
+EPILOG = """examples:
+  camdf data validate path/to/folder       check a domain folder (catalog.json + tasks.jsonl)
+  camdf data summary data                  the built domains, one row each
+  camdf select --input request.json        the prefix to expose for one request (or a list)
+  echo '{"query": "...", "tools": [...]}' | camdf select
+  camdf results check                      do the README Results match the checkout?
+
+exit status: 0 done, 1 the Results are stale (results check), 2 bad input (one line on stderr).
+The task format: docs/task-format.md."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="camdf", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="group", required=True)
+    parser = argparse.ArgumentParser(
+        prog="camdf", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
+                    "tools to expose, check the README Results.",
+        epilog=EPILOG)
+    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,results}")
     data = sub.add_parser("data", help="domain folders in the task format").add_subparsers(dest="cmd", required=True)
     validate = data.add_parser("validate", help="check a domain folder (catalog.json + tasks.jsonl)")
     validate.add_argument("path", help="folder holding catalog.json and tasks.jsonl")
@@ -126,7 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     summary = data.add_parser("summary", help="markdown table of the built domains (from their manifests)")
     summary.add_argument("data_dir", nargs="?", default="data", help="folder of built domains (default: data)")
     summary.set_defaults(func=cmd_summary)
-    select = sub.add_parser("select", help="expose a prefix of a ranked tool list with a fitted policy")
+    select = sub.add_parser(
+        "select", help="expose a prefix of a ranked tool list with a fitted policy",
+        description="Read a request (a JSON object with `tools` (OpenAI function tools or MCP tool "
+                    "descriptions) and `scores`, or a `query` for the built-in bm25 ranker; optional `costs`, "
+                    "`lam`, `alpha`), or a list of them, and print the selection(s) as JSON: `depth`, "
+                    "`exposed`, `ranked` and the exposed `tools`.")
     select.add_argument("--policy", default="models:/camdf-stopper@champion",
                         help="MLflow model URI (runs:/..., models:/...) or model folder (default: the shipped champion, "
                              "in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)")

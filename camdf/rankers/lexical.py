@@ -15,8 +15,19 @@ from camdf.rankers.problem import Problem
 from camdf.rankers.text import normalize, stem_words
 
 
-def _tokenize(texts: list[str]) -> list[list[str]]:
+def _bm25s():
+    """bm25s, imported on first use; it sets its logger to DEBUG on import, which puts a line
+    per index into every stage's log, so its level is put back to WARNING."""
+    import logging
+
     import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
+def _tokenize(texts: list[str]) -> list[list[str]]:
+    bm25s = _bm25s()
 
     return bm25s.tokenize(
         [normalize(t) for t in texts], stopwords="en", stemmer=stem_words, return_ids=False, show_progress=False
@@ -38,7 +49,7 @@ def bm25_scores(queries: list[str], docs: list[str], k1: float = 1.5, b: float =
     ndarray of float64, shape (Q, A)
         Each distinct query is scored once.
     """
-    import bm25s
+    bm25s = _bm25s()
 
     retriever = bm25s.BM25(k1=k1, b=b)
     retriever.index(_tokenize(docs), show_progress=False)

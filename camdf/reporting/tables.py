@@ -296,6 +296,10 @@ def a21(runs, main) -> Report:
     sel = sweep(runs, main, ("scorer__label",), "methods",
                  "A21: no FINISHED scorer runs in the store; run `experiment=a21` first")
     sel = sel.sort_values("start").drop_duplicates("p:scorer.label", keep="last")
+    needed = [f"m:{m}/payoff_mean" for m in ("camdf", "predict_threshold", "score_per_cost", "fixed_k", "best_prefix")]
+    lacking = [c[2:].split("/")[0] for c in needed if c not in sel or sel[c].isna().any()]
+    if lacking:
+        raise LookupError(f"A21: the scorer runs at the main cell lack {', '.join(lacking)}; run `experiment=a21` first")
     rows = []
     for _, r in sel.iterrows():
         rows.append({

@@ -128,28 +128,43 @@ def log_policy(policy, name: str = "policy", example: dict | None = None,
     import logging
     import warnings
 
+    logging.getLogger("mlflow.pyfunc").setLevel(logging.ERROR)
+    # MLflow checks the input example by loading the model back: no download bars for that.
+    quiet = {"MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+    saved = {k: os.environ.get(k) for k in quiet}
+    os.environ.update(quiet)
+    try:
+        with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return _log_model(policy, Path(tmp), name, example, registered_model_name)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_model_name: str | None) -> str:
     import cloudpickle
     import mlflow
     import pandas as pd
 
     from camdf.runtime.model import StopPolicyModel
 
-    logging.getLogger("mlflow.pyfunc").setLevel(logging.ERROR)
-    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        path = Path(tmp, "policy.pkl")
-        path.write_bytes(pickle.dumps(policy))
-        wheel = build_wheel(Path(tmp, "wheel"))
-        frame = None
-        if example is not None:
-            frame = pd.DataFrame([{k: example[k] for k in INPUT_COLUMNS if example.get(k) is not None}])
-        info = mlflow.pyfunc.log_model(
-            name=name, python_model=StopPolicyModel(), artifacts={"policy": str(path), "wheel": str(wheel)},
-            signature=signature(policy), input_example=frame, registered_model_name=registered_model_name,
-            # MLflow's environment managers install these from the model's folder, where the wheel is.
-            pip_requirements=[f"mlflow=={mlflow.__version__}", f"cloudpickle=={cloudpickle.__version__}",
-                              f"artifacts/{wheel.name}"],
-        )
+    path = Path(tmp, "policy.pkl")
+    path.write_bytes(pickle.dumps(policy))
+    wheel = build_wheel(Path(tmp, "wheel"))
+    frame = None
+    if example is not None:
+        frame = pd.DataFrame([{k: example[k] for k in INPUT_COLUMNS if example.get(k) is not None}])
+    info = mlflow.pyfunc.log_model(
+        name=name, python_model=StopPolicyModel(), artifacts={"policy": str(path), "wheel": str(wheel)},
+        signature=signature(policy), input_example=frame, registered_model_name=registered_model_name,
+        # MLflow's environment managers install these from the model's folder, where the wheel is.
+        pip_requirements=[f"mlflow=={mlflow.__version__}", f"cloudpickle=={cloudpickle.__version__}",
+                          f"artifacts/{wheel.name}"],
+    )
     return info.model_uri
 
 

@@ -21,7 +21,10 @@ terminal.
 from __future__ import annotations
 
 import atexit
+import csv
+import io
 import os
+import sys
 import threading
 from typing import Any
 
@@ -36,8 +39,6 @@ SWEEP = "sweep"
 
 def quiet() -> bool:
     """Whether progress displays are off: under CI (``CI`` set, not ``false``/``0``) or without a terminal."""
-    import sys
-
     ci = os.environ.get("CI", "").strip().lower()
     return (ci not in ("", "false", "0")) or not sys.stderr.isatty()
 
@@ -56,7 +57,13 @@ def parent_tags() -> dict[str, str]:
 
 
 def _cells(tags: dict[str, str]) -> dict[int, str]:
+    """Job number -> its line (``running <cell>``, ``logged <run id>``, ``reused <run id>``)."""
     return {int(k.split(".", 1)[1]): v for k, v in tags.items() if k.startswith("cell.") and k[5:].isdigit()}
+
+
+def _done(line: str) -> bool:
+    """Whether a job's line says its cell has a run (computed now or by an earlier sweep)."""
+    return line.startswith(("logged ", "reused "))
 
 
 class _Progress(threading.Thread):
@@ -69,14 +76,13 @@ class _Progress(threading.Thread):
 
     def run(self) -> None:
         import mlflow
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
             TimeRemainingColumn
 
         client = mlflow.MlflowClient(tracking_uri=self.uri)
         columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("cells"),
                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[now]}"))
-        from rich.console import Console
-
         with Progress(*columns, console=Console(stderr=True), refresh_per_second=2, redirect_stdout=False,
                       redirect_stderr=False) as progress:
             task = progress.add_task(self.title, total=self.total, now="")
@@ -86,7 +92,7 @@ class _Progress(threading.Thread):
                     cells = _cells(client.get_run(self.run_id).data.tags)
                 except Exception:  # noqa: BLE001  a busy store: look again next second
                     continue
-                done = sum(v.startswith(("logged", "reused")) for v in cells.values())
+                done = sum(map(_done, cells.values()))
                 running = [v.split(" ", 1)[1] for _, v in sorted(cells.items()) if v.startswith("running ")]
                 progress.update(task, completed=done, now=running[-1] if running else "")
                 if stopping:
@@ -108,7 +114,7 @@ class SweepRun(Callback):
     def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
         from camdf.pipeline.identity import code_stamp
         from camdf.pipeline.sweeps import expand, sweep_params
-        from camdf.pipeline.tracking import Tracker
+        from camdf.pipeline.tracking import NOT_PARAMS, Tracker
 
         if config_name != "evaluate":
             return
@@ -119,8 +125,6 @@ class SweepRun(Callback):
         root = OmegaConf.select(config, "paths.root_dir", default=None)
         self.tracker = Tracker(t["uri"], t["experiment"], t.get("artifact_root"), roots=(root,) if root else ())
         stamp = code_stamp()
-        from camdf.pipeline.tracking import NOT_PARAMS
-
         swept = [o for o in task if o.split("=", 1)[0].lstrip("+~") not in NOT_PARAMS]  # no machine paths
         tags = {"experiment": experiment, "code_version": stamp, "sweep.overrides": " ".join(swept)[:5000],
                 "sweep.n_cells": str(total)}
@@ -142,10 +146,15 @@ class SweepRun(Callback):
             self.progress = None
         client = self.tracker.client
         cells = _cells(client.get_run(self.run_id).data.tags)
-        rows = ["job,status,run_id"] + [f"{job},{v.split(' ', 1)[0]},{v.split(' ', 1)[-1]}" for job, v in sorted(cells.items())]
-        logged = sum(v.startswith("logged") for v in cells.values())
-        reused = sum(v.startswith("reused") for v in cells.values())
-        self.tracker.log_files(self.run_id, {"cells.csv": "\n".join(rows) + "\n"})
+        table = io.StringIO()
+        writer = csv.writer(table, lineterminator="\n")
+        writer.writerow(["job", "status", "run_id"])
+        for job, line in sorted(cells.items()):
+            status, _, rest = line.partition(" ")
+            writer.writerow([job, status, rest if _done(line) else ""])
+        logged = sum(v.startswith("logged ") for v in cells.values())
+        reused = sum(v.startswith("reused ") for v in cells.values())
+        self.tracker.log_files(self.run_id, {"cells.csv": table.getvalue()})
         self.tracker.log_metrics(self.run_id, {"sweep/n_cells": len(cells), "sweep/n_logged": logged,
                                                "sweep/n_reused": reused})
         self.tracker.close_kind_run(self.run_id, "FINISHED")

@@ -90,10 +90,6 @@ def store_uri(output_dir: str | os.PathLike) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(output_dir).resolve()}/mlflow.db"
 
 
-def is_local(uri: str) -> bool:
-    return uri.startswith("sqlite:") or uri.startswith("file:") or "://" not in uri
-
-
 class TrackingUnreachable(RuntimeError):
     """The tracking URI names a server that does not answer as MLflow; the message is one line naming the URI.
 
@@ -496,8 +492,8 @@ class Tracker:
     def finished(self, key: str):
         """The latest FINISHED cell run with this key, or None.
 
-        Runs with a ``kind`` tag (the train stage's policy runs carry the key of their
-        cell too) are not cell runs.
+        Only cell runs count (:func:`is_cell`): the train stage's policy runs carry the key
+        of their cell too.
         """
         runs = [r for r in self.runs(f"tags.{CELL_KEY} = '{key}'") if is_cell(r)]
         return runs[-1] if runs else None

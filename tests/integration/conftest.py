@@ -177,6 +177,33 @@ def trained(tmp_path_factory, data_dir):
 
 
 @pytest.fixture(scope="session")
+def served(trained):
+    """The URL of `mlflow models serve` for the ``trained`` model on loopback, one per session."""
+    port = _free_port()
+    # mlflow starts `uvicorn` by name: the venv's bin folder must be on PATH, as after `source .venv/bin/activate`.
+    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"],
+           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+    proc = subprocess.Popen([MLFLOW, "models", "serve", "-m", trained["model_uri"], "--env-manager", "local",
+                             "-h", "127.0.0.1", "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/ping", timeout=2)
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError("mlflow models serve did not answer /ping within 180 s")
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """The URL of a real `mlflow server` on loopback (SQLite backend, artifact proxy), one per session.
 

@@ -16,11 +16,9 @@ written by the stage itself, and a ``README.md``). Each case asserts:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -28,6 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+
+from .snapshots import snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
@@ -88,25 +88,6 @@ def run_stage(overrides: list[str], base: Path, timeout: float = TIMEOUT) -> sub
                               errors="backslashreplace")
     except subprocess.TimeoutExpired as err:  # the child is killed by subprocess.run
         raise AssertionError(f"the data stage did not finish in {timeout} s: {' '.join(overrides)}") from err
-
-
-def snapshot(folder: Path) -> dict:
-    """Every entry under ``folder`` (not following links): type, size, mtime; a regular file's sha256."""
-    out = {}
-    if not os.path.lexists(folder):
-        return out
-    for base, dirs, files in os.walk(folder, followlinks=False):
-        for name in [*dirs, *files, "."]:
-            p = os.path.join(base, name)
-            st = os.lstat(p)
-            digest = None
-            if stat.S_ISREG(st.st_mode):
-                with open(p, "rb") as fh:
-                    digest = hashlib.sha256(fh.read()).hexdigest()
-            elif stat.S_ISLNK(st.st_mode):
-                digest = os.readlink(p)
-            out[os.path.relpath(p, folder)] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, digest)
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -1,49 +1,20 @@
 """Hostile bodies to the served stopper (`mlflow models serve`): a 4xx with the field's own message, never a
 500 or a stack trace.
 
-One server for the module, started from the model the train stage logs (the ``trained`` fixture).
+The server is the session's ``served`` (tests/integration/conftest.py: the model the train stage logs).
 """
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 
-MLFLOW = str(Path(sys.executable).with_name("mlflow"))
 
 
 @pytest.fixture(scope="module")
-def served(trained):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"],
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    proc = subprocess.Popen([MLFLOW, "models", "serve", "-m", trained["model_uri"], "--env-manager", "local",
-                             "-h", "127.0.0.1", "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/ping", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("mlflow models serve did not answer /ping")
-                time.sleep(0.5)
-        yield url, trained["requests"][0]
-    finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
+def good(trained) -> dict:
+    return trained["requests"][0]
 
 
 def _post(url: str, body, content_type: str = "application/json") -> tuple[int, str]:
@@ -115,8 +86,8 @@ SIGNATURE_CHECKS = {"missing inputs ['tools']", "lam"}
 
 
 @pytest.mark.parametrize("make,status,phrases", [b[1:] for b in BODIES], ids=[b[0] for b in BODIES])
-def test_hostile_body_gets_a_4xx_naming_the_field(make, status, phrases, served):
-    url, good = served
+def test_hostile_body_gets_a_4xx_naming_the_field(make, status, phrases, served, good):
+    url = served
     body = make(good)
     got, text = _post(url, body, "text/plain" if status == 415 else "application/json")
     assert got == status, (got, text[:2000])
@@ -132,8 +103,8 @@ def test_hostile_body_gets_a_4xx_naming_the_field(make, status, phrases, served)
             assert not message.startswith("Failed to predict data"), message
 
 
-def test_the_server_still_decides_after_the_hostile_bodies(served):
-    url, good = served
+def test_the_server_still_decides_after_the_hostile_bodies(served, good):
+    url = served
     for make, _, _ in [b[1:] for b in BODIES[:6]]:
         _post(url, make(good))
     status, text = _post(url, {"dataframe_records": [good]})

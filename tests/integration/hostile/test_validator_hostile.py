@@ -17,11 +17,9 @@ The wording of type errors ("got <typename>") is not asserted: only the place an
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
-import stat
 import subprocess
 import sys
 import traceback
@@ -32,6 +30,8 @@ from typing import Callable
 import pytest
 
 from camdf.cli.commands import main
+
+from .snapshots import snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 NAME = "mini"
@@ -122,25 +122,6 @@ def run_cli(args: list[str]) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def snapshot(folder: Path) -> dict:
-    """Every entry under ``folder`` (not following links): type, size, mtime; a regular file's sha256."""
-    out = {}
-    if not os.path.lexists(folder):
-        return out
-    for base, dirs, files in os.walk(folder, followlinks=False):
-        for name in [*dirs, *files, "."]:
-            p = os.path.join(base, name)
-            st = os.lstat(p)
-            digest = None
-            if stat.S_ISREG(st.st_mode):
-                with open(p, "rb") as fh:
-                    digest = hashlib.sha256(fh.read()).hexdigest()
-            elif stat.S_ISLNK(st.st_mode):
-                digest = os.readlink(p)
-            out[os.path.relpath(p, folder)] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, digest)
-    return out
-
-
 def test_the_base_folder_is_valid(tmp_path):
     folder = build(tmp_path)
     for run in (run_inprocess, run_cli):
@@ -151,29 +132,28 @@ def test_the_base_folder_is_valid(tmp_path):
 
 # -- mutations -----------------------------------------------------------------------------------------------
 
+def _changed(rows: list[dict], i: int, changes: dict) -> list[dict]:
+    """``rows`` with row ``i``'s fields changed (a value of ``DELETE`` removes the field)."""
+    rows = [dict(r) for r in rows]
+    for k, v in changes.items():
+        if v is DELETE:
+            rows[i].pop(k, None)
+        else:
+            rows[i][k] = v
+    return rows
+
+
 def tool(i: int, **changes) -> Callable[[Path], None]:
     """Tool ``i`` with fields changed (a value of ``DELETE`` removes the field)."""
     def mutate(folder: Path) -> None:
-        tools = [dict(t) for t in TOOLS]
-        for k, v in changes.items():
-            if v is DELETE:
-                tools[i].pop(k, None)
-            else:
-                tools[i][k] = v
-        (folder / "catalog.json").write_text(catalog_text(tools), encoding="utf-8")
+        (folder / "catalog.json").write_text(catalog_text(_changed(TOOLS, i, changes)), encoding="utf-8")
     return mutate
 
 
 def task(i: int, **changes) -> Callable[[Path], None]:
     """Task ``i`` (0-based; on line ``i + 1``) with fields changed (``DELETE`` removes one)."""
     def mutate(folder: Path) -> None:
-        tasks = [dict(t) for t in TASKS]
-        for k, v in changes.items():
-            if v is DELETE:
-                tasks[i].pop(k, None)
-            else:
-                tasks[i][k] = v
-        (folder / "tasks.jsonl").write_text(tasks_text(tasks), encoding="utf-8")
+        (folder / "tasks.jsonl").write_text(tasks_text(_changed(TASKS, i, changes)), encoding="utf-8")
     return mutate
 
 

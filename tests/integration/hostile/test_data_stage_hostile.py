@@ -27,31 +27,13 @@ from typing import Callable
 
 import pytest
 
-from .snapshots import snapshot
+from .folders import NAME, TASKS, TOOLS, snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
 TIMEOUT = 120
 
-# -- a minimal valid user folder (the same builder as tests/hostile/test_validator_hostile.py) ---------------
-# catalog.json is one tool per line (tools[0..2] on lines 5-7); tasks.jsonl holds t-1, t-2, t-3 on lines 1-3.
-NAME = "mini"
-TOOLS = [
-    {"name": "lookup", "description": "Look up an account by email.",
-     "parameters": {"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]},
-     "kind": "read", "cost": 1.0},
-    {"name": "search", "description": "Search the help center.", "kind": "generic", "cost": 2.5},
-    {"name": "refund", "description": "Refund an invoice.", "kind": "write"},
-]
-TASKS = [
-    {"id": "t-1", "text": "My email is ana@example.com, what is my status?", "required": ["lookup"],
-     "split": "train", "group": "g1", "meta": {}},
-    {"id": "t-2", "text": "How do I reset my password?", "required": ["search"], "split": "test", "group": "g1"},
-    {"id": "t-3", "text": "Find my account and the article.", "required": ["lookup", "search"],
-     "candidates": ["lookup", "search"], "alternatives": [["lookup"]], "meta": {"note": "x"}},
-]
-
-
+# -- the minimal valid user folder (folders.py), written one tool per line: tools[0..2] on lines 5-7 ---------
 def catalog_text(tools=TOOLS) -> str:
     lines = ["{", f'  "domain": "{NAME}",', '  "source": "hostile-input tests",', '  "tools": [']
     lines += ["    " + json.dumps(t) + ("," if i < len(tools) - 1 else "") for i, t in enumerate(tools)]

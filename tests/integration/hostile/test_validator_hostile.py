@@ -31,10 +31,9 @@ import pytest
 
 from camdf.cli.commands import main
 
-from .snapshots import snapshot
+from .folders import NAME, TASKS, TOOLS, snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
-NAME = "mini"
 CAT = f"{NAME}/catalog.json"
 TSK = f"{NAME}/tasks.jsonl"
 
@@ -42,20 +41,6 @@ TSK = f"{NAME}/tasks.jsonl"
 # catalog.json is written one tool per line, so tools[0], tools[1], tools[2] are on lines 5, 6 and 7; the
 # catalog object itself starts on line 1. tasks.jsonl holds one task per line: t-1, t-2, t-3 on lines 1-3.
 
-TOOLS = [
-    {"name": "lookup", "description": "Look up an account by email.",
-     "parameters": {"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]},
-     "kind": "read", "cost": 1.0},
-    {"name": "search", "description": "Search the help center.", "kind": "generic", "cost": 2.5},
-    {"name": "refund", "description": "Refund an invoice.", "kind": "write"},
-]
-TASKS = [
-    {"id": "t-1", "text": "My email is ana@example.com, what is my status?", "required": ["lookup"],
-     "split": "train", "group": "g1", "meta": {}},
-    {"id": "t-2", "text": "How do I reset my password?", "required": ["search"], "split": "test", "group": "g1"},
-    {"id": "t-3", "text": "Find my account and the article.", "required": ["lookup", "search"],
-     "candidates": ["lookup", "search"], "alternatives": [["lookup"]], "meta": {"note": "x"}},
-]
 TOOL_LINE = {0: 5, 1: 6, 2: 7}
 
 

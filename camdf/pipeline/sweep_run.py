@@ -24,23 +24,18 @@ import atexit
 import csv
 import io
 import os
-import sys
 import threading
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from camdf.common.progress import quiet
+
 #: The environment variable that carries the parent run's id to the jobs.
 ENV = "CAMDF_SWEEP_RUN"
 #: The kind tag of a sweep's parent run.
 SWEEP = "sweep"
-
-
-def quiet() -> bool:
-    """Whether progress displays are off: under CI (``CI`` set, not ``false``/``0``) or without a terminal."""
-    ci = os.environ.get("CI", "").strip().lower()
-    return (ci not in ("", "false", "0")) or not sys.stderr.isatty()
 
 
 def record_job(tracker, job: int | None, status: str) -> None:

@@ -41,6 +41,7 @@ import numpy as np
 
 from camdf.common.files import write_atomic
 from camdf.common.fingerprint import code_version, hash_json, package_versions
+from camdf.common.progress import tracked
 from camdf.data.model import Domain, Task
 from camdf.sufficiency.arithmetic import find_expression
 from camdf.sufficiency.closure import CallMemo, Explorer, State, describe
@@ -448,7 +449,7 @@ def derive(domain: Domain, executable: ExecutableDomain, cache_dir: str | os.Pat
         cached = json.loads(path.read_text(encoding="utf-8"))
     memo = CallMemo(exe)
     results, fresh, n_cached = [], {}, 0
-    for task in domain.tasks:
+    for task in tracked(domain.tasks, len(domain.tasks), f"{domain.name}: G_x by execution"):
         h = _task_hash(task, tools)
         if h in cached:
             results.append(TaskResult.from_json(cached[h]))

@@ -77,9 +77,11 @@ def cmd_select(args: argparse.Namespace) -> int:
 
     try:
         request = parse_json(_request_bytes(args.input), "request" if args.input == "-" else args.input)
-        policy = load_policy(args.policy)
+        policy = load_policy(args.policy, lean=True)  # a shipped camdf_risk policy loads without scikit-learn
         batch = request if isinstance(request, list) else [request]
         selections = policy.select_batch(batch, lam=args.lam, alpha=args.alpha)
+        if selections is None:  # the lean policy decides single short requests only
+            selections = policy.full().select_batch(batch, lam=args.lam, alpha=args.alpha)
     except ValueError as err:
         print(f"camdf select: {err}", file=sys.stderr)
         return 2

@@ -7,9 +7,10 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import pandas as pd
+if TYPE_CHECKING:  # the frame is the caller's: pandas is not imported here (the run-time stopper loads without it)
+    import pandas as pd
 
 
 @contextmanager

@@ -10,10 +10,12 @@ position ``j`` (0-based) holds its ``j+1``-th ranked tool, and the prefix of dep
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -157,6 +159,8 @@ def build_instances(
     alternatives : dict task id -> list of other sufficient sets, optional
     texts : dict task id -> text, optional (for the text-length feature)
     """
+    import pandas as pd  # imported here: the run-time stopper loads Instances without pandas
+
     df = scores.sort_values(["task_id", "rank"], kind="stable")
     order = pd.unique(scores["task_id"])  # keep the caller's task order
     groups = {tid: g for tid, g in df.groupby("task_id", sort=False)}

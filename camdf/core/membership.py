@@ -15,9 +15,6 @@ import math
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.special import expit
-from sklearn.linear_model import LogisticRegression
 
 from camdf.common.files import write_atomic
 from camdf.core.features import normalised_scores
@@ -44,7 +41,9 @@ def _signal(inst: Instances, valid: np.ndarray) -> list[np.ndarray]:
             np.broadcast_to(1.0 / (pos + 1.0), shape), np.broadcast_to(np.log1p(n.astype(float)), shape)]
 
 
-def _design(inst: Instances, n_vocab: int) -> sp.csr_matrix:
+def _design(inst: Instances, n_vocab: int):  # a scipy.sparse CSR matrix
+    import scipy.sparse as sp
+
     valid = inst.valid
     dense = np.stack([column[valid] for column in _signal(inst, valid)], axis=1)
     ids = inst.tool_ids[valid]
@@ -70,11 +69,14 @@ class MembershipModel:
     def fit(self, inst: Instances, member: np.ndarray) -> "MembershipModel":
         """Fit on the valid positions of ``inst`` with labels ``member`` (T, N) bool."""
         self.n_vocab_ = len(inst.vocab)
+        self.__dict__.pop("_numbers", None)  # numbers() of an earlier fit
         y = member[inst.valid].astype(int)
         self.base_rate_ = float(y.mean()) if len(y) else 0.0
         if len(np.unique(y)) < 2:
             self.model_ = None  # one class only: predict the base rate
             return self
+        from sklearn.linear_model import LogisticRegression
+
         X = _design(inst, self.n_vocab_)
         self.model_ = LogisticRegression(C=self.C, max_iter=2000, solver="lbfgs").fit(X, y)
         return self
@@ -87,6 +89,8 @@ class MembershipModel:
         probabilities are the estimator's own, without its per-call overhead (this is the
         run-time stopper's hot path).
         """
+        from scipy.special import expit
+
         valid = inst.valid
         if self.model_ is None:
             return np.where(valid, round_proba(self.base_rate_), 0.0)
@@ -105,24 +109,42 @@ class MembershipModel:
 
         ``z`` are the task's normalised scores, ``ids`` the tools' vocabulary ids (-1: unseen).
         """
-        n = len(z)
-        if self.model_ is None:
-            return [float(round_proba(self.base_rate_))] * n
-        c0, c1, c2, c3, c4, *cid = self.model_.coef_[0].tolist()
-        b, logn, size = float(self.model_.intercept_[0]), math.log1p(float(n)), max(float(n), 1.0)
-        out = []
-        for j in range(n):
-            d = z[j] * c0
-            d += scores[j] * c1
-            d += j / size * c2
-            d += 1.0 / (j + 1.0) * c3
-            d += logn * c4
-            if ids[j] >= 0:
-                d += cid[ids[j]]
-            d += b
-            out.append(1.0 / (1.0 + math.exp(-d)) if d >= 0 else math.exp(d) / (1.0 + math.exp(d)))
-        return round_proba(np.asarray(out)).tolist()
+        return membership_task(self.numbers(), z, scores, ids)
 
+    def numbers(self) -> dict:
+        """What :func:`membership_task` needs, as plain numbers: ``coef`` (None without a model),
+        ``intercept`` and ``base_rate`` (computed once per fit)."""
+        cached = self.__dict__.get("_numbers")
+        if cached is None:
+            coef = None if self.model_ is None else self.model_.coef_[0].tolist()
+            cached = self._numbers = {"coef": coef, "base_rate": float(self.base_rate_),
+                                      "intercept": 0.0 if self.model_ is None else float(self.model_.intercept_[0])}
+        return cached
+
+
+def membership_task(numbers: dict, z: list[float], scores: list[float], ids: list[int]) -> list[float]:
+    """P(member) for one ranked task from a fitted model's :meth:`MembershipModel.numbers`, in plain Python.
+
+    The same decision, term by term, as :meth:`MembershipModel.predict_proba`; it needs no
+    scikit-learn, so the run-time stopper loads without it (:mod:`camdf.runtime.lean`).
+    """
+    n = len(z)
+    if numbers["coef"] is None:
+        return [float(round_proba(numbers["base_rate"]))] * n
+    c0, c1, c2, c3, c4, *cid = numbers["coef"]
+    b, logn, size = numbers["intercept"], math.log1p(float(n)), max(float(n), 1.0)
+    out = []
+    for j in range(n):
+        d = z[j] * c0
+        d += scores[j] * c1
+        d += j / size * c2
+        d += 1.0 / (j + 1.0) * c3
+        d += logn * c4
+        if ids[j] >= 0:
+            d += cid[ids[j]]
+        d += b
+        out.append(1.0 / (1.0 + math.exp(-d)) if d >= 0 else math.exp(d) / (1.0 + math.exp(d)))
+    return round_proba(np.asarray(out)).tolist()
 
 def cross_fit(
     inst: Instances, member: np.ndarray, n_folds: int = 5, random_state: int = 0, C: float = 1.0

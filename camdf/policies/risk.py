@@ -27,60 +27,18 @@ scores are kept, and the guarantee holds for any alpha fixed before seeing the n
 
 from __future__ import annotations
 
-import math
-import reprlib
-
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from camdf.core.conformal import check_alpha, crc_threshold, miss_scores, risk_depths, task_risk_depth
 from camdf.core.features import sufficiency_curve
 from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel
 from camdf.policies.base import StateBatch, StoppingRule, check_fitted
 
-
-def check_alpha(value, field: str = "alpha") -> float:
-    """``value`` as a float in (0, 1), else ValueError naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(f"{field}: must be a number in (0, 1), got {reprlib.repr(value)}")
-    return float(value)
+__all__ = ["CamDFRisk", "check_alpha", "crc_threshold", "miss_scores", "risk_depths"]
 
 
-def miss_scores(risk: np.ndarray, success: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Per task, the smallest threshold at which the rule misses: ``m_i = min_{t < t*_i} risk[i, t]``.
-
-    ``risk`` (T, N + 1) is the estimated miss risk at each depth, ``success`` (T, N + 1)
-    whether A_t is sufficient. +inf when A_0 is already sufficient (no threshold misses);
-    -inf when no prefix of the list is (every threshold misses).
-    """
-    T, width = success.shape
-    depth = np.arange(width)[None, :]
-    sufficient = success & (depth <= n[:, None])
-    first = np.where(sufficient.any(axis=1), np.argmax(sufficient, axis=1), -1)
-    before = depth < first[:, None]
-    m = np.where(before, risk, np.inf).min(axis=1)
-    return np.where(first < 0, -np.inf, m)
-
-
-def crc_threshold(m: np.ndarray, alpha: float) -> float:
-    """The conformal-risk-control threshold for the 0/1 miss loss ``1{m_i < tau}``.
-
-    tau = the k-th smallest calibration score, k = floor(alpha (n + 1)); -inf (expose
-    everything) when k = 0. At most k - 1 calibration tasks lie strictly below it, and a
-    new exchangeable task falls strictly below it with probability <= k / (n + 1) <= alpha.
-    """
-    n = len(m)
-    k = math.floor(alpha * (n + 1) + 1e-12)
-    if k < 1 or n == 0:
-        return -math.inf
-    return float(np.sort(m)[min(k, n) - 1])
-
-
-def risk_depths(risk: np.ndarray, n: np.ndarray, tau: float) -> np.ndarray:
-    """The shallowest depth t <= n_i with ``risk[i, t] < tau``, else n_i (expose everything)."""
-    width = risk.shape[1]
-    below = (risk < tau) & (np.arange(width)[None, :] <= n[:, None])
-    return np.where(below.any(axis=1), np.argmax(below, axis=1), n)
 
 
 class CamDFRisk(StoppingRule):
@@ -160,14 +118,7 @@ class CamDFRisk(StoppingRule):
         ``z`` are the task's normalised scores, ``scores`` its ranked scores, ``ids`` the tools'
         vocabulary ids (-1: unseen).
         """
-        tau = self.threshold(alpha)
-        p = self.membership_.predict_task(z, scores, ids)
-        n = len(p)
-        suff, tail = [1.0] * (n + 1), 1.0
-        for j in range(n - 1, -1, -1):  # prod_{j >= t} (1 - p_j), multiplied from the end as sufficiency_curve
-            tail *= 1.0 - min(max(p[j], 0.0), 1.0)
-            suff[j] = tail
-        return next((t for t in range(n + 1) if 1.0 - suff[t] < tau), n)
+        return task_risk_depth(self.membership_.predict_task(z, scores, ids), self.threshold(alpha))
 
     def decide(self, batch: StateBatch, alpha: float | None = None) -> np.ndarray:
         check_is_fitted(self)

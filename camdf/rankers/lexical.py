@@ -9,10 +9,14 @@ removed, plurals conflated (:func:`~camdf.rankers.text.s_stem`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from camdf.rankers.problem import Problem
 from camdf.rankers.text import normalize, stem_words
+
+if TYPE_CHECKING:  # the run-time stopper's bm25 imports this module without pandas or the folds
+    from camdf.rankers.problem import Problem
 
 
 def _bm25s():

@@ -1,6 +1,21 @@
-"""The run-time stopper: decide how deep a prefix of any tool ranking to expose (library, pyfunc model, CLI glue)."""
+"""The run-time stopper: decide how deep a prefix of any tool ranking to expose (library, pyfunc model, CLI glue).
 
-from camdf.runtime.policy import Request, Selection, StopPolicy, bm25_tool_scores, check_lam
-from camdf.runtime.pyfunc import load_policy, log_policy
+The names below are imported on first use (PEP 562): ``camdf select`` loads a shipped
+camdf_risk policy through :mod:`camdf.runtime.lean` without scikit-learn or pandas.
+"""
 
-__all__ = ["Request", "Selection", "StopPolicy", "bm25_tool_scores", "check_lam", "load_policy", "log_policy"]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Request": "requests", "Selection": "requests", "bm25_tool_scores": "requests", "check_lam": "requests",
+    "StopPolicy": "policy", "load_policy": "pyfunc", "log_policy": "pyfunc",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"camdf.runtime.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'camdf.runtime' has no attribute {name!r}")

@@ -12,9 +12,6 @@ Costs are in the units the policy was trained with: the catalog's mean cost is 1
 
 from __future__ import annotations
 
-import math
-import reprlib
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
 from typing import Any, Sequence
@@ -31,138 +28,11 @@ from camdf.policies import StateBatch
 from camdf.policies.base import check_fitted
 from camdf.policies.camdf import CamDF, CamDFArgmax, CamDFLite
 from camdf.policies.risk import CamDFRisk, check_alpha
+from camdf.runtime.lean import risk_selection
+from camdf.runtime.requests import SHORT_RANKING, Request, Selection, check_lam, parse_all, parse_request
 
-# Values quoted in a refusal are clipped: a request may hold a megabyte where a name belongs.
-_REPR = reprlib.Repr()
-_REPR.maxstring = _REPR.maxother = 80
-_REPR.maxlist = _REPR.maxdict = 4
-shown = _REPR.repr
-
-REQUEST_FIELDS = {"query", "tools", "scores", "costs", "lam", "alpha"}
 #: The rules a StopPolicy can be: the train stage fits each and ships the best out of fold.
 POLICY_METHODS = ("camdf_lite", "camdf", "camdf_argmax", "camdf_risk")
-# Single requests with at most this many tools take the plain-Python path (numpy pays off beyond).
-SHORT_RANKING = 64
-
-
-def _spec(tool: Any, i: int) -> dict:
-    if not isinstance(tool, dict):
-        raise ValueError(f"tools[{i}]: expected an object (OpenAI function tool or MCP tool), got {type(tool).__name__}")
-    spec = tool.get("function") if tool.get("type") == "function" or "function" in tool else tool
-    if not isinstance(spec, dict):
-        raise ValueError(f"tools[{i}].function: expected an object")
-    return spec
-
-
-def tool_name(tool: Any, i: int) -> str:
-    """The name of one tool given as an OpenAI function tool or an MCP tool description.
-
-    Raises ValueError naming ``tools[i]`` when it is neither, or when its name or
-    description is not a (non-empty) string.
-    """
-    # Fast path for plain dicts with a string name and description (the common case).
-    if type(tool) is dict:
-        spec = tool["function"] if "function" in tool else (None if tool.get("type") == "function" else tool)
-        if type(spec) is dict:
-            name, desc = spec.get("name"), spec.get("description")
-            if type(name) is str and name.strip() and (desc is None or type(desc) is str):
-                return name
-    spec = _spec(tool, i)
-    name = spec.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"tools[{i}].name: must be a non-empty string, got {shown(name)}")
-    if not isinstance(spec.get("description") or "", str):
-        raise ValueError(f"tools[{i}].description: must be a string")
-    return name
-
-
-def tool_view(tool: dict) -> dict:
-    """A plain ``{name, description, parameters}`` view of a tool :func:`tool_name` accepted."""
-    spec = _spec(tool, 0)
-    params = spec.get("parameters", spec.get("inputSchema"))
-    return {"name": spec["name"], "description": spec.get("description") or "",
-            "parameters": params if isinstance(params, dict) else None}
-
-
-_PLAIN_NUMBERS = frozenset({int, float, np.float64, np.float32, np.int64, np.int32})
-
-
-def _numbers(values: Any, where: str, name: str, n: int, positive: bool) -> list[float]:
-    """``values`` as floats after checking them; errors name ``<where><name>[i]``."""
-    field = where + name
-    if not isinstance(values, (list, tuple, np.ndarray)):
-        raise ValueError(f"{field}: expected a list of {n} numbers, got {type(values).__name__}")
-    if len(values) != n:
-        raise ValueError(f"{field}: length {len(values)} does not match the {n} tools")
-    # Fast path: every value a plain number, finite (and > 0 for costs); numpy checks long lists.
-    try:
-        if isinstance(values, np.ndarray) or (n > SHORT_RANKING and set(map(type, values)) <= _PLAIN_NUMBERS):
-            arr = np.asarray(values)
-            if arr.dtype.kind in "iuf" and np.isfinite(arr).all() and (not positive or (arr > 0).all()):
-                return arr.astype(float).tolist()
-        elif (set(map(type, values)) <= _PLAIN_NUMBERS and all(map(math.isfinite, values))
-              and (not positive or min(values) > 0)):
-            return list(map(float, values))
-    except OverflowError:  # an int beyond float range: named below
-        pass
-    # Slow path: any other numeric types (numpy's small ints and floats); name the first bad value.
-    out = []
-    for i, v in enumerate(values):
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
-            raise ValueError(f"{field}[{i}]: expected a number, got {shown(v)}")
-        try:
-            x = float(v)
-        except OverflowError:
-            x = math.inf
-        if not math.isfinite(x):
-            raise ValueError(f"{field}[{i}]: must be finite, got {shown(v)}")
-        if positive and x <= 0:
-            raise ValueError(f"{field}[{i}]: must be > 0, got {shown(v)}")
-        out.append(x)
-    return out
-
-
-def _values_ok(parsed: list["Request"]) -> bool:
-    """Whether every score and cost of a batch is a finite plain number (costs > 0), and every
-    request's score range is finite: the checks of :func:`_numbers`, over the whole batch at once."""
-    flat = [list(chain.from_iterable([r.scores for r in parsed])), list(chain.from_iterable([r.costs for r in parsed]))]
-    if not all(set(map(type, values)) <= _PLAIN_NUMBERS for values in flat):
-        return False
-    try:
-        scores, costs = np.array(flat[0], dtype=float), np.array(flat[1], dtype=float)
-    except OverflowError:
-        return False
-    if not (np.isfinite(scores).all() and np.isfinite(costs).all() and (costs > 0).all()):
-        return False
-    start = np.cumsum([0] + [len(r.scores) for r in parsed[:-1]])
-    return bool(np.isfinite(np.maximum.reduceat(scores, start) - np.minimum.reduceat(scores, start)).all())
-
-
-@dataclass(slots=True)
-class Request:
-    """One validated request: tool names, their vocabulary ids, scores and costs in the caller's order."""
-
-    names: list[str]
-    ids: list[int]
-    scores: list[float]
-    costs: list[float]
-    tools: list
-    query: str
-    lam: float | None
-    alpha: float | None = None
-
-
-@dataclass(slots=True)
-class Selection:
-    """What to expose: the tools (in the caller's format, ranked order), the depth and the ranking."""
-
-    tools: list
-    depth: int
-    ranked: list[str]
-
-    def to_json(self) -> dict:
-        return {"tools": self.tools, "depth": self.depth, "ranked": self.ranked,
-                "exposed": self.ranked[: self.depth]}
 
 
 class StopPolicy(BaseEstimator):
@@ -276,19 +146,7 @@ class StopPolicy(BaseEstimator):
         return (*self._pad(parsed), parsed)
 
     def _parse_all(self, requests: list[dict]) -> list[Request]:
-        if not isinstance(requests, (list, tuple)) or not requests:
-            raise ValueError("requests: expected a non-empty list of requests")
-        if len(requests) == 1:
-            return [self._parse(requests[0], "")]
-        # A batch checks its scores and costs all at once; when anything is wrong, the requests
-        # are checked again one by one, so that the error names the first problem in order.
-        try:
-            parsed = [self._parse(r, f"requests[{k}].", numbers=False) for k, r in enumerate(requests)]
-            if _values_ok(parsed):
-                return parsed
-        except ValueError:
-            pass
-        return [self._parse(r, f"requests[{k}].") for k, r in enumerate(requests)]
+        return parse_all(requests, self._parse)
 
     def _pad(self, parsed: list[Request]) -> tuple[Instances, np.ndarray]:
         if len(parsed) == 1:  # one long ranking: nothing to pad
@@ -330,50 +188,8 @@ class StopPolicy(BaseEstimator):
         )
 
     def _parse(self, request: Any, where: str, numbers: bool = True) -> Request:
-        """One request, validated (``numbers=False``: a plain list of scores or costs of the right
-        length is taken as it is, for :func:`_values_ok` to check with the rest of the batch)."""
-        if not isinstance(request, dict):
-            raise ValueError(f"{where.rstrip('.') or 'request'}: expected a JSON object with `tools`")
-        if not request.keys() <= REQUEST_FIELDS:
-            unknown = sorted(set(request) - REQUEST_FIELDS)[0]
-            raise ValueError(f"{where}{unknown}: unknown field (expected some of {sorted(REQUEST_FIELDS)})")
-        tools = request.get("tools")
-        if not isinstance(tools, list) or not tools:
-            raise ValueError(f"{where}tools: expected a non-empty list of tools")
-        try:
-            names = [tool_name(tool, i) for i, tool in enumerate(tools)]
-        except ValueError as err:
-            raise ValueError(f"{where}{err}") from None
-        if len(set(names)) < len(names):
-            seen = set()
-            for i, name in enumerate(names):
-                if name in seen:
-                    raise ValueError(f"{where}tools[{i}].name: duplicate tool name {shown(name)}")
-                seen.add(name)
-        query = request.get("query")
-        if query is not None and not isinstance(query, str):
-            raise ValueError(f"{where}query: must be a string")
-        if request.get("scores") is not None:
-            scores = request["scores"]
-            if numbers or type(scores) is not list or len(scores) != len(names):
-                scores = _numbers(scores, where, "scores", len(names), positive=False)
-                if not math.isfinite(max(scores) - min(scores)):
-                    raise ValueError(f"{where}scores: max - min overflows a float; rescale the scores")
-        elif query:
-            scores = bm25_tool_scores(query, [tool_view(tool) for tool in tools]).tolist()
-        else:
-            raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in bm25 ranker")
-        if request.get("costs") is not None:
-            costs = request["costs"]
-            if numbers or type(costs) is not list or len(costs) != len(names):
-                costs = _numbers(costs, where, "costs", len(names), positive=True)
-        else:
-            costs = [float(self.costs_.get(name, 1.0)) for name in names]
-        index = self.index_
-        lam = request.get("lam")
-        return Request(names, [index.get(name, -1) for name in names], scores, costs, tools, query or "",
-                       None if lam is None else check_lam(lam, f"{where}lam"),
-                       self._check_alpha(request.get("alpha"), f"{where}alpha"))
+        """One request, validated (:func:`camdf.runtime.requests.parse_request`)."""
+        return parse_request(request, where, self.index_, self.costs_, self._check_alpha, numbers)
 
     @cached_property
     def index_(self) -> dict[str, int]:
@@ -426,34 +242,10 @@ class StopPolicy(BaseEstimator):
         order = sorted(range(len(scores)), key=lambda j: -scores[j])  # stable: ties keep the caller's order
         s, c, ids = [scores[j] for j in order], [costs[j] for j in order], [r.ids[j] for j in order]
         z = task_normalised_scores(s)
-        if isinstance(self.rule_, CamDFRisk):
-            depth = self.rule_.decide_task(z, s, ids, alpha)
-            return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])
+        if isinstance(self.rule_, CamDFRisk):  # the same function as the lean loader's
+            return risk_selection(r, self.rule_.threshold(alpha), self.rule_.membership_.numbers())
         p = self.membership_.predict_task(z, s, ids)
         cols = task_features(s, c, p, lam, self.kind, float(len(r.query)), self.rule_.feature_names(), z=z)
         stop = self.rule_.stop_design(np.array(cols).T, np.array(ids)).tolist()
         depth = stop.index(True) if True in stop else len(stop)
         return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])
-
-
-def check_lam(value: Any, field: str = "lam") -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise ValueError(f"{field}: must be a finite number >= 0, got {shown(value)}")
-    return float(value)
-
-
-def bm25_tool_scores(query: str, tools: list[dict]) -> np.ndarray:
-    """Built-in ranker for callers without scores: bm25 of the query against each tool's document."""
-    from camdf.data.model import Tool
-    from camdf.rankers.lexical import _tokenize, bm25_scores
-    from camdf.rankers.text import tool_document
-
-    docs = [tool_document(Tool(t["name"], t["description"], t["parameters"])) for t in tools]
-    # bm25 needs words on both sides (two or more letters, not stop words); refused here, with the field.
-    words = "two or more letters, not English stop words"
-    if not any(_tokenize([query])[0]):
-        raise ValueError(f"query: no word the built-in bm25 ranker can use ({words}); give `scores` instead")
-    if not any(map(any, _tokenize(docs))):
-        raise ValueError(f"tools: no tool name, description or parameter has a word the built-in bm25 ranker "
-                         f"can use ({words}); give `scores` instead")
-    return bm25_scores([query], docs)[0]

@@ -16,6 +16,7 @@ select`` starts in about a second; every other URI goes through MLflow.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import pickle
@@ -152,14 +153,21 @@ def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_mo
 
     from camdf.runtime.model import StopPolicyModel
 
+    from camdf.runtime.lean import LEAN_ARTIFACT, lean_numbers
+
     path = Path(tmp, "policy.pkl")
     path.write_bytes(pickle.dumps(policy))
     wheel = build_wheel(Path(tmp, "wheel"))
+    artifacts = {"policy": str(path), "wheel": str(wheel)}
+    lean = lean_numbers(policy)
+    if lean is not None:  # what camdf select reads without scikit-learn (camdf.runtime.lean)
+        artifacts[LEAN_ARTIFACT] = str(Path(tmp, "lean.json"))
+        Path(artifacts[LEAN_ARTIFACT]).write_text(json.dumps(lean), encoding="utf-8")
     frame = None
     if example is not None:
         frame = pd.DataFrame([{k: example[k] for k in INPUT_COLUMNS if example.get(k) is not None}])
     info = mlflow.pyfunc.log_model(
-        name=name, python_model=StopPolicyModel(), artifacts={"policy": str(path), "wheel": str(wheel)},
+        name=name, python_model=StopPolicyModel(), artifacts=artifacts,
         signature=signature(policy), input_example=frame, registered_model_name=registered_model_name,
         # MLflow's environment managers install these from the model's folder, where the wheel is.
         pip_requirements=[f"mlflow=={mlflow.__version__}", f"cloudpickle=={cloudpickle.__version__}",
@@ -231,8 +239,9 @@ def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> Path:
     return folder
 
 
-def _read_policy(folder: Path, uri: str):
-    """The StopPolicy of a local model folder (its ``MLmodel`` names the pickled policy)."""
+def _read_policy(folder: Path, uri: str, lean: bool = False):
+    """The StopPolicy of a local model folder (its ``MLmodel`` names the pickled policy); with ``lean``,
+    the :class:`~camdf.runtime.lean.LeanRisk` of its ``lean.json`` when it has one."""
     import yaml
 
     mlmodel = folder / "MLmodel"
@@ -240,9 +249,16 @@ def _read_policy(folder: Path, uri: str):
         raise ValueError(f"policy: cannot load {uri!r}: {folder} holds no MLmodel file")
     try:
         meta = yaml.safe_load(mlmodel.read_text(encoding="utf-8"))
-        rel = meta["flavors"]["python_function"]["artifacts"]["policy"]["path"]
+        artifacts = meta["flavors"]["python_function"]["artifacts"]
+        rel = artifacts["policy"]["path"]
     except (yaml.YAMLError, KeyError, TypeError, UnicodeDecodeError):
         raise ValueError(f"policy: cannot load {uri!r}: {mlmodel} does not describe a camdf policy model") from None
+    if lean and isinstance(artifacts.get("lean"), dict) and "path" in artifacts["lean"]:
+        from camdf.runtime.lean import LeanRisk
+
+        found = LeanRisk.read(folder / artifacts["lean"]["path"], full=lambda: _read_policy(folder, uri))
+        if found is not None:
+            return found
     try:
         policy = pickle.loads((folder / rel).read_bytes())
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
@@ -255,12 +271,15 @@ def _read_policy(folder: Path, uri: str):
     return policy
 
 
-def load_policy(uri: str = CHAMPION_URI):
+def load_policy(uri: str = CHAMPION_URI, lean: bool = False):
     """Load a policy from an MLflow model URI (``runs:/``, ``models:/``) or a local model folder.
 
     The default is the shipped champion (:data:`CHAMPION_URI`); store URIs are resolved in
     :func:`default_tracking_uri`. Raises ValueError naming the URI and the store when the
-    model is not there or cannot be read.
+    model is not there or cannot be read. ``lean=True`` (``camdf select``) returns, for a
+    local camdf_risk model, its :class:`~camdf.runtime.lean.LeanRisk`: the same decisions for
+    a single short request without importing scikit-learn; its ``select_batch`` answers None
+    for anything else and ``full()`` loads the StopPolicy.
     """
     if not isinstance(uri, str) or not uri.strip():
         raise ValueError(f"policy: expected a model URI or folder, got {uri!r}")
@@ -271,12 +290,12 @@ def load_policy(uri: str = CHAMPION_URI):
         where = f" in the tracking store {tracking}"
     try:
         if uri.startswith("models:/"):
-            return _read_policy(_registered_folder(uri, tracking, where, hint), uri)
+            return _read_policy(_registered_folder(uri, tracking, where, hint), uri, lean)
         folder = _file_path(uri)
         if folder is not None:
             if not folder.is_dir():
                 raise ValueError(f"policy: cannot load {uri!r}: no such model folder")
-            return _read_policy(folder, uri)
+            return _read_policy(folder, uri, lean)
     except _UseMlflow:
         pass
     return _load_with_mlflow(uri, tracking, where or "", hint)

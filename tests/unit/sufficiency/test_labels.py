@@ -79,7 +79,7 @@ def test_data_stage_refuses_derived_labels_it_cannot_derive(fixture_domains, tmp
     with pytest.raises(ValueError, match="domain.keep_non_executable: expected true or false"):
         build_domain(lambda: user, tmp_path / "u", {"name": "u", "label_source": "derived", "executable": "retail",
                                                     "keep_non_executable": "yes"})
-    with pytest.raises(ValueError, match="label_source must be one of"):
+    with pytest.raises(ValueError, match="domain.label_source: must be one of"):
         build_domain(lambda: user, tmp_path / "u", {"name": "u", "label_source": "gold"})
     assert not (tmp_path / "u").exists()
 

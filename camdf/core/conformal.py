@@ -1,0 +1,72 @@
+"""The conformal-risk-control arithmetic of CAM-DF-risk (the rule: :mod:`camdf.policies.risk`), numpy only.
+
+Miss scores of calibration tasks, the threshold tau at a target miss rate alpha, the
+depths a threshold gives a batch, and the same depth for one ranked task in plain Python
+(the run-time path, which loads without scikit-learn).
+"""
+
+from __future__ import annotations
+
+import math
+import reprlib
+
+import numpy as np
+
+
+def check_alpha(value, field: str = "alpha") -> float:
+    """``value`` as a float in (0, 1), else ValueError naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
+        raise ValueError(f"{field}: must be a number in (0, 1), got {reprlib.repr(value)}")
+    return float(value)
+
+
+def miss_scores(risk: np.ndarray, success: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Per task, the smallest threshold at which the rule misses: ``m_i = min_{t < t*_i} risk[i, t]``.
+
+    ``risk`` (T, N + 1) is the estimated miss risk at each depth, ``success`` (T, N + 1)
+    whether A_t is sufficient. +inf when A_0 is already sufficient (no threshold misses);
+    -inf when no prefix of the list is (every threshold misses).
+    """
+    T, width = success.shape
+    depth = np.arange(width)[None, :]
+    sufficient = success & (depth <= n[:, None])
+    first = np.where(sufficient.any(axis=1), np.argmax(sufficient, axis=1), -1)
+    before = depth < first[:, None]
+    m = np.where(before, risk, np.inf).min(axis=1)
+    return np.where(first < 0, -np.inf, m)
+
+
+def crc_threshold(m: np.ndarray, alpha: float) -> float:
+    """The conformal-risk-control threshold for the 0/1 miss loss ``1{m_i < tau}``.
+
+    tau = the k-th smallest calibration score, k = floor(alpha (n + 1)); -inf (expose
+    everything) when k = 0. At most k - 1 calibration tasks lie strictly below it, and a
+    new exchangeable task falls strictly below it with probability <= k / (n + 1) <= alpha.
+    """
+    n = len(m)
+    k = math.floor(alpha * (n + 1) + 1e-12)
+    if k < 1 or n == 0:
+        return -math.inf
+    return float(np.sort(m)[min(k, n) - 1])
+
+
+def risk_depths(risk: np.ndarray, n: np.ndarray, tau: float) -> np.ndarray:
+    """The shallowest depth t <= n_i with ``risk[i, t] < tau``, else n_i (expose everything)."""
+    width = risk.shape[1]
+    below = (risk < tau) & (np.arange(width)[None, :] <= n[:, None])
+    return np.where(below.any(axis=1), np.argmax(below, axis=1), n)
+
+
+def task_risk_depth(p: list[float], tau: float) -> int:
+    """:func:`risk_depths` for one ranked task with membership probabilities ``p``, in plain Python.
+
+    The miss risk at depth t is ``1 - prod_{j >= t} (1 - p_j)``, multiplied from the end as
+    :func:`camdf.core.features.sufficiency_curve` does; the depth is the shallowest t with risk
+    below ``tau``, else the whole list.
+    """
+    n = len(p)
+    suff, tail = [1.0] * (n + 1), 1.0
+    for j in range(n - 1, -1, -1):
+        tail *= 1.0 - min(max(p[j], 0.0), 1.0)
+        suff[j] = tail
+    return next((t for t in range(n + 1) if 1.0 - suff[t] < tau), n)

@@ -3,7 +3,8 @@
 Workload: one retail-sized request (7 tools with descriptions, a query for the built-in
 bm25 ranker, no scores) read from a file; the policy is the shipped champion
 (``models:/camdf-stopper@champion`` in ``outputs/mlflow.db``, logged by ``make reproduce``
-or ``python -m pipelines.train``). Each call is a fresh ``camdf select`` process (the
+or ``python -m pipelines.train``; a camdf_risk champion is decided by the lean loader,
+:mod:`camdf.runtime.lean`, without importing scikit-learn). Each call is a fresh ``camdf select`` process (the
 console script of the venv), timed wall-clock from spawn to exit; the first call warms
 the file cache and is not counted. Target: p50 <= 2 s (issue 20, acceptance 6).
 
@@ -44,7 +45,7 @@ REQUEST = {
 
 
 def run(calls: int = CALLS) -> dict:
-    store = ROOT / "outputs" / "mlflow.db"
+    store = Path(os.environ.get("CAMDF_ROOT") or ROOT) / "outputs" / "mlflow.db"  # where camdf select looks
     if not store.is_file():
         raise RuntimeError(f"{store} does not exist: run `make reproduce` (or python -m pipelines.train) first")
     exe = Path(sys.executable).with_name("camdf")

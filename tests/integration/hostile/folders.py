@@ -1,5 +1,5 @@
-"""The hostile cases' minimal valid user folder (3 tools, 3 tasks) and the folder snapshot they compare
-before and after a refusal (every entry, links not followed)."""
+"""The hostile cases' minimal valid user folder (3 tools, 3 tasks), the folder snapshot they compare
+before and after a refusal (every entry, links not followed) and the FIFO mutation both suites use."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import Callable
 
 NAME = "mini"
 TOOLS = [
@@ -42,3 +43,11 @@ def snapshot(folder: Path) -> dict:
                 digest = os.readlink(p)
             out[os.path.relpath(p, folder)] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns, digest)
     return out
+
+
+def fifo(fname: str) -> Callable[[Path], None]:
+    """A mutation: ``fname`` in the folder replaced by a FIFO (reading it would block)."""
+    def mutate(folder: Path) -> None:
+        (folder / fname).unlink()
+        os.mkfifo(folder / fname)
+    return mutate

@@ -27,7 +27,7 @@ from typing import Callable
 
 import pytest
 
-from .folders import NAME, TASKS, TOOLS, snapshot
+from .folders import NAME, TASKS, TOOLS, fifo, snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
@@ -112,13 +112,6 @@ def task_line(i: int, line: str) -> Callable[[Path], None]:
         lines = tasks_text().splitlines()
         lines[i] = line
         (folder / "tasks.jsonl").write_text("\n".join(lines) + "\n")
-    return mutate
-
-
-def fifo(fname: str) -> Callable[[Path], None]:
-    def mutate(folder: Path) -> None:
-        (folder / fname).unlink()
-        os.mkfifo(folder / fname)
     return mutate
 
 

@@ -31,7 +31,7 @@ import pytest
 
 from camdf.cli.commands import main
 
-from .folders import NAME, TASKS, TOOLS, snapshot
+from .folders import NAME, TASKS, TOOLS, fifo, snapshot
 
 ROOT = Path(__file__).resolve().parents[3]
 CAT = f"{NAME}/catalog.json"
@@ -189,13 +189,6 @@ def loop(fname: str) -> Callable[[Path], None]:
     def mutate(folder: Path) -> None:
         (folder / fname).unlink()
         os.symlink(fname, folder / fname)  # a link to itself
-    return mutate
-
-
-def fifo(fname: str) -> Callable[[Path], None]:
-    def mutate(folder: Path) -> None:
-        (folder / fname).unlink()
-        os.mkfifo(folder / fname)
     return mutate
 
 

@@ -70,15 +70,23 @@ def _start_server(folder: Path, environ=None) -> str:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
     _SERVERS.append(proc)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
+    _wait_for(f"{url}/health", proc, 120, "mlflow server")
+    return url
+
+
+def _wait_for(url: str, proc: subprocess.Popen, seconds: float, what: str) -> None:
+    """Return once ``url`` answers 200; RuntimeError when ``proc`` exits or ``seconds`` pass first."""
+    deadline = time.time() + seconds
+    while True:
         try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+            with urllib.request.urlopen(url, timeout=2) as resp:
                 if resp.status == 200:
-                    return url
+                    return
         except OSError:
-            time.sleep(0.5)
-    raise RuntimeError("mlflow server did not answer /health within 120 s")
+            pass
+        if time.time() > deadline or proc.poll() is not None:
+            raise RuntimeError(f"{what} did not answer {url} within {seconds:.0f} s")
+        time.sleep(0.5)
 
 
 def _stop_servers() -> None:
@@ -188,15 +196,7 @@ def served(trained):
                             stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/ping", timeout=2)
-                break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError("mlflow models serve did not answer /ping within 180 s")
-                time.sleep(0.5)
+        _wait_for(f"{url}/ping", proc, 180, "mlflow models serve")
         yield url
     finally:
         os.killpg(proc.pid, 15)

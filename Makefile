@@ -73,7 +73,7 @@ results-check: setup ## do the README Results match the checkout's code version?
 
 ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRACKING_URI or outputs/mlflow.db
 	@store="$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}"; \
-	  $(PY) -c 'import sys; from camdf.pipeline.tracking import relocate_store; relocate_store(sys.argv[1])' "$$store" \
+	  $(PY) -c 'import sys; from camdf.tracking.locations import relocate_store; relocate_store(sys.argv[1])' "$$store" \
 	  && echo "MLflow UI for $$store: http://127.0.0.1:$(PORT) (Ctrl-C stops it)" \
 	  && exec $(VENV)/bin/mlflow ui --backend-store-uri "$$store" --host 127.0.0.1 --port $(PORT) --workers 1
 

@@ -16,7 +16,8 @@ from camdf.reporting.build import build_tables
 from camdf.pipeline.identity import code_stamp
 from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
 from camdf.pipeline.sweeps import experiment_keys
-from camdf.pipeline.tracking import TrackingUnreachable, store_has_experiment
+from camdf.tracking.client import store_has_experiment
+from camdf.tracking.probe import TrackingUnreachable
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="tables")

@@ -132,7 +132,7 @@ def run_tracked_cell(
 ) -> tuple[str, bool]:
     """Run a cell unless its key already has a FINISHED run; log everything to one MLflow run.
 
-    The cell is claimed first (:meth:`camdf.pipeline.tracking.Tracker.claim`), so workers that
+    The cell is claimed first (:meth:`camdf.tracking.client.Tracker.claim`), so workers that
     reach the same key at once compute it once: the others wait for that run and
     reuse it. ``tracking.claim_timeout`` in the config, when present, sets how long a
     silent claim is trusted before it is taken over.
@@ -144,7 +144,7 @@ def run_tracked_cell(
         True when a FINISHED run with the same key was reused.
     """
     from camdf.pipeline.sweep_run import parent_tags, record_job
-    from camdf.pipeline.tracking import flatten, git_commit
+    from camdf.pipeline.provenance import flatten, git_commit
 
     key = cell_key(cfg, paths.data_dir)
     tags = {"git_commit": git_commit(root), **cell_tags(cfg, experiment), **parent_tags()}

@@ -68,7 +68,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
 
     from camdf.runtime import StopPolicy, log_policy
     from camdf.pipeline.cell_job import cell_tags
-    from camdf.pipeline.tracking import flatten, git_commit, portable
+    from camdf.pipeline.provenance import flatten, git_commit
+    from camdf.tracking.locations import portable
 
     pol = cfg["policy"]
     comparison = None

@@ -246,8 +246,9 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
 
 
 def open_tracker(cfg: dict[str, Any]):
-    """The stage's :class:`~camdf.pipeline.tracking.Tracker`; an unreachable tracking server is refused (exit 2)."""
-    from camdf.pipeline.tracking import Tracker, TrackingUnreachable
+    """The stage's :class:`~camdf.tracking.client.Tracker`; an unreachable tracking server is refused (exit 2)."""
+    from camdf.tracking.client import Tracker
+    from camdf.tracking.probe import TrackingUnreachable
 
     t = cfg["tracking"]
     try:

@@ -109,7 +109,8 @@ class SweepRun(Callback):
     def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
         from camdf.pipeline.identity import code_stamp
         from camdf.pipeline.sweeps import expand, sweep_params
-        from camdf.pipeline.tracking import NOT_PARAMS, Tracker
+        from camdf.pipeline.provenance import NOT_PARAMS
+        from camdf.tracking.client import Tracker
 
         if config_name != "evaluate":
             return

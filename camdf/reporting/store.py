@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from camdf.pipeline.tracking import is_cell
+from camdf.tracking.runs import is_cell
 
 METHOD_ORDER = (
     "camdf", "camdf_lite", "camdf_argmax", "camdf_risk", "camdf_unweighted", "camdf_no_cost", "camdf_no_membership",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_dir
 
-from camdf.pipeline.tracking import Tracker
+from camdf.tracking.client import Tracker
 
 from .test_pipeline import QUIET, ROOT, SMOKE, TABLES, _env, _finished_keys, _run, _strip, _tables
 

@@ -53,7 +53,7 @@ def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(
     shutil.copy2(out / "mlflow.db", moved.parent / "mlflow.db")
     shutil.copytree(out / "mlartifacts", moved.parent / "mlartifacts")
     shutil.rmtree(out)
-    from camdf.pipeline.tracking import Tracker
+    from camdf.tracking.client import Tracker
 
     tracker = Tracker(f"sqlite:///{moved.parent}/mlflow.db", "camdf")
     cell = tracker.runs("tags.kind = 'cell'")[0]

@@ -1,4 +1,4 @@
-"""Cell claims on the tracking store (camdf.pipeline.tracking): one winner per key, dead claims taken over."""
+"""Cell claims on the tracking store (camdf.tracking): one winner per key, dead claims taken over."""
 
 import json
 import os
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from camdf.pipeline.tracking import (PROBE_PATH, Claim, Tracker, TrackingUnreachable, _proc_start, check_server,
-                                     store_has_experiment)
+from camdf.tracking.claims import Claim, _proc_start
+from camdf.tracking.client import Tracker, store_has_experiment
+from camdf.tracking.probe import PROBE_PATH, TrackingUnreachable, check_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,7 +90,7 @@ def test_loser_waits_for_the_winner_and_reuses_its_run(store, exp):
 
 def test_claim_of_a_killed_process_is_taken_over_at_once(store, exp, tmp_path):
     uri = f"sqlite:///{store}/mlflow.db"
-    code = ("import sys, time; from camdf.pipeline.tracking import Tracker; "
+    code = ("import sys, time; from camdf.tracking.client import Tracker; "
             f"t = Tracker({uri!r}, {exp!r}, {str(store / 'artifacts')!r}); c = t.claim('k', 'cell', {{}}); "
             "print(c.run.info.run_id, flush=True); time.sleep(120)")
     child = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
@@ -193,7 +194,7 @@ def barrier(name):
     while len(list(folder.glob(f"{name}.*"))) < n:
         time.sleep(0.01)
 
-from camdf.pipeline.tracking import Tracker
+from camdf.tracking.client import Tracker
 barrier("imported")
 t = Tracker(uri, sys.argv[6], str(folder / "artifacts"), claim_poll=0.05)  # all at once, a new experiment
 barrier("opened")

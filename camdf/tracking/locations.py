@@ -1,0 +1,122 @@
+"""Where a store and its artifacts live: the default URI, the artifact root, a moved SQLite store pointed
+at its artifacts again, and values written without the machine's paths."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+log = logging.getLogger(__name__)
+
+
+def store_uri(output_dir: str | os.PathLike) -> str:
+    """``MLFLOW_TRACKING_URI`` if set, else ``sqlite:///<output_dir>/mlflow.db``."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path(output_dir).resolve()}/mlflow.db"
+
+
+#: The checkout camdf runs from (the venv's libraries, the default data and outputs live under it).
+CODE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def portable(values: dict[str, str], roots: tuple[str | os.PathLike, ...] = ()) -> dict[str, str]:
+    """``values`` with every occurrence of the checkout (and of ``roots``) written ``.``: params and tags
+    name no absolute path of the machine that logged them, so a store reads the same anywhere."""
+    prefixes = sorted({str(Path(r).resolve()) for r in (CODE_ROOT, *roots) if r}, key=len, reverse=True)
+    out = {}
+    for key, value in values.items():
+        for prefix in prefixes:
+            value = value.replace(prefix, ".")
+        out[key] = value
+    return out
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI, else None."""
+    return Path(uri[len("sqlite:///"):]) if uri.startswith("sqlite:///") else None
+
+
+def default_artifact_root(uri: str) -> str | None:
+    """Where a new experiment's artifacts go when ``tracking.artifact_root`` is unset: ``mlartifacts/`` beside
+    a SQLite file (so store and artifacts move together); a server decides for itself (None)."""
+    db = sqlite_path(uri)
+    return str(db.resolve().parent / "mlartifacts") if db is not None else None
+
+
+#: Columns of an MLflow SQLite store that hold artifact locations (table, column).
+_LOCATION_COLUMNS = (("experiments", "artifact_location"), ("runs", "artifact_uri"),
+                     ("model_versions", "source"), ("model_versions", "storage_location"),
+                     ("logged_models", "artifact_location"))
+
+
+def relocate_store(uri: str) -> bool:
+    """Point a moved SQLite store at its artifacts again; returns whether anything was rewritten.
+
+    MLflow records artifact locations as absolute ``file://`` URIs. A store folder copied or
+    moved whole (``mlflow.db`` with ``mlartifacts/`` beside it) keeps the old ones; when an
+    experiment's recorded location does not exist but ``mlartifacts/<experiment>`` beside the
+    database does, every location under the old root is rewritten to the new one. Stores
+    whose artifacts are elsewhere (a server, object storage) are left alone.
+    """
+    import sqlite3
+
+    db = sqlite_path(uri)
+    if db is None or not db.is_file():
+        return False
+    here = db.resolve().parent / "mlartifacts"
+    changed = False
+    with sqlite3.connect(db) as conn:
+        try:
+            rows = conn.execute("SELECT name, artifact_location FROM experiments").fetchall()
+        except sqlite3.Error:
+            return False  # not an MLflow store (yet): MLflow creates or refuses it
+        for name, location in rows:
+            if not (location or "").startswith("file://"):
+                continue
+            old = Path(_file_uri_path(location))
+            new = here / old.name
+            if old.exists() or not new.is_dir() or old.parent == here:
+                continue
+            old_root, new_root = old.parent.as_uri(), here.as_uri()
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            for table, column in _LOCATION_COLUMNS:
+                if table in tables:
+                    conn.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) WHERE {column} LIKE ?",
+                                 (new_root, len(old_root) + 1, old_root + "/%"))
+            changed = True
+    if changed:
+        log.warning("tracking store %s was moved: its artifact locations now point to %s", db, here)
+    return changed
+
+
+def _file_uri_path(uri: str) -> str:
+    from urllib.parse import unquote, urlparse
+
+    return unquote(urlparse(uri).path)
+
+
+@contextmanager
+def store_init_lock(uri: str) -> Iterator[None]:
+    """Serialise opening a SQLite store across local processes.
+
+    MLflow creates the tables of a fresh SQLite file without a lock, so two workers
+    opening a new store at once can both try; a server or another database needs none.
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; a single worker per SQLite store there
+        fcntl = None
+    if not uri.startswith("sqlite:") or fcntl is None:
+        yield
+        return
+    name = hashlib.sha256(uri.encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir(), f"camdf-mlflow-init-{name}.lock"), "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -35,6 +35,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from camdf.common.jsonguard import MAX_DEPTH, MAX_NUMBER_CHARS
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS, KINDS, Domain, Task, Tool
 
 CATALOG = "catalog.json"
@@ -44,9 +45,8 @@ TASK_FIELDS = {"id", "text", "required", "candidates", "alternatives", "split", 
 CATALOG_FIELDS = {"domain", "source", "tools"}
 DOMAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
-# Limits of the task format (docs/task-format.md, "Limits").
-MAX_DEPTH = 100  # nested objects and arrays in one file (catalog) or one line (task), the outer one included
-MAX_NUMBER_CHARS = 100  # characters of one number literal (sign, digits, point, exponent)
+# Limits of the task format (docs/task-format.md, "Limits"); MAX_DEPTH and MAX_NUMBER_CHARS are the
+# untrusted-JSON guard's (camdf.common.jsonguard), shared with the runtime's request reader.
 MAX_FILE_BYTES = 2**30  # size of catalog.json and of tasks.jsonl
 MAX_SHOWN_CHARS = 60  # of a value quoted in a message
 MAX_LISTED = 200  # problems listed by a refusal; the rest are counted

@@ -13,41 +13,9 @@ import re
 import sys
 from typing import Any
 
-#: Deepest nesting of arrays and objects accepted (tool schemas nest a handful of levels).
-MAX_DEPTH = 64
-_BRACKETS = re.compile(rb'[\[\]{}"\\]')
+from camdf.common.jsonguard import MAX_DEPTH, check_depth as _check_depth, line_col as _line_col
+
 _LONG_INT = re.compile(r"(?<![\w.\"])-?\d{%d,}" % (sys.get_int_max_str_digits() + 1))
-
-
-def _line_col(text: bytes | str, pos: int) -> tuple[int, int]:
-    newline = b"\n" if isinstance(text, bytes) else "\n"
-    line = text.count(newline, 0, pos) + 1
-    return line, pos - (text.rfind(newline, 0, pos) + 1) + 1
-
-
-def _check_depth(data: bytes, where: str) -> None:
-    """Refuse nesting deeper than MAX_DEPTH (brackets inside strings do not count)."""
-    depth, in_string, escaped = 0, False, False
-    for m in _BRACKETS.finditer(data):
-        c = m.group()
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == b"\\":
-                # an escape consumes the next character: skip it when it is one the pattern matches
-                escaped = data[m.end():m.end() + 1] in (b'"', b"\\", b"[", b"]", b"{", b"}")
-            elif c == b'"':
-                in_string = False
-            continue
-        if c == b'"':
-            in_string = True
-        elif c in (b"[", b"{"):
-            depth += 1
-            if depth > MAX_DEPTH:
-                line, col = _line_col(data, m.start())
-                raise ValueError(f"{where}: line {line} column {col}: nested deeper than {MAX_DEPTH} levels")
-        elif c in (b"]", b"}"):
-            depth -= 1
 
 
 def parse_json(data: bytes, where: str) -> Any:

@@ -42,8 +42,8 @@ REQUESTS = [
     ("not-utf8", b'{"tools": [{"name": "caf\xe9"}]}', [], ["request: line 1 column", "not UTF-8", "0xe9"]),
     ("not-utf8-line-3", b"{\n\n\xff}", [], ["request: line 3 column 1", "not UTF-8"]),
     ("5000-digit-int", b'{"tools": [], "scores": [' + b"9" * 5000 + b"]}", [], ["request: line 1", "digits"]),
-    ("100k-deep", _deep(100_000), [], ["request: line 1 column", "nested deeper than 64"]),
-    ("65-deep", _deep(65), [], ["nested deeper than 64"]),
+    ("100k-deep", _deep(100_000), [], ["request: line 1 column", "nested deeper than 100"]),
+    ("101-deep", _deep(100), [], ["nested deeper than 100"]),
     ("deep-in-a-string-is-text", _with(query="[" * 100_000), [], None),  # brackets in a string: accepted
     ("top-level-number", b"3", [], ["request: expected a JSON object with `tools`"]),
     ("top-level-string", b'"tools"', [], ["request: expected a JSON object with `tools`"]),

@@ -47,8 +47,8 @@ def _tools(good, k=None):
 BODIES = [
     ("invalid-json", _raw(b'{"dataframe_records": ['), 400, ["request body: line 1 column", "invalid JSON"]),
     ("empty-body", _raw(b""), 400, ["request body: line 1 column 1", "invalid JSON"]),
-    ("100k-deep", _raw(_deep(100_000)), 400, ["request body: line 1 column", "nested deeper than 64"]),
-    ("65-deep", _raw(_deep(65)), 400, ["nested deeper than 64"]),
+    ("100k-deep", _raw(_deep(100_000)), 400, ["request body: line 1 column", "nested deeper than 100"]),
+    ("101-deep", _raw(_deep(100)), 400, ["nested deeper than 100"]),
     ("5000-digit-number", _raw(b'{"dataframe_records": [{"scores": [' + b"9" * 5000 + b"]}]}"), 400,
      ["request body: line 1", "digits"]),
     ("not-utf8", _raw(b'{"dataframe_records": [{"query": "caf\xe9"}]}'), 400, ["request body", "not UTF-8"]),

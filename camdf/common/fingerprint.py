@@ -12,6 +12,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -50,6 +51,21 @@ def code_version(*modules: str) -> str:
         path = Path(mod.__file__)
         paths += sorted(path.parent.rglob("*.py")) if path.name == "__init__.py" else [path]
     return hash_paths(paths)
+
+
+def defining_package(obj: Any) -> str:
+    """The package whose modules define ``obj`` (a class, an instance, a function).
+
+    ``camdf.integrations.tau2`` for tau2's ``Retail`` (defined in
+    ``camdf.integrations.tau2.executable``): :func:`code_version` of it covers every module of
+    the package, so a cache key over it needs no hand-written list. An object defined in a
+    package's ``__init__`` gives that package; one in a top-level module gives the module.
+    """
+    module = obj.__module__
+    file = getattr(sys.modules.get(module), "__file__", None) or ""
+    if Path(file).name == "__init__.py" or "." not in module:
+        return module
+    return module.rpartition(".")[0]
 
 
 def package_versions(names: Iterable[str]) -> dict[str, str]:

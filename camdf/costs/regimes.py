@@ -21,7 +21,9 @@ schema_tokens
 execution
     Mean output length in tokens (same tokenizer) when the tool runs on the gold
     calls of every task in a fresh tau2 environment (:func:`camdf.integrations.tau2.execution.measure_execution`).
-    Measured telemetry, for tau2 domains whose tasks keep ``meta.gold_actions``.
+    Measured telemetry, for tau2 domains whose tasks keep ``meta.gold_actions``. The
+    measuring function comes from the caller (``measures``, the integrations registry's
+    :func:`~camdf.integrations.registry.cost_measures`): costs import no integration.
 tiers
     Hand-set weights: each tool gets the weight of the tier of the first
     ``fnmatch`` pattern its name matches (``conf/cost/tiers.yaml``).
@@ -36,14 +38,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
 from camdf.costs.tokens import count_tokens, tool_definition
 from camdf.data.model import Domain
-from camdf.integrations.tau2.execution import measure_execution
 
 #: Significant decimals (of the binary mantissa) of every dispersed cost c_j(d) (see :func:`disperse`).
 COST_DIGITS = 12
@@ -82,7 +83,8 @@ def _catalog(domain: Domain, missing: str) -> np.ndarray:
     return np.array([fill if c is None else c for c in given.values()], dtype=np.float64)
 
 
-def base_costs(domain: Domain, regime: str, *, random_state: int = 0, **params) -> pd.Series:
+def base_costs(domain: Domain, regime: str, *, random_state: int = 0,
+               measures: Mapping[str, Callable[..., pd.DataFrame]] | None = None, **params) -> pd.Series:
     """Base cost b_j > 0 of each acquirable tool under a regime.
 
     Parameters
@@ -91,9 +93,13 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0, **params) 
     regime : {"uniform", "schema_tokens", "execution", "tiers", "catalog", "permuted"}
     random_state : int
         Seeds ``permuted``'s permutation.
+    measures : mapping, optional
+        Measured regime -> its measuring function (``domain, **params`` -> a frame indexed by
+        tool with ``mean_tokens``): :func:`camdf.integrations.registry.cost_measures`. Needed
+        by ``execution`` (also under ``permuted``) only.
     **params
         ``schema_tokens``: ``tokenizer_path``.  ``execution``: the keyword
-        arguments of :func:`measure_execution`.  ``tiers``: ``weights`` (tier ->
+        arguments of the measuring function (``environment``, ``cache_dir``, ``tokenizer_path``).  ``tiers``: ``weights`` (tier ->
         weight > 0), ``assign`` (fnmatch pattern -> tier, first match wins),
         ``default`` (tier).  ``catalog``: ``missing`` ("error" or "median").
         ``permuted``: ``of`` (the regime to permute) and ``of_params`` (its params).
@@ -111,7 +117,10 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0, **params) 
         defs = [json.dumps(tool_definition(by_name[n]), ensure_ascii=False) for n in tools]
         values = count_tokens(defs, params.get("tokenizer_path")).astype(np.float64)
     elif regime == "execution" and set(params) <= {"environment", "cache_dir", "tokenizer_path"}:
-        values = measure_execution(domain, **params).loc[tools, "mean_tokens"].to_numpy(np.float64)
+        if "execution" not in (measures or {}):
+            raise ValueError("cost regime execution: no measuring function was given (pass "
+                             "measures=camdf.integrations.registry.cost_measures())")
+        values = measures["execution"](domain, **params).loc[tools, "mean_tokens"].to_numpy(np.float64)
     elif regime == "tiers" and set(params) <= {"weights", "assign", "default"}:
         values = _tiers(domain, params.get("weights") or {}, params.get("assign") or {}, params.get("default", ""))
     elif regime == "catalog" and set(params) <= {"missing"}:
@@ -120,7 +129,8 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0, **params) 
         inner = params.get("of", "schema_tokens")
         if inner == "permuted":
             raise ValueError("permuted costs: `of` must name another regime, not permuted")
-        base = base_costs(domain, inner, random_state=random_state, **(params.get("of_params") or {}))
+        base = base_costs(domain, inner, random_state=random_state, measures=measures,
+                          **(params.get("of_params") or {}))
         values = base.to_numpy()[np.random.default_rng(random_state).permutation(len(base))]
     elif regime in REGIMES:
         raise ValueError(f"cost regime {regime}: unexpected parameter(s) {sorted(params)}")
@@ -163,9 +173,10 @@ def disperse(base: pd.Series, d: float) -> pd.Series:
     return pd.Series(np.ldexp(np.round(mantissa, COST_DIGITS), exponent), index=base.index, name="cost")
 
 
-def costs(domain: Domain, regime: str, d: float, *, random_state: int = 0, **params) -> pd.Series:
-    """Costs of the acquirable tools: :func:`disperse` applied to :func:`base_costs`."""
-    return disperse(base_costs(domain, regime, random_state=random_state, **params), d)
+def costs(domain: Domain, regime: str, d: float, *, random_state: int = 0,
+          measures: Mapping[str, Callable[..., pd.DataFrame]] | None = None, **params) -> pd.Series:
+    """Costs of the acquirable tools: :func:`disperse` applied to :func:`base_costs` (same arguments)."""
+    return disperse(base_costs(domain, regime, random_state=random_state, measures=measures, **params), d)
 
 
 def coefficient_of_variation(c: pd.Series) -> float:

@@ -58,13 +58,15 @@ def required_sets(domain: Domain, label_source: str) -> tuple[dict, dict]:
 def cell_costs(cfg: dict[str, Any], domain: Domain, paths: Paths) -> pd.Series:
     """The catalog's costs c_j(d) under the config's cost regime (before any list-cost normalisation)."""
     from camdf.costs.regimes import costs as cost_model
+    from camdf.integrations.registry import cost_measures
 
     cost = cfg["cost"]
     params = dict(cost.get("params") or {})
     if cost["regime"] == "execution":
         params.setdefault("cache_dir", str(paths.cache_dir))
         params.setdefault("environment", cfg["domain"].get("environment", domain.name))
-    return cost_model(domain, cost["regime"], float(cost["d"]), random_state=int(cost.get("random_state", 0)), **params)
+    return cost_model(domain, cost["regime"], float(cost["d"]), random_state=int(cost.get("random_state", 0)),
+                      measures=cost_measures(), **params)
 
 
 def cell_folds(cfg: dict[str, Any], domain: Domain, repeat: int = 0) -> np.ndarray:

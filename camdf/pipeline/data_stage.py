@@ -12,12 +12,13 @@ included, as ``meta.gold_executable``) go to the report and the manifest.
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
+from camdf.common.fingerprint import code_version, defining_package, hash_json, hash_paths, package_versions
 from camdf.data.filters import apply_where, check_where
 from camdf.data.io import check_domain_name, remove_stale_temporaries, write_domain
 from camdf.data.model import KINDS, Domain
@@ -95,6 +96,42 @@ def derive_labels(
     return sufficiency.relabel(domain, der, "derived"), sections, sufficiency.summary(der)
 
 
+def _converter_package(config: dict[str, Any]) -> tuple[str, ...]:
+    """The package defining the config's converter (``converter._target_``), when it can be imported.
+
+    A target that does not import adds nothing: converting refuses it with its own message.
+    """
+    target = (config.get("converter") or {}).get("_target_") if isinstance(config.get("converter"), dict) else None
+    if not isinstance(target, str) or "." not in target:
+        return ()
+    module, _, name = target.rpartition(".")
+    try:
+        return (defining_package(getattr(importlib.import_module(module), name)),)
+    except (ImportError, AttributeError):
+        return ()
+
+
+def stage_code(executable: str | None, execution_costs: bool, config: dict[str, Any] | None = None) -> tuple[str, ...]:
+    """The modules and packages whose source enters a domain's data key.
+
+    The data code and the package of the config's converter (``converter._target_``, e.g.
+    ``camdf.integrations.tau2``) always; with derived labels (``executable`` names the registry's domain)
+    :mod:`camdf.sufficiency` and the executable domain's whole integration package, where
+    its derivation rules live (:func:`camdf.integrations.registry.executable_code`); with the
+    execution-cost report, :mod:`camdf.costs` and the package that measures them
+    (:func:`camdf.integrations.registry.measure_code`). No module is listed by hand, so an edit
+    to any module of an integration rebuilds what it made.
+    """
+    from camdf.integrations.registry import executable_code, measure_code
+
+    code: tuple[str, ...] = ("camdf.data", "camdf.common.fingerprint", *_converter_package(config or {}))
+    if executable is not None:
+        code += ("camdf.sufficiency", *executable_code(executable))
+    if execution_costs:
+        code += ("camdf.costs", *measure_code("execution"))
+    return tuple(dict.fromkeys(code))  # once each, in order
+
+
 def read_manifest(folder: Path) -> dict[str, Any] | None:
     path = Path(folder) / MANIFEST
     if not path.is_file():
@@ -160,9 +197,7 @@ def build_domain(
     if derived and not keep:  # gold plans that do not execute are excluded, counted as a filter
         where = {**where, "meta": {**where.get("meta", {}), "gold_executable": [True]}}
     exec_costs = bool(config.get("report_execution_costs", False))
-    code = ("camdf.data", "camdf.common.fingerprint") + (("camdf.sufficiency",) if derived else ()) + (
-        ("camdf.costs.regimes",) if exec_costs else ())
-    key = data_key(config, list(packages), list(inputs), code)
+    key = data_key(config, list(packages), list(inputs), stage_code(executable, exec_costs, config))
     manifest = read_manifest(out_dir)
     if not force and manifest is not None and manifest.get("key") == key:
         remove_stale_temporaries(out_dir)  # a killed forced rebuild's leftovers (the writer removes them otherwise)
@@ -176,9 +211,10 @@ def build_domain(
         domain, extra["filter"] = apply_where(domain, where)
     domain.name = config.get("name", domain.name)
     if exec_costs:
-        from camdf.integrations.tau2.execution import execution_section, measure_execution
+        from camdf.integrations.registry import cost_measures
+        from camdf.integrations.tau2.execution import execution_section
 
-        measured = measure_execution(domain, cache_dir=cache_dir)
+        measured = cost_measures()["execution"](domain, cache_dir=cache_dir)
         sections.append(execution_section({domain.name: measured}))
         extra["execution_costs"] = measured["mean_tokens"].round(3).to_dict()
     summary = {**summarize(domain), "label_source": "derived" if derived else "annotated", **extra}

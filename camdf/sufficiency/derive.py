@@ -40,7 +40,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from camdf.common.files import write_atomic
-from camdf.common.fingerprint import code_version, hash_json, package_versions
+from camdf.common.fingerprint import code_version, defining_package, hash_json, package_versions
 from camdf.common.progress import tracked
 from camdf.data.model import Domain, Task
 from camdf.sufficiency.arithmetic import find_expression
@@ -410,9 +410,14 @@ def _task_hash(task: Task, tools: list[str]) -> str:
 
 
 def cache_path(cache_dir: str | os.PathLike, exe: ExecutableDomain) -> Path:
-    """The domain's cache file: one per code version and package versions."""
+    """The domain's cache file: one per code version and package versions.
+
+    The code is :mod:`camdf.sufficiency` and every module of the package that defines the
+    executable domain's class (its tools, its derivation rules, its converter:
+    :func:`~camdf.common.fingerprint.defining_package`), so editing a rule rederives.
+    """
     version = hash_json({
-        "code": code_version("camdf.sufficiency", "camdf.integrations.tau2.convert"),
+        "code": code_version("camdf.sufficiency", defining_package(exe)),
         "packages": package_versions(exe.packages),
         "domain": exe.name,
     })[:16]

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import camdf.costs.regimes as cc
 from camdf.costs.regimes import base_costs, coefficient_of_variation, costs, disperse
+from camdf.integrations.registry import cost_measures
 from camdf.integrations.tau2.execution import execution_section, measure_execution
 from camdf.data import read_domain
 from camdf.integrations.tau2.convert import convert_customer_service
@@ -131,7 +132,7 @@ def test_execution_costs_come_from_real_tau2_calls_and_are_cached(retail, tmp_pa
     monkeypatch.setattr("camdf.integrations.tau2.execution.get_environment", lambda name: pytest.fail("cache missed"))
     again = measure_execution(small, cache_dir=tmp_path)
     pd.testing.assert_frame_equal(frame, again, check_dtype=False)
-    c = costs(small, "execution", 1.0, cache_dir=tmp_path)
+    c = costs(small, "execution", 1.0, cache_dir=tmp_path, measures=cost_measures())
     assert c.mean() == pytest.approx(1.0) and c["get_order_details"] > c["find_user_id_by_name_zip"]
     section = execution_section({"retail": frame})
     assert section.startswith("## Measured execution costs") and "### retail" in section
@@ -140,7 +141,17 @@ def test_execution_costs_come_from_real_tau2_calls_and_are_cached(retail, tmp_pa
 
 def test_execution_costs_need_gold_actions(valid_user):
     with pytest.raises(ValueError, match="no task with meta.gold_actions"):
-        base_costs(valid_user, "execution")
+        base_costs(valid_user, "execution", measures=cost_measures())
+
+
+def test_measured_regimes_get_their_measure_from_the_caller(valid_user):
+    assert cost_measures() == {"execution": measure_execution}  # the integrations registry's table
+    for regime, params in (("execution", {}), ("permuted", {"of": "execution"})):
+        with pytest.raises(ValueError, match=r"cost regime execution: no measuring function was given \(pass "
+                                             r"measures=camdf.integrations.registry.cost_measures\(\)\)"):
+            base_costs(valid_user, regime, **params)
+    with pytest.raises(ValueError, match="no task with meta.gold_actions"):  # permuted hands its measures on
+        base_costs(valid_user, "permuted", measures=cost_measures(), of="execution")
 
 
 @pytest.mark.slow

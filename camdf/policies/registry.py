@@ -183,6 +183,11 @@ def _builtin_cards() -> list[Card]:
     ]
 
 
+#: The method every other is compared with in a cell's paired differences (the paper's CAM-DF).
+REFERENCE = "camdf"
+#: Full access: the anchor of the success comparisons (non-inferiority of each method's success against it).
+FULL_ACCESS = "full"
+
 #: Every registered method's card by name; change it only through :func:`register` and :func:`unregister`.
 CARDS: dict[str, Card] = {c.name: c for c in _builtin_cards()}
 

@@ -70,6 +70,17 @@ def _request_bytes(path: str) -> bytes:
         raise ValueError(f"--input {path}: cannot read: {err.strerror or err}") from None
 
 
+def _dial(text: str) -> tuple[str, float]:
+    """``NAME=VALUE`` of ``--dial`` (the value a number); argparse names the flag when it is not."""
+    name, sep, value = text.partition("=")
+    try:
+        if not sep or not name.strip():
+            raise ValueError
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME=NUMBER, got {text!r}") from None
+
+
 def cmd_select(args: argparse.Namespace) -> int:
     """Read a JSON request (or a list of them), write the selection(s) as JSON."""
     from camdf.runtime import load_policy
@@ -77,11 +88,12 @@ def cmd_select(args: argparse.Namespace) -> int:
 
     try:
         request = parse_json(_request_bytes(args.input), "request" if args.input == "-" else args.input)
-        policy = load_policy(args.policy, lean=True)  # a shipped camdf_risk policy loads without scikit-learn
+        policy = load_policy(args.policy, lean=True)  # a rule with a portable form loads without scikit-learn
         batch = request if isinstance(request, list) else [request]
-        selections = policy.select_batch(batch, lam=args.lam, alpha=args.alpha)
+        dials = {"alpha": args.alpha, **dict(args.dial or [])}
+        selections = policy.select_batch(batch, lam=args.lam, **dials)
         if selections is None:  # the lean policy decides single short requests only
-            selections = policy.full().select_batch(batch, lam=args.lam, alpha=args.alpha)
+            selections = policy.full().select_batch(batch, lam=args.lam, **dials)
     except ValueError as err:
         print(f"camdf select: {err}", file=sys.stderr)
         return 2
@@ -156,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--lam", type=float, default=None, help="lambda (default: the request's, else the policy's)")
     select.add_argument("--alpha", type=float, default=None,
                         help="target miss rate of a camdf_risk policy (default: the request's, else the policy's)")
+    select.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE",
+                        help="a run-time dial of the policy's rule (repeatable; --alpha is --dial alpha=...)")
     select.set_defaults(func=cmd_select)
     results = sub.add_parser("results", help="the README Results").add_subparsers(dest="cmd", required=True)
     check = results.add_parser("check", help="do the README Results match the checkout's code version?")

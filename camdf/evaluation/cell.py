@@ -20,7 +20,7 @@ from camdf.core.folds import fold_ids
 from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
-from camdf.policies import METHODS, StateBatch, make_policy
+from camdf.policies import CARDS, StateBatch, make_policy
 
 OUTCOME_COLUMNS = (
     "task_id", "fold", "method", "depth", "n_exposed", "cost", "success", "success_partial", "covers_g", "payoff",
@@ -77,7 +77,8 @@ def evaluate_cell(
     lam : float
         Cost pressure.
     methods : list of str
-        Names from :data:`camdf.policies.METHODS`.
+        Registered method names (:func:`camdf.policies.methods`). In each fold the prefix rules'
+        rows come first, then the set rules' (in the order given).
     kind : {"exact", "partial"}
         Payoff used for training labels, tuning and the reported payoff.
     random_state : int
@@ -89,12 +90,13 @@ def evaluate_cell(
     train_kind : {"exact", "partial"} or None
         Payoff behind the training labels and tuning (default: ``kind``); evaluation uses ``kind``.
     lam_grid : sequence of float or None
-        Lambdas the ``camdf_lambda`` method trains across (lambda as a feature); default ``[lam]``.
+        Lambdas a lambda-conditioned rule (lambda is one of its features, e.g. ``camdf_lambda``)
+        trains across; default ``[lam]``.
     membership_cache : path or None
         Folder where the membership probabilities are kept between cells
         (:func:`camdf.core.membership.fold_probabilities`; they do not depend on costs or lambda).
     alpha : float or None
-        Target miss rate of ``camdf_risk`` (default: the rule's own, 0.05).
+        Target miss rate of the rules with that dial (``camdf_risk``; default: the rule's own, 0.05).
 
     Returns
     -------
@@ -102,9 +104,9 @@ def evaluate_cell(
         ``outcomes`` has one row per (task, method) with columns
         :data:`OUTCOME_COLUMNS`.
     """
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in CARDS]
     if unknown:
-        raise ValueError(f"methods: unknown {unknown}, expected names from {sorted(METHODS)}")
+        raise ValueError(f"methods: unknown {unknown}, expected names from {sorted(CARDS)}")
     if not 0 <= label_noise < 1:
         raise ValueError(f"label_noise: must be in [0, 1), got {label_noise}")
     u_true = prefix_payoffs(inst, lam, kind)
@@ -128,23 +130,26 @@ def evaluate_cell(
             test = StateBatch.make(te_inst, p_te, lam, kind, train=False)
             truth = replace(test, u=u_true[te])  # what an oracle decides on
             idx = np.flatnonzero(te)
-            for name in methods:
-                if name == "oracle_set":
-                    continue
-                if name == "camdf_lambda":
-                    depth = _lambda_conditioned(tr_inst, p_tr, lam_grid or [lam], train_kind or kind,
-                                                random_state).decide(test)
+            across = None  # the training batch across the lambda grid, built once per fold when a rule asks
+            rules = [(name, make_policy(name, random_state, alpha=alpha)) for name in methods]
+            # Prefix rules' rows first, then set rules' (the outcome files' order since the oracle set was added).
+            for name, policy in sorted(rules, key=lambda nr: not nr[1].picks_prefix):
+                if policy.lambda_conditioned:
+                    if across is None:
+                        across = StateBatch.across_lambdas(tr_inst, p_tr, lam_grid or [lam], train_kind or kind)
+                    policy.fit(across)
                 else:
-                    policy = make_policy(name, random_state, alpha=alpha).fit(train)
-                    depth = policy.decide(truth if policy.needs_truth else test)
-                    coefficients = policy.coefficients()
-                    if coefficients is not None:
-                        coefs.append(coefficients.rename(f).to_frame().T.assign(fold=f))
-                    tuned += [{"fold": f, "method": name, "parameter": parameter, "value": str(value)}
-                              for parameter, value in policy.tuned_parameters().items()]
-                rows.append(_outcomes(name, f, idx, depth, inst, u_true, cum_cost))
-            if "oracle_set" in methods:
-                rows.append(_oracle_set(f, idx, inst, lam, kind))
+                    policy.fit(train)
+                exposed = policy.select(truth if policy.needs_truth else test)
+                coefficients = policy.coefficients()
+                if coefficients is not None:
+                    coefs.append(coefficients.rename(f).to_frame().T.assign(fold=f))
+                tuned += [{"fold": f, "method": name, "parameter": parameter, "value": str(value)}
+                          for parameter, value in policy.tuned_parameters().items()]
+                if policy.picks_prefix:
+                    rows.append(_outcomes(name, f, idx, exposed.sum(axis=1), inst, u_true, cum_cost))
+                else:
+                    rows.append(_set_outcomes(name, f, idx, exposed, inst, lam))
     outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS)]
     coef_df = pd.concat(coefs, ignore_index=True) if coefs else pd.DataFrame()
     evaluated = np.isin(inst.folds, fold_ids(inst.folds))
@@ -158,15 +163,6 @@ def evaluate_cell(
 def _blas_controller() -> ThreadpoolController:
     """The process's BLAS libraries, inspected once (the inspection costs tens of milliseconds)."""
     return ThreadpoolController()
-
-
-def _lambda_conditioned(tr_inst, p_tr, lam_grid, kind, random_state):
-    """One CAM-DF model trained across a lambda grid with lambda as a feature (the run-time dial)."""
-    from camdf.core.features import FEATURES
-    from camdf.policies.camdf import DEFAULT_GRID, CamDF
-
-    return CamDF(features=list(FEATURES), grid=DEFAULT_GRID[:1], random_state=random_state).fit(
-        StateBatch.across_lambdas(tr_inst, p_tr, lam_grid, kind))
 
 
 def _outcomes(name, fold, idx, depth, inst, u_true, cum_cost) -> pd.DataFrame:
@@ -188,22 +184,30 @@ def _outcomes(name, fold, idx, depth, inst, u_true, cum_cost) -> pd.DataFrame:
     )
 
 
-def _oracle_set(fold, idx, inst, lam, kind) -> pd.DataFrame:
-    """A = G_x exactly (not a prefix): success 1, cost C(G_x)."""
+def _set_outcomes(name, fold, idx, exposed, inst, lam) -> pd.DataFrame:
+    """Outcomes of a set rule's exposed tools A, (T_f, N) bool over the ranked positions (depth -1).
+
+    A is scored as sufficient when it holds every listed tool of G_x (the oracle set's
+    assumption; alternatives and tools off the list are not seen here), its partial value
+    is the share of the listed G_x it holds (1 when none is listed), and its cost is C(A).
+    """
     member = inst.member[idx]
-    cost = np.where(member, inst.costs[idx], 0.0).sum(axis=1)
-    size = member.sum(axis=1)
+    cost = np.where(exposed, inst.costs[idx], 0.0).sum(axis=1)
+    held = (member & exposed).sum(axis=1)
+    need = member.sum(axis=1)
+    covers = held == need
+    partial = np.where(need > 0, held / np.maximum(need, 1), 1.0)
     return pd.DataFrame(
         {
             "task_id": inst.task_ids[idx],
             "fold": fold,
-            "method": "oracle_set",
+            "method": name,
             "depth": -1,
-            "n_exposed": size,
+            "n_exposed": exposed.sum(axis=1),
             "cost": cost,
-            "success": True,
-            "success_partial": 1.0,
-            "covers_g": True,
-            "payoff": 1.0 - lam * cost,
+            "success": covers,
+            "success_partial": partial,
+            "covers_g": covers,
+            "payoff": covers.astype(float) - lam * cost,
         }
     )

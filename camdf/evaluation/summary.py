@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import FAMILY, ORACLES
+from camdf.policies import FAMILY, FULL_ACCESS, ORACLES, REFERENCE
 from camdf.evaluation.stats import (
     bootstrap_indices,
     bootstrap_mean_ci,
@@ -20,8 +20,6 @@ from camdf.evaluation.stats import (
     sign_flip_test,
     tost_paired,
 )
-
-REFERENCE = "camdf"
 
 
 #: Outcome columns averaged over the repeats of a cell (the per-task means every statistic reads).
@@ -109,7 +107,7 @@ def summarize_cell(
     n = len(payoff)
     idx = bootstrap_indices(n, n_resamples, random_state)
     rows = {}
-    full_tools = n_exposed["full"].mean() if "full" in methods else np.nan
+    full_tools = n_exposed[FULL_ACCESS].mean() if FULL_ACCESS in methods else np.nan
     for m in methods:
         ci = bootstrap_mean_ci(payoff[m].to_numpy(), n_resamples=n_resamples, indices=idx)
         rows[m] = {
@@ -158,12 +156,12 @@ def summarize_cell(
             rows[m].update({"diff_vs_best_baseline": float(vs_best.loc[m, "diff"]),
                             "diff_vs_best_baseline_ci_low": float(vs_best.loc[m, "ci_low"]),
                             "diff_vs_best_baseline_ci_high": float(vs_best.loc[m, "ci_high"])})
-    if "full" in methods:
+    if FULL_ACCESS in methods:
         for m in methods:
-            if m == "full":
+            if m == FULL_ACCESS:
                 continue
-            p = paired_success_p(success[m].to_numpy(), success["full"].to_numpy(), n_resamples, random_state)
-            tost = tost_paired(success[m].to_numpy(), success["full"].to_numpy(), delta=delta)
+            p = paired_success_p(success[m].to_numpy(), success[FULL_ACCESS].to_numpy(), n_resamples, random_state)
+            tost = tost_paired(success[m].to_numpy(), success[FULL_ACCESS].to_numpy(), delta=delta)
             rows[m].update(
                 {
                     "success_p_vs_full": p,
@@ -175,10 +173,10 @@ def summarize_cell(
         verified = wide(outcomes, "verified").astype(float)
         for m in methods:
             rows[m]["verified_success"] = verified[m].mean()
-            if "full" in methods and m != "full":
-                p = paired_success_p(verified[m].to_numpy(), verified["full"].to_numpy(), n_resamples,
+            if FULL_ACCESS in methods and m != FULL_ACCESS:
+                p = paired_success_p(verified[m].to_numpy(), verified[FULL_ACCESS].to_numpy(), n_resamples,
                                      random_state)
-                tost = tost_paired(verified[m].to_numpy(), verified["full"].to_numpy(), delta=delta)
+                tost = tost_paired(verified[m].to_numpy(), verified[FULL_ACCESS].to_numpy(), delta=delta)
                 rows[m].update({"verified_success_p_vs_full": p, "verified_tost_p_vs_full": tost.p_lower,
                                 "verified_noninferior_vs_full": float(tost.noninferior),
                                 "verified_diff_vs_full": float(tost.diff)})

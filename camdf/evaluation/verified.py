@@ -7,6 +7,7 @@ import pandas as pd
 
 from camdf.core.instances import Instances
 from camdf.data.model import Domain
+from camdf.policies import methods
 
 
 def verified_curves(domain: Domain, inst: Instances) -> dict | None:
@@ -30,12 +31,16 @@ def verified_curves(domain: Domain, inst: Instances) -> dict | None:
 
 
 def verified_outcomes(outcomes: pd.DataFrame, inst: Instances, verified: dict, domain: Domain) -> np.ndarray:
-    """Verified success of the set each outcome row exposed (a prefix, or G_x for ``oracle_set``)."""
+    """Verified success of the set each outcome row exposed (a prefix, or G_x for an oracle set rule, depth -1)."""
     pos = {tid: i for i, tid in enumerate(inst.task_ids)}
     i = outcomes["task_id"].map(pos).to_numpy()
     depth = outcomes["depth"].to_numpy()
     out = verified["prefix"][i, np.maximum(depth, 0)]
-    oracle = (outcomes["method"] == "oracle_set").to_numpy()
+    sets = depth < 0  # a set rule's row: the rows do not carry the set, only the oracle's (G_x) is known here
+    oracle = sets & outcomes["method"].isin(methods(family="oracle")).to_numpy()
+    if (sets & ~oracle).any():
+        raise ValueError(f"outcomes: verified success of the set rule {outcomes['method'][sets & ~oracle].iloc[0]!r} "
+                         "needs its exposed sets, which outcome rows do not carry")
     if oracle.any():
         gmask = np.array([sum(verified["bit"].get(n, 0) for n in inst.tools[k][inst.member[k]]) for k in i[oracle]])
         out[oracle] = verified["table"][verified["row"][i[oracle]], gmask]

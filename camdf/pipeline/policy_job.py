@@ -32,11 +32,12 @@ def task_requests(domain: Domain, inst: Instances) -> list[dict]:
 
 
 def compare_candidates(cfg: dict[str, Any], paths: Paths, candidates: list[str]) -> pd.DataFrame:
-    """The candidates' out-of-fold figures at the cell (its folds and repeats), with full access and the best
-    prefix as anchors: one row per method (``payoff_mean``, CIs, ``n_exposed``, ``success``, ...)."""
+    """The candidates' out-of-fold figures at the cell (its folds and repeats), with the anchor cards (full access
+    and the best prefix) beside them: one row per method (``payoff_mean``, CIs, ``n_exposed``, ``success``, ...)."""
     from camdf.pipeline.cell_job import run_cell
+    from camdf.policies import methods
 
-    names = [*candidates, *[m for m in ("full", "best_prefix") if m not in candidates]]
+    names = [*candidates, *[m for m in methods(anchor=True) if m not in candidates]]
     cell = {**cfg, "method": {**cfg["method"], "names": names}}
     _, artifacts = run_cell(cell, paths)
     return pd.read_csv(io.BytesIO(artifacts["summary.csv"]), index_col="method")

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from camdf.core.features import FEATURES, state_features
@@ -85,17 +88,35 @@ def concat_batches(batches: list[StateBatch]) -> StateBatch:
     )
 
 
-class StoppingRule(BaseEstimator):
-    """Base class: ``fit(batch) -> self``, ``decide(batch) -> depth (T,)``.
+def prefix_mask(depth: np.ndarray, N: int) -> np.ndarray:
+    """The ranked positions a prefix of each depth exposes: (T, N) bool, True at positions < depth."""
+    return np.arange(N)[None, :] < np.asarray(depth)[:, None]
 
-    Subclasses either give a stop matrix (:meth:`stop_matrix`, walked to the first
-    stop) or override :meth:`decide` to pick a depth directly. ``__init__`` only
-    stores its arguments; everything learnt is set by ``fit`` under a name ending in
-    ``_``.
+
+def _picks_prefix(rule: "StoppingRule") -> bool:
+    return rule.picks_prefix
+
+
+class StoppingRule(BaseEstimator):
+    """Base class: ``fit(batch) -> self``; ``select(batch, **dials) -> (T, N) bool``; prefix rules also
+    ``decide(batch, **dials) -> depth (T,)``.
+
+    A *prefix rule* (``picks_prefix = True``) chooses a depth on the ranking: subclasses give
+    a stop matrix (:meth:`stop_matrix`, walked to the first stop) or implement
+    :meth:`_depths`; its :meth:`select` is the prefix of that depth. A *set rule*
+    (``picks_prefix = False``) chooses any subset of the ranked candidates: it implements
+    :meth:`_subset` and has no :meth:`decide`. ``__init__`` only stores its arguments;
+    everything learnt is set by ``fit`` under a name ending in ``_``.
+
+    Run-time dials (:attr:`dials`) are settings a fitted rule takes per call without
+    refitting (lambda is the batch's, not a dial); an unknown one is a ValueError naming it
+    and the rule. Capabilities exist only where the rule has them (scikit-learn's
+    ``available_if``): :meth:`decide_task`, the one-task plain-Python fast path, and
+    :meth:`to_numbers`, the portable form the lean loader reads.
 
     A rule that learns (a tuned k or threshold, a model) must be fitted before it
     decides, else :class:`sklearn.exceptions.NotFittedError`. A rule with nothing to
-    learn (``requires_fit = False``: full, none, best prefix) decides without fit, and
+    learn (``requires_fit = False``: full, none, the oracles) decides without fit, and
     its ``fit`` does nothing; this is scikit-learn's ``requires_fit`` tag, so
     ``check_is_fitted`` accepts it unfitted.
     """
@@ -104,14 +125,31 @@ class StoppingRule(BaseEstimator):
     requires_fit = True
     #: Whether the rule reads the true payoffs (``batch.u``) of the batch it decides on: an oracle.
     needs_truth = False
+    #: Whether the rule exposes a prefix of the ranking (a depth) rather than any subset of it.
+    picks_prefix = True
+    #: The run-time dials :meth:`decide` and :meth:`select` take by keyword (their names).
+    dials: tuple[str, ...] = ()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.requires_fit = self.requires_fit
         return tags
 
+    @property
+    def lambda_conditioned(self) -> bool:
+        """Whether lambda is one of the rule's features, so that it is trained across a lambda grid."""
+        return False
+
     def fit(self, batch: StateBatch) -> "StoppingRule":
         return self
+
+    def check_dials(self, dials: dict[str, Any]) -> dict[str, Any]:
+        """``dials`` without the absent (None) ones; ValueError naming a dial the rule does not have."""
+        for name in dials:
+            if name not in self.dials:
+                have = ", ".join(self.dials) or "none"
+                raise ValueError(f"{name}: not a dial of {type(self).__name__} (its dials: {have})")
+        return {k: v for k, v in dials.items() if v is not None}
 
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
         raise NotImplementedError
@@ -120,8 +158,22 @@ class StoppingRule(BaseEstimator):
         """The state features the rule reads (the run-time stopper computes only these)."""
         return FEATURES
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    @available_if(_picks_prefix)
+    def decide(self, batch: StateBatch, **dials: Any) -> np.ndarray:
+        """The depth to expose for every task of ``batch``, (T,) int (prefix rules only)."""
+        return self._depths(batch, **self.check_dials(dials))
+
+    def select(self, batch: StateBatch, **dials: Any) -> np.ndarray:
+        """The ranked positions to expose for every task of ``batch``, (T, N) bool (a prefix for prefix rules)."""
+        if self.picks_prefix:
+            return prefix_mask(self.decide(batch, **dials), batch.inst.N)
+        return self._subset(batch, **self.check_dials(dials))
+
+    def _depths(self, batch: StateBatch, **dials: Any) -> np.ndarray:
         return walk(self.stop_matrix(batch), batch.inst.n)
+
+    def _subset(self, batch: StateBatch, **dials: Any) -> np.ndarray:
+        raise NotImplementedError
 
     def tuned_parameters(self) -> dict[str, object]:
         """What fitting chose, by name (e.g. ``{"k": 2}``); empty when the rule tunes nothing."""

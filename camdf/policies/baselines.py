@@ -25,7 +25,7 @@ class Full(StoppingRule):
 
     requires_fit = False
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    def _depths(self, batch: StateBatch) -> np.ndarray:
         return batch.inst.n.copy()
 
 
@@ -34,7 +34,7 @@ class NoTools(StoppingRule):
 
     requires_fit = False
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    def _depths(self, batch: StateBatch) -> np.ndarray:
         return np.zeros(batch.inst.T, dtype=np.int64)
 
 
@@ -54,7 +54,7 @@ class FixedK(StoppingRule):
         self.k_ = int(ks[np.argmax(means)])
         return self
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    def _depths(self, batch: StateBatch) -> np.ndarray:
         check_is_fitted(self)
         return np.minimum(self.k_, batch.inst.n)
 
@@ -93,7 +93,7 @@ class ThresholdRule(StoppingRule):
         self.threshold_ = float(taus[np.argmax(means)])
         return self
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    def _depths(self, batch: StateBatch) -> np.ndarray:
         check_is_fitted(self)
         taus = np.array([self.threshold_])
         return first_crossing_depths(batch.feats[self.stat], taus, batch.inst.n, self.stop_below)[0]
@@ -158,7 +158,7 @@ class PluginArgmax(StoppingRule):
         self.coverage_ = list_coverage(batch.inst, batch.kind)
         return self
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    def _depths(self, batch: StateBatch) -> np.ndarray:
         check_is_fitted(self)
         u = plugin_payoffs(batch.inst, batch.p, batch.lam, batch.kind, coverage=self.coverage_)
         return np.argmax(u, axis=1)
@@ -220,7 +220,22 @@ class BestPrefix(StoppingRule):
     requires_fit = False
     needs_truth = True
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    def _depths(self, batch: StateBatch) -> np.ndarray:
         if batch.u is None:
             raise ValueError("batch.u: BestPrefix reads the true prefix payoffs; this batch carries none")
         return np.argmax(batch.u, axis=1)
+
+
+class OracleSet(StoppingRule):
+    """Oracle: expose exactly the listed G_x (A = G_x, not a prefix; reads the true membership, not deployable).
+
+    A set rule: :meth:`select` gives each task's required tools; the evaluator scores the
+    set as sufficient (success 1), at the cost of its tools.
+    """
+
+    requires_fit = False
+    needs_truth = True
+    picks_prefix = False
+
+    def _subset(self, batch: StateBatch) -> np.ndarray:
+        return batch.inst.member.copy()

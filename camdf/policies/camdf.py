@@ -25,6 +25,7 @@ from camdf.core.features import (
 from camdf.core.targets import walk
 from camdf.core.payoff import at_depth
 from camdf.policies.base import StateBatch, StoppingRule, check_fitted
+from camdf.policies.plain import OneTask, first_stop
 
 # Small-data hyperparameter candidates, chosen per training set by inner cross-validation on payoff:
 # a very shallow, strongly regularised booster first (a main cell has ~640 training states), then the
@@ -74,6 +75,10 @@ class _StateBooster(StoppingRule):
 
     def feature_names(self) -> tuple[str, ...]:
         return tuple(self._names())
+
+    @property
+    def lambda_conditioned(self) -> bool:
+        return "lam" in self._names()
 
     def _matrix(self, batch: StateBatch) -> np.ndarray:
         """The valid states' features, with the next tool's identity as the last column."""
@@ -177,12 +182,13 @@ class CamDF(_StateBooster):
             threads = (os.cpu_count() or 1) if self.predict_jobs == -1 else max(1, self.predict_jobs)
         return model.booster_.predict(X, raw_score=True, num_threads=threads) >= 0
 
-    def stop_design(self, X: np.ndarray, tool_ids: np.ndarray) -> np.ndarray:
-        """Stop decisions for states given as rows of :meth:`feature_names` values, (S,) bool."""
+    def decide_task(self, task: OneTask) -> int:
+        """:meth:`decide` for one ranked task in plain Python and one model call (the run-time fast path)."""
         check_fitted(self, "model_")
+        X = np.array(task.features(self.feature_names())).T
         if self.tool_identity:
-            X = np.column_stack([X, tool_ids.astype(float)])
-        return self._predict(self.model_, X)
+            X = np.column_stack([X, np.array(task.ids).astype(float)])
+        return first_stop(self._predict(self.model_, X).tolist())
 
     def fit(self, batch: StateBatch) -> "CamDF":
         self.params_ = self._choose(batch, lambda tr, va, params: at_depth(
@@ -198,7 +204,7 @@ class CamDF(_StateBooster):
         check_is_fitted(self)
         return self._stop(self.model_, batch)
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    def _depths(self, batch: StateBatch) -> np.ndarray:
         """The walk of :meth:`stop_matrix`, predicting only the depths a walk can reach.
 
         The first :data:`FIRST_BLOCK` depths are predicted for every task, the rest only
@@ -273,10 +279,14 @@ class CamDFLite(StoppingRule):
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
         valid = batch.inst.valid
         stop = np.zeros(batch.inst.tools.shape, dtype=bool)
-        stop[valid] = self.stop_design(design(batch.feats, list(self.features), valid))
+        stop[valid] = self._stop_rows(design(batch.feats, list(self.features), valid))
         return stop
 
-    def stop_design(self, X: np.ndarray, tool_ids=None) -> np.ndarray:
+    def decide_task(self, task: OneTask) -> int:
+        """:meth:`decide` for one ranked task in plain Python (the run-time fast path; same arithmetic)."""
+        return first_stop(self._stop_rows(np.array(task.features(self.feature_names())).T).tolist())
+
+    def _stop_rows(self, X: np.ndarray) -> np.ndarray:
         """Stop decisions for states given as rows of the 10 feature values, (S,) bool."""
         check_fitted(self, "model_")
         if self.model_ is None:
@@ -359,7 +369,7 @@ class CamDFArgmax(_StateBooster):
         return lgb.LGBMRegressor(**full).fit(self._matrix(batch), y, init_score=self._margin(batch, coverage)[valid],
                                              categorical_feature=cat)
 
-    def _depths(self, model, batch: StateBatch, coverage: float) -> np.ndarray:
+    def _argmax_depths(self, model, batch: StateBatch, coverage: float) -> np.ndarray:
         inst = batch.inst
         rel = self._margin(batch, coverage)
         if model is not None:
@@ -378,15 +388,15 @@ class CamDFArgmax(_StateBooster):
 
         def payoff(tr: StateBatch, va: StateBatch, params: dict) -> float:
             q = list_coverage(tr.inst, tr.kind)
-            return at_depth(va.u, self._depths(self._fit_one(tr, params, q), va, q)).sum()
+            return at_depth(va.u, self._argmax_depths(self._fit_one(tr, params, q), va, q)).sum()
 
         self.params_ = self._choose(batch, payoff)
         self.model_ = self._fit_one(batch, self.params_, self.coverage_)
         return self
 
-    def decide(self, batch: StateBatch) -> np.ndarray:
+    def _depths(self, batch: StateBatch) -> np.ndarray:
         check_is_fitted(self)
-        return self._depths(self.model_, batch, self.coverage_)
+        return self._argmax_depths(self.model_, batch, self.coverage_)
 
     def tuned_parameters(self) -> dict[str, object]:
         check_is_fitted(self)

@@ -27,7 +27,10 @@ scores are kept, and the guarantee holds for any alpha fixed before seeing the n
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from camdf.core.conformal import check_alpha, crc_threshold, miss_scores, risk_depths, task_risk_depth
@@ -35,10 +38,14 @@ from camdf.core.features import sufficiency_curve
 from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel
 from camdf.policies.base import StateBatch, StoppingRule, check_fitted
+from camdf.policies.plain import OneTask, risk_task_depth
 
 __all__ = ["CamDFRisk", "check_alpha", "crc_threshold", "miss_scores", "risk_depths"]
 
 
+def _split(rule: "CamDFRisk") -> bool:
+    # Without the split the rule decides with the batch's own probabilities: no model of its own to carry.
+    return rule.split
 
 
 class CamDFRisk(StoppingRule):
@@ -70,6 +77,8 @@ class CamDFRisk(StoppingRule):
     list_miss_ : float
         Share of calibration tasks whose whole list is not sufficient.
     """
+
+    dials = ("alpha",)
 
     def __init__(self, alpha: float = 0.05, calibration: float = 0.5, split: bool = True, random_state: int = 0):
         self.alpha = alpha
@@ -112,15 +121,20 @@ class CamDFRisk(StoppingRule):
         check_fitted(self, "scores_")
         return self.threshold_ if alpha is None else crc_threshold(self.scores_, check_alpha(alpha))
 
-    def decide_task(self, z: list[float], scores: list[float], ids: list[int], alpha: float | None = None) -> int:
-        """:meth:`decide` for one ranked task in plain Python (the run-time fast path; same arithmetic).
+    @available_if(_split)
+    def decide_task(self, task: OneTask, alpha: float | None = None) -> int:
+        """:meth:`decide` for one ranked task in plain Python (the run-time fast path; same arithmetic)."""
+        check_fitted(self, "scores_")
+        return risk_task_depth(self.membership_.numbers(), self.threshold(alpha), task)
 
-        ``z`` are the task's normalised scores, ``scores`` its ranked scores, ``ids`` the tools'
-        vocabulary ids (-1: unseen).
-        """
-        return task_risk_depth(self.membership_.predict_task(z, scores, ids), self.threshold(alpha))
+    @available_if(_split)
+    def to_numbers(self) -> dict[str, Any]:
+        """The fitted rule as JSON-ready numbers (:class:`camdf.policies.plain.PortableRisk` reads them back)."""
+        check_is_fitted(self)
+        return {"membership": self.membership_.numbers(), "threshold": float(self.threshold_),
+                "calibration_scores": [float(x) for x in self.scores_]}
 
-    def decide(self, batch: StateBatch, alpha: float | None = None) -> np.ndarray:
+    def _depths(self, batch: StateBatch, alpha: float | None = None) -> np.ndarray:
         check_is_fitted(self)
         return risk_depths(self._risk(batch.inst, batch.p), batch.inst.n, self.threshold(alpha))
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import ORACLES
+from camdf.policies import CARDS, ORACLES
 from camdf.reporting.report import Report
 from camdf.reporting.store import main_params, methods_of, select, sweep
 from camdf.reporting.tables import is_degenerate
@@ -48,12 +48,13 @@ def _cell_label(run: pd.Series) -> str:
             f"{run['p:folds.protocol']}")
 
 
-#: Our own family members (beyond the paper): not rivals in the paper's claims (the family verdict compares them).
-OURS = ("camdf_argmax", "camdf_risk")
+#: Our own rules and their ablations (beyond the paper; their cards say ``ours``): not rivals in the paper's
+#: claims (the family verdict compares them).
+OURS = tuple(c.name for c in CARDS.values() if c.ours)
 
 
 def claim_a(run: pd.Series) -> tuple[str, str]:
-    deployable = [m for m in methods_of(run) if m not in ORACLES and m != "camdf" and not m.startswith(OURS)]
+    deployable = [m for m in methods_of(run) if m not in ORACLES and m != "camdf" and m not in OURS]
     diffs = {m: _diff(run, m) for m in deployable}
     worst = min(diffs, key=lambda m: diffs[m][0])
     if all(lo > 0 for _, lo, _ in diffs.values()):

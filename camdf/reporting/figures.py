@@ -7,17 +7,12 @@ import io
 import numpy as np
 import pandas as pd
 
+from camdf.policies import CARDS
 from camdf.reporting.store import main_params, methods_of, one_run
 
-# One colour and one marker per method, fixed by name so that a method looks the same in every figure.
-STYLES = {
-    "camdf": ("#d62728", "*"), "camdf_lite": ("#ff7f0e", "P"), "camdf_argmax": ("#e377c2", "X"),
-    "camdf_risk": ("#8c564b", "h"), "camdf_lambda": ("#bcbd22", "p"),
-    "full": ("#1f77b4", "o"), "none": ("#7f7f7f", "o"), "fixed_k": ("#17becf", "v"),
-    "score_threshold": ("#2ca02c", "^"), "score_per_cost": ("#9467bd", "<"), "predict_threshold": ("#393b79", ">"),
-    "sufficiency_threshold": ("#637939", "d"), "plugin_argmax": ("#8c6d31", "D"), "marginal": ("#843c39", "8"),
-    "oracle_set": ("#000000", "s"), "best_prefix": ("#555555", "s"),
-}
+# One colour and one marker per method (its registry card), fixed by name so that a method looks the same in
+# every figure; a card without them gets a spare pair chosen by name.
+STYLES = {c.name: (c.colour, c.marker) for c in CARDS.values() if c.colour is not None and c.marker is not None}
 _SPARE = ["#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5"]
 _SPARE_MARKERS = ["o", "v", "^", "<", ">", "s", "D", "P", "X"]
 

@@ -6,14 +6,11 @@ from typing import Any
 
 import pandas as pd
 
+from camdf.policies import methods
 from camdf.tracking.runs import is_cell
 
-METHOD_ORDER = (
-    "camdf", "camdf_lite", "camdf_argmax", "camdf_risk", "camdf_unweighted", "camdf_no_cost", "camdf_no_membership",
-    "camdf_regression", "camdf_no_task", "camdf_no_identity", "camdf_argmax_no_margin", "camdf_argmax_untuned",
-    "camdf_argmax_identity", "camdf_risk_no_split", "camdf_lambda", "full", "none", "fixed_k", "score_threshold", "score_per_cost", "predict_threshold",
-    "sufficiency_threshold", "plugin_argmax", "marginal_rule", "oracle_set", "best_prefix",
-)
+#: Methods in display order (their registry cards' ``order``).
+METHOD_ORDER = methods()
 
 
 def runs_frame(tracker) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """The run-time stopper: decide how deep a prefix of any tool ranking to expose (library, pyfunc model, CLI glue).
 
 The names below are imported on first use (PEP 562): ``camdf select`` loads a shipped
-camdf_risk policy through :mod:`camdf.runtime.lean` without scikit-learn or pandas.
+policy whose rule has a portable form (camdf_risk) through :mod:`camdf.runtime.lean`
+without scikit-learn or pandas.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import importlib
 
 _EXPORTS = {
     "Request": "requests", "Selection": "requests", "bm25_tool_scores": "requests", "check_lam": "requests",
-    "StopPolicy": "policy", "load_policy": "pyfunc", "log_policy": "pyfunc",
+    "StopPolicy": "policy", "load_policy": "loading", "log_policy": "publish",
 }
 __all__ = sorted(_EXPORTS)
 

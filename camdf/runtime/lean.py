@@ -1,15 +1,17 @@
-"""The shipped camdf_risk stopper without scikit-learn: one request decided from plain numbers.
+"""A shipped stopper without scikit-learn: one request decided from the rule's portable numbers.
 
 Loading a :class:`camdf.runtime.StopPolicy` unpickles scikit-learn estimators, and importing
 scikit-learn takes about 2 s on a small machine: more than a shell call to ``camdf select``
-should. A camdf_risk policy decides one request from a handful of numbers: the membership
-model's coefficients, the conformal threshold and the calibration scores (for another
-alpha). :func:`lean_numbers` writes them beside the pickled policy when the model is logged
-(``artifacts/lean.json``); :class:`LeanRisk` reads them back with numpy alone and decides a
-single request of up to :data:`~camdf.runtime.requests.SHORT_RANKING` tools with the same
-functions the full policy uses (:func:`risk_selection`), so both give the same depth. A
-batch, a longer ranking or another rule needs the full policy (:meth:`LeanRisk.select_batch`
-answers None and :meth:`LeanRisk.full` loads it).
+should. A rule with a portable form (``to_numbers()``; today camdf_risk: the membership
+model's coefficients, the conformal threshold and the calibration scores) decides one request
+from a handful of numbers. :func:`lean_numbers` writes them beside the pickled policy when the
+model is logged (``artifacts/lean.json``); :class:`LeanPolicy` rebuilds the rule with its
+card's portable class (``from_numbers``) and decides a single request of up to
+:data:`~camdf.runtime.requests.SHORT_RANKING` tools through the same front door
+(:class:`~camdf.runtime.door.FrontDoor`) and the same one-task arithmetic as the full policy,
+so both give the same depth. A batch, a longer ranking or a rule without a portable form
+needs the full policy (:meth:`LeanPolicy.select_batch` answers None and :meth:`LeanPolicy.full`
+loads it).
 """
 
 from __future__ import annotations
@@ -19,88 +21,68 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
-from camdf.core.conformal import check_alpha, crc_threshold, task_risk_depth
-from camdf.core.features import task_normalised_scores
-from camdf.core.membership import membership_task
-from camdf.runtime.requests import SHORT_RANKING, Request, Selection, check_lam, parse_all, parse_request
+from camdf.policies.registry import CARDS
+from camdf.runtime.door import FrontDoor
+from camdf.runtime.requests import Selection
 
 #: The artifact name of the lean numbers in a logged model.
 LEAN_ARTIFACT = "lean"
-FORMAT = 1
-
-
-def risk_selection(r: Request, tau: float, membership: dict) -> Selection:
-    """One parsed request decided by the camdf_risk rule: rank by score (ties keep the caller's
-    order), membership probabilities (:func:`membership_task`), the shallowest depth whose miss
-    risk is below ``tau`` (:func:`task_risk_depth`)."""
-    scores = r.scores
-    order = sorted(range(len(scores)), key=lambda j: -scores[j])
-    s, ids = [scores[j] for j in order], [r.ids[j] for j in order]
-    depth = task_risk_depth(membership_task(membership, task_normalised_scores(s), s, ids), tau)
-    return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])
+FORMAT = 2
 
 
 def lean_numbers(policy) -> dict | None:
-    """The JSON-ready numbers of a fitted camdf_risk :class:`~camdf.runtime.StopPolicy` (None for other rules)."""
-    if policy.method != "camdf_risk":
-        return None
+    """The JSON-ready numbers of a fitted :class:`~camdf.runtime.StopPolicy` whose rule has a portable form
+    (``to_numbers``), else None."""
     rule = policy.rule_
+    if not hasattr(rule, "to_numbers"):
+        return None
     return {"format": FORMAT, "method": policy.method, "kind": policy.kind, "lam": float(policy.lam),
-            "vocab": list(policy.vocab_), "costs": {k: float(v) for k, v in policy.costs_.items()},
-            "membership": rule.membership_.numbers(), "threshold": float(rule.threshold_),
-            "calibration_scores": [float(x) for x in rule.scores_]}
+            "dials": list(rule.dials), "vocab": list(policy.vocab_),
+            "costs": {k: float(v) for k, v in policy.costs_.items()}, "rule": rule.to_numbers()}
 
 
 @dataclass
-class LeanRisk:
-    """A camdf_risk policy's decisions for single short requests, from :func:`lean_numbers`.
+class LeanPolicy:
+    """A policy's decisions for single short requests, from :func:`lean_numbers` and its card's portable class.
 
     ``full`` loads the complete :class:`~camdf.runtime.StopPolicy` for everything else.
     """
 
     numbers: dict
     full: Callable[[], Any] = field(repr=False)
-    method: str = "camdf_risk"
 
     def __post_init__(self) -> None:
         n = self.numbers
+        self.method = n["method"]
         self.lam = float(n["lam"])
-        self.index_ = {name: i for i, name in enumerate(n["vocab"])}
-        self.costs_ = n["costs"]
-        self._scores = np.asarray(n["calibration_scores"], dtype=float)
+        self.rule = CARDS[self.method].portable().from_numbers(n["rule"])
+        self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"])
 
     @classmethod
-    def read(cls, path: Path, full: Callable[[], Any]) -> "LeanRisk | None":
-        """The lean policy of ``path`` (a model's ``lean.json``), or None when it is not one this code reads."""
+    def read(cls, path: Path, full: Callable[[], Any]) -> "LeanPolicy | None":
+        """The lean policy of ``path`` (a model's ``lean.json``), or None when it is not one this code reads
+        (another format, or a method without a registered portable form)."""
         try:
             numbers = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(numbers, dict) or numbers.get("format") != FORMAT or numbers.get("method") != "camdf_risk":
+        if not isinstance(numbers, dict) or numbers.get("format") != FORMAT:
+            return None
+        known = CARDS.get(numbers.get("method")) if isinstance(numbers.get("method"), str) else None
+        if known is None or known.portable is None:
             return None
         return cls(numbers, full)
 
-    def threshold(self, alpha: float | None) -> float:
-        return float(self.numbers["threshold"]) if alpha is None else crc_threshold(self._scores, alpha)
-
-    def _check_alpha(self, alpha: Any, where: str) -> float | None:
-        return None if alpha is None else check_alpha(alpha, where)
-
-    def _parse(self, request: Any, where: str, numbers: bool = True) -> Request:
-        return parse_request(request, where, self.index_, self.costs_, self._check_alpha, numbers)
-
-    def select_batch(self, requests: list[dict], lam: float | None = None, alpha: float | None = None
-                     ) -> list[Selection] | None:
+    def select_batch(self, requests: list[dict], lam: float | None = None, **dials: Any) -> list[Selection] | None:
         """:meth:`StopPolicy.select_batch <camdf.runtime.StopPolicy.select_batch>` for one request of at
         most ``SHORT_RANKING`` tools; None for anything else (use :meth:`full`). Refuses what it refuses."""
-        if lam is not None:
-            check_lam(lam, "lam")
-        alpha = self._check_alpha(alpha, "alpha")
+        lam, dials = self.door.call_dials(lam, dials)
         if not isinstance(requests, (list, tuple)) or len(requests) != 1:
             return None
-        (r,) = parse_all(requests, self._parse)
-        if len(r.names) > SHORT_RANKING:
+        parsed = self.door.parse(requests)
+        if not self.door.is_short(parsed):
             return None
-        return [risk_selection(r, self.threshold(alpha if r.alpha is None else r.alpha), self.numbers["membership"])]
+        r = parsed[0]
+        lv, dv = self.door.settings(r, self.lam if lam is None else lam, dials)
+        order, task = self.door.one_task(r, lv, self.numbers["kind"])
+        return [self.door.selection(r, order, self.rule.decide_task(task, **dv))]

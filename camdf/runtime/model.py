@@ -9,7 +9,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from camdf.runtime.jsonio import parse_json
-from camdf.runtime.pyfunc import frame_requests, selections_frame
+from camdf.runtime.signature import frame_requests, selections_frame
 
 
 class InvalidRequest(MlflowException, ValueError):
@@ -63,7 +63,7 @@ def guard_scoring_server() -> None:
 
 
 class StopPolicyModel(mlflow.pyfunc.PythonModel):
-    """Input: one request per row (columns ``tools``, ``scores``, ``costs``, ``query``); params ``lam``, ``alpha``.
+    """Input: one request per row (columns ``tools``, ``scores``, ``costs``, ``query``); params ``lam`` and the dials.
 
     Output: one selection per row (``depth``, ``exposed``, ``ranked``, ``tools``), exactly
     :meth:`camdf.runtime.StopPolicy.select_batch` on the same requests and dials.
@@ -78,7 +78,8 @@ class StopPolicyModel(mlflow.pyfunc.PythonModel):
         params = params or {}
         try:
             requests = frame_requests(model_input)
-            selections = self.policy.select_batch(requests, lam=params.get("lam"), alpha=params.get("alpha"))
+            dials = {k: v for k, v in params.items() if k != "lam"}
+            selections = self.policy.select_batch(requests, lam=params.get("lam"), **dials)
         except ValueError as err:
             raise InvalidRequest(str(err)) from None
         return selections_frame(selections)

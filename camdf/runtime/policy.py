@@ -12,7 +12,6 @@ Costs are in the units the policy was trained with: the catalog's mean cost is 1
 
 from __future__ import annotations
 
-from functools import cached_property
 from itertools import chain
 from typing import Any, Sequence
 
@@ -21,18 +20,22 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from camdf.core.features import FEATURES, state_features, task_features, task_normalised_scores
+from camdf.core.features import state_features
 from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel, cross_fit
-from camdf.policies import StateBatch
+from camdf.policies import StateBatch, card, make_policy, methods
 from camdf.policies.base import check_fitted
-from camdf.policies.camdf import CamDF, CamDFArgmax, CamDFLite
-from camdf.policies.risk import CamDFRisk, check_alpha
-from camdf.runtime.lean import risk_selection
-from camdf.runtime.requests import SHORT_RANKING, Request, Selection, check_lam, parse_all, parse_request
+from camdf.runtime.door import FrontDoor
+from camdf.runtime.requests import Request, Selection
 
-#: The rules a StopPolicy can be: the train stage fits each and ships the best out of fold.
-POLICY_METHODS = ("camdf_lite", "camdf", "camdf_argmax", "camdf_risk")
+
+def policy_methods() -> tuple[str, ...]:
+    """The rules a StopPolicy can be (shippable cards): the train stage fits each and ships the best out of fold."""
+    return methods(shippable=True)
+
+
+#: The shippable rules when this module was imported (the config schema's choices); :func:`policy_methods` is live.
+POLICY_METHODS = policy_methods()
 
 
 class StopPolicy(BaseEstimator):
@@ -44,24 +47,27 @@ class StopPolicy(BaseEstimator):
 
     Parameters
     ----------
-    method : {"camdf_lite", "camdf", "camdf_argmax", "camdf_risk"}
-        The stopping rule (:data:`POLICY_METHODS`).
+    method : str
+        The stopping rule: a shippable card of the registry (:func:`policy_methods`;
+        ``camdf_lite``, ``camdf``, ``camdf_argmax``, ``camdf_risk``).
     kind : {"exact", "partial"}
     lam : float
         Default lambda (the one it was trained at).
     alpha : float
-        Default target miss rate of ``camdf_risk`` (a run-time dial like lambda; the other
-        rules have none).
+        Default target miss rate of a rule with that dial (``camdf_risk``; the others ignore it).
     lam_grid : sequence of float or None
-        Train one lambda-conditioned model across these lambdas (lambda is a
-        feature), so lambda is a run-time dial without retraining.
+        Train the method's lambda-conditioned form (its card's ``across_lambdas``: ``camdf`` ->
+        ``camdf_lambda``) across these lambdas (lambda is a feature), so lambda is a run-time
+        dial without retraining.
     random_state : int
     n_jobs : int
         Threads for the full model's predictions on long rankings (-1: every CPU).
+    dials : dict or None
+        Default values of the rule's other run-time dials (fitted as its parameters of those names).
 
     Attributes
     ----------
-    rule_ : CamDFLite, CamDF, CamDFArgmax or CamDFRisk
+    rule_ : StoppingRule
         The fitted stopping rule.
     membership_ : MembershipModel
     vocab_ : list of str
@@ -72,7 +78,7 @@ class StopPolicy(BaseEstimator):
 
     def __init__(self, method: str = "camdf_lite", kind: str = "exact", lam: float = 0.12,
                  lam_grid: Sequence[float] | None = None, random_state: int = 0, n_jobs: int = -1,
-                 alpha: float = 0.05):
+                 alpha: float = 0.05, dials: dict | None = None):
         self.method = method
         self.kind = kind
         self.lam = lam
@@ -80,22 +86,21 @@ class StopPolicy(BaseEstimator):
         self.lam_grid = lam_grid
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.dials = dials
 
     def _rule(self):
-        if self.method == "camdf_lite":
-            if self.lam_grid:
-                raise ValueError("method: the lambda-conditioned policy is the full camdf model, not camdf_lite")
-            return CamDFLite()
-        if self.method == "camdf":
-            features = list(FEATURES) if self.lam_grid else None  # FEATURES includes "lam"
-            return CamDF(features=features, random_state=self.random_state, predict_jobs=self.n_jobs)
-        if self.method in ("camdf_argmax", "camdf_risk") and self.lam_grid:
-            raise ValueError(f"method: the lambda-conditioned policy is the full camdf model, not {self.method}")
-        if self.method == "camdf_argmax":
-            return CamDFArgmax(random_state=self.random_state)
-        if self.method == "camdf_risk":
-            return CamDFRisk(alpha=check_alpha(self.alpha), random_state=self.random_state)
-        raise ValueError(f"method: expected one of {', '.join(POLICY_METHODS)}, got {self.method!r}")
+        shippable = policy_methods()
+        if self.method not in shippable:
+            raise ValueError(f"method: expected one of {', '.join(shippable)}, got {self.method!r}")
+        name = self.method
+        if self.lam_grid:
+            name = card(self.method).across_lambdas
+            if name is None:
+                have = [m for m in shippable if card(m).across_lambdas]
+                raise ValueError(f"method: the lambda-conditioned policy is the full {' / '.join(have)} model, "
+                                 f"not {self.method}")
+        return make_policy(name, self.random_state, predict_jobs=self.n_jobs,
+                           **{"alpha": self.alpha, **(self.dials or {})})
 
     def fit(self, inst: Instances, costs: dict[str, float] | None = None) -> "StopPolicy":
         """Fit on every task of ``inst`` (rankings, costs, true G_x)."""
@@ -117,23 +122,33 @@ class StopPolicy(BaseEstimator):
         return self.rule_.coefficients()
 
     # -- deciding ---------------------------------------------------------------------------------
-    def depths(self, inst: Instances, lam: float | None = None, alpha: float | None = None) -> np.ndarray:
+    @property
+    def door(self) -> FrontDoor:
+        """The front door of the fitted policy (:class:`camdf.runtime.door.FrontDoor`)."""
+        check_fitted(self, "rule_")
+        door = self.__dict__.get("_door")
+        if door is None:
+            door = self._door = FrontDoor(self.method, tuple(self.rule_.dials), self.vocab_, self.costs_)
+        return door
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_door", None)  # rebuilt on use, with the loading process's registry
+        return state
+
+    def depths(self, inst: Instances, lam: float | None = None, **dials: Any) -> np.ndarray:
         """Depth for every task of ``inst`` (its ranking and costs; labels are not read)."""
         check_is_fitted(self)
         lam = self.lam if lam is None else lam
         p = self.membership_.predict_proba(inst)
         feats = state_features(inst, p, lam, self.kind, names=self.rule_.feature_names())
-        batch = StateBatch(inst, p, lam, self.kind, feats)
-        if isinstance(self.rule_, CamDFRisk):
-            return self.rule_.decide(batch, alpha=alpha)
-        return self.rule_.decide(batch)
+        return self.rule_.decide(StateBatch(inst, p, lam, self.kind, feats), **dials)
 
-    def _check_alpha(self, alpha: Any, field: str) -> float | None:
-        if alpha is None:
-            return None
-        if self.method != "camdf_risk":
-            raise ValueError(f"{field}: only the camdf_risk policy has a target miss rate; this one is {self.method}")
-        return check_alpha(alpha, field)
+    def dial_defaults(self) -> dict[str, Any]:
+        """The fitted rule's default value of each of its dials (e.g. ``{"alpha": 0.05}``)."""
+        check_fitted(self, "rule_")
+        params = self.rule_.get_params()
+        return {d: params.get(d) for d in self.rule_.dials}
 
     def instances(self, requests: list[dict]) -> tuple[Instances, np.ndarray, list[Request]]:
         """Validate requests and pad them into :class:`Instances`, ranked by score.
@@ -142,11 +157,8 @@ class StopPolicy(BaseEstimator):
         list, shape (T, N) (ties keep the caller's order), and the parsed requests.
         """
         check_is_fitted(self)
-        parsed = self._parse_all(requests)
+        parsed = self.door.parse(requests)
         return (*self._pad(parsed), parsed)
-
-    def _parse_all(self, requests: list[dict]) -> list[Request]:
-        return parse_all(requests, self._parse)
 
     def _pad(self, parsed: list[Request]) -> tuple[Instances, np.ndarray]:
         if len(parsed) == 1:  # one long ranking: nothing to pad
@@ -187,65 +199,35 @@ class StopPolicy(BaseEstimator):
             tool_ids=tool_ids, vocab=self.vocab_,
         )
 
-    def _parse(self, request: Any, where: str, numbers: bool = True) -> Request:
-        """One request, validated (:func:`camdf.runtime.requests.parse_request`)."""
-        return parse_request(request, where, self.index_, self.costs_, self._check_alpha, numbers)
-
-    @cached_property
-    def index_(self) -> dict[str, int]:
-        """Position of each training tool name in the vocabulary (the tool-identity feature)."""
-        return {name: i for i, name in enumerate(self.vocab_)}
-
     def select(self, tools: list, scores=None, costs=None, lam: float | None = None, query: str | None = None,
-               alpha: float | None = None) -> Selection:
-        """The prefix of the ranking to expose for one task (``alpha``: camdf_risk's target miss rate)."""
+               **dials: Any) -> Selection:
+        """The prefix of the ranking to expose for one task (``dials``: the rule's, e.g. camdf_risk's ``alpha``)."""
         request = {"tools": tools, "scores": scores, "costs": costs, "query": query}
-        return self.select_batch([request], lam=lam, alpha=alpha)[0]
+        return self.select_batch([request], lam=lam, **dials)[0]
 
-    def select_batch(self, requests: list[dict], lam: float | None = None, alpha: float | None = None
-                     ) -> list[Selection]:
-        """:meth:`select` for many tasks at once (one vectorised pass); a request's own ``lam`` and
-        ``alpha`` win."""
-        check_fitted(self, "rule_")
-        default = self.lam if lam is None else check_lam(lam, "lam")
-        alpha = self._check_alpha(alpha, "alpha")
-        parsed = self._parse_all(requests)
-        if len(parsed) == 1 and len(parsed[0].names) <= SHORT_RANKING and not isinstance(self.rule_, CamDFArgmax):
+    def select_batch(self, requests: list[dict], lam: float | None = None, **dials: Any) -> list[Selection]:
+        """:meth:`select` for many tasks at once (one vectorised pass); a request's own ``lam`` and dials win."""
+        door = self.door
+        lam, dials = door.call_dials(lam, dials)
+        default = self.lam if lam is None else lam
+        parsed = door.parse(requests)
+        if door.is_short(parsed) and hasattr(self.rule_, "decide_task"):
+            # One request over a short ranking, in plain Python and one model call: it decides exactly as
+            # the vectorised path (tests compare them), where numpy's per-call overhead would cost more.
             r = parsed[0]
-            return [self._select_one(r, default if r.lam is None else r.lam, alpha if r.alpha is None else r.alpha)]
+            lv, dv = door.settings(r, default, dials)
+            order, task = door.one_task(r, lv, self.kind, self.membership_.predict_task)
+            return [door.selection(r, order, self.rule_.decide_task(task, **dv))]
         inst, order = self._pad(parsed)
-        # Requests are decided in groups sharing one (lambda, alpha) dial setting.
-        dials = [(default if r.lam is None else r.lam, alpha if r.alpha is None else r.alpha) for r in parsed]
+        # Requests are decided in groups sharing one setting of lambda and the dials.
+        settings = [door.settings(r, default, dials) for r in parsed]
         groups: dict[tuple, list[int]] = {}
-        for i, dial in enumerate(dials):
-            groups.setdefault(dial, []).append(i)
+        for i, (lv, dv) in enumerate(settings):
+            groups.setdefault((lv, tuple(sorted(dv.items()))), []).append(i)
         if len(groups) == 1:
-            depth = self.depths(inst, *dials[0])
+            depth = self.depths(inst, settings[0][0], **settings[0][1])
         else:
             depth = np.zeros(inst.T, dtype=np.int64)
-            for (lv, av), rows in groups.items():
-                depth[rows] = self.depths(inst.subset(np.array(rows)), lv, av)
-        out = []
-        for r, row, d in zip(parsed, order.tolist(), depth.tolist()):
-            ranked = row[: len(r.names)]
-            out.append(Selection([r.tools[j] for j in ranked[:d]], d, [r.names[j] for j in ranked]))
-        return out
-
-    def _select_one(self, r: Request, lam: float, alpha: float | None = None) -> Selection:
-        """One request over a short ranking, in plain Python and one model call.
-
-        Decides exactly as the vectorised path (tests compare them on every retail task
-        and on random requests); numpy's per-call overhead on a handful of tools would
-        otherwise cost more than the arithmetic.
-        """
-        scores, costs = r.scores, r.costs
-        order = sorted(range(len(scores)), key=lambda j: -scores[j])  # stable: ties keep the caller's order
-        s, c, ids = [scores[j] for j in order], [costs[j] for j in order], [r.ids[j] for j in order]
-        z = task_normalised_scores(s)
-        if isinstance(self.rule_, CamDFRisk):  # the same function as the lean loader's
-            return risk_selection(r, self.rule_.threshold(alpha), self.rule_.membership_.numbers())
-        p = self.membership_.predict_task(z, s, ids)
-        cols = task_features(s, c, p, lam, self.kind, float(len(r.query)), self.rule_.feature_names(), z=z)
-        stop = self.rule_.stop_design(np.array(cols).T, np.array(ids)).tolist()
-        depth = stop.index(True) if True in stop else len(stop)
-        return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])
+            for (lv, dv), rows in groups.items():
+                depth[rows] = self.depths(inst.subset(np.array(rows)), lv, **dict(dv))
+        return [door.selection(r, row[: len(r.names)], d) for r, row, d in zip(parsed, order.tolist(), depth.tolist())]

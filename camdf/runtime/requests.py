@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import reprlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Callable
 
@@ -22,7 +22,8 @@ _REPR.maxstring = _REPR.maxother = 80
 _REPR.maxlist = _REPR.maxdict = 4
 shown = _REPR.repr
 
-REQUEST_FIELDS = {"query", "tools", "scores", "costs", "lam", "alpha"}
+#: The fields every request may carry; a request may also set the run-time dials of the registered rules.
+BASE_FIELDS = frozenset({"query", "tools", "scores", "costs", "lam"})
 # Single requests with at most this many tools take the plain-Python path (numpy pays off beyond).
 SHORT_RANKING = 64
 
@@ -131,7 +132,7 @@ class Request:
     tools: list
     query: str
     lam: float | None
-    alpha: float | None = None
+    dials: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -148,20 +149,24 @@ class Selection:
 
 
 def parse_request(request: Any, where: str, index: dict[str, int], default_costs: dict[str, float],
-                  alpha_check: Callable[[Any, str], float | None], numbers: bool = True) -> Request:
+                  dial_names: frozenset[str], dial_check: Callable[[str, Any, str], Any],
+                  numbers: bool = True) -> Request:
     """One request, validated; errors name ``<where><field>``.
 
     ``index`` maps the policy's training tools to their vocabulary ids (others get -1),
-    ``default_costs`` gives a tool's cost when the request has none (else 1), and
-    ``alpha_check(value, field)`` checks a request's ``alpha`` for the policy's rule.
+    ``default_costs`` gives a tool's cost when the request has none (else 1),
+    ``dial_names`` are the dials a request may name (every registered rule's), and
+    ``dial_check(name, value, field)`` checks a request's dial for the policy's rule
+    (None: absent).
     ``numbers=False``: a plain list of scores or costs of the right length is taken as it
     is, for :func:`_values_ok` to check with the rest of the batch.
     """
     if not isinstance(request, dict):
         raise ValueError(f"{where.rstrip('.') or 'request'}: expected a JSON object with `tools`")
-    if not request.keys() <= REQUEST_FIELDS:
-        unknown = sorted(set(request) - REQUEST_FIELDS)[0]
-        raise ValueError(f"{where}{unknown}: unknown field (expected some of {sorted(REQUEST_FIELDS)})")
+    fields = BASE_FIELDS | dial_names
+    if not request.keys() <= fields:
+        unknown = sorted(set(request) - fields)[0]
+        raise ValueError(f"{where}{unknown}: unknown field (expected some of {sorted(fields)})")
     tools = request.get("tools")
     if not isinstance(tools, list) or not tools:
         raise ValueError(f"{where}tools: expected a non-empty list of tools")
@@ -195,9 +200,13 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
     else:
         costs = [float(default_costs.get(name, 1.0)) for name in names]
     lam = request.get("lam")
-    return Request(names, [index.get(name, -1) for name in names], scores, costs, tools, query or "",
-                   None if lam is None else check_lam(lam, f"{where}lam"),
-                   alpha_check(request.get("alpha"), f"{where}alpha"))
+    lam = None if lam is None else check_lam(lam, f"{where}lam")
+    dials = {}
+    for name in sorted(dial_names & request.keys()):
+        value = dial_check(name, request[name], f"{where}{name}")
+        if value is not None:
+            dials[name] = value
+    return Request(names, [index.get(name, -1) for name in names], scores, costs, tools, query or "", lam, dials)
 
 
 def parse_all(requests: Any, parse: Callable[..., Request]) -> list[Request]:

@@ -39,14 +39,35 @@ def test_a_stopper_that_learns_refuses_to_decide_unfitted(name, batches):
     decide_on = train if rule.needs_truth else test
     if rule.requires_fit:
         with pytest.raises(NotFittedError, match=type(rule).__name__):
-            rule.decide(decide_on)
+            rule.select(decide_on)
         with pytest.raises(NotFittedError):
             rule.tuned_parameters()
     else:
-        assert rule.decide(decide_on).shape == (test.inst.T,)
-    depth = rule.fit(train).decide(decide_on)
-    assert depth.shape == (test.inst.T,) and (depth >= 0).all() and (depth <= test.inst.n).all()
+        assert rule.select(decide_on).shape == test.inst.tools.shape
+    exposed = rule.fit(train).select(decide_on)
+    assert exposed.shape == test.inst.tools.shape and not (exposed & ~test.inst.valid).any()
+    if rule.picks_prefix:  # a prefix rule's selection is the prefix of its depth
+        depth = rule.decide(decide_on)
+        assert depth.shape == (test.inst.T,) and (depth >= 0).all() and (depth <= test.inst.n).all()
+        assert (exposed == (np.arange(test.inst.N)[None, :] < depth[:, None])).all()
+    else:
+        assert not hasattr(rule, "decide")  # a set rule has no depth to give
     assert isinstance(rule.tuned_parameters(), dict)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_an_unknown_dial_is_refused_with_its_name_and_the_rule(name, batches):
+    train, test = batches
+    rule = make_policy(name, random_state=0).fit(train)
+    with pytest.raises(ValueError, match=rf"^cap: not a dial of {type(rule).__name__} \(its dials: "):
+        rule.select(train if rule.needs_truth else test, cap=2)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_a_card_names_the_dials_its_rule_declares(name):
+    from camdf.policies import card
+
+    assert tuple(d.name for d in card(name).dials) == make_policy(name).dials
 
 
 def test_set_params_changes_what_the_rule_does(batches):

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from camdf.runtime import StopPolicy
-from camdf.runtime.lean import LeanRisk, lean_numbers
+from camdf.runtime.lean import LeanPolicy, lean_numbers
 
 from .core.test_theory import _family
 from .test_runtime import _openai, json_values
@@ -25,7 +25,7 @@ def risk():
 @pytest.fixture(scope="module")
 def lean(risk):
     numbers = json.loads(json.dumps(lean_numbers(risk)))  # as logged: through JSON
-    return LeanRisk(numbers, full=lambda: risk)
+    return LeanPolicy(numbers, full=lambda: risk)
 
 
 def _request(rng, n):
@@ -83,7 +83,7 @@ def test_other_rules_have_no_lean_numbers():
 
 
 def test_the_lean_module_loads_without_scikit_learn_or_pandas():
-    code = ("import sys, camdf.runtime.lean, camdf.runtime.pyfunc, camdf.cli.commands; "
+    code = ("import sys, camdf.runtime.lean, camdf.runtime.loading, camdf.runtime.publish, camdf.runtime.signature, camdf.cli.commands; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'pandas', 'lightgbm', 'scipy'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -112,14 +112,17 @@ def test_without_the_split_the_rule_calibrates_on_the_batch_probabilities():
 
 def test_the_one_task_fast_path_decides_as_the_batch_path():
     from camdf.core.features import task_normalised_scores
+    from camdf.policies.plain import OneTask
 
     inst = synthetic_tasks(np.random.default_rng(4), 200)
     rule = CamDFRisk(alpha=0.1).fit(_batch(inst))
     test = synthetic_tasks(np.random.default_rng(5), 100)
     for alpha in (None, 0.02, 0.3):
         batch = rule.decide(_batch(test, train=False), alpha=alpha)
-        one = [rule.decide_task(task_normalised_scores(test.scores[i, :n].tolist()), test.scores[i, :n].tolist(),
-                                test.tool_ids[i, :n].tolist(), alpha) for i, n in enumerate(test.n)]
+        one = [rule.decide_task(OneTask(test.scores[i, :n].tolist(), test.costs[i, :n].tolist(),
+                                        test.tool_ids[i, :n].tolist(),
+                                        task_normalised_scores(test.scores[i, :n].tolist()), 0.1, "exact", 0.0),
+                                alpha=alpha) for i, n in enumerate(test.n)]
         assert one == batch.tolist()
 
 

@@ -1,0 +1,264 @@
+"""The method registry: one card per method (its facts and its factory), the only place rules are built.
+
+A card states what the rest of the code needs to know about a method: its family, its
+place in tables and its colour and marker in figures, whether the train stage may ship it,
+its run-time dials, its lambda-conditioned form, and the factory that builds a fresh rule.
+Nothing outside this module tests a rule's class or compares a method's name: callers ask
+for a card (:func:`card`) or for a rule's capabilities. The module imports no scikit-learn,
+so the lean run-time loader reads cards too; the factories import their rule on first use.
+
+A new rule is one module (its class), one card (:func:`register`, or a line in
+:data:`CARDS`) and one config line (``conf/method/*.yaml`` or ``policy.candidates``).
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Callable, Iterator
+
+from camdf.core.conformal import check_alpha
+
+#: The families a card may name: the CAM-DF rules, their ablations, baselines, oracles, and peers' methods.
+FAMILIES = ("camdf", "ablation", "baseline", "oracle", "peer")
+
+
+@dataclass(frozen=True)
+class Dial:
+    """A run-time dial: a setting a fitted rule takes per request without refitting (lambda is the batch's).
+
+    ``check(value, field)`` validates a value and returns it (ValueError naming ``field``);
+    ``what`` names it in a refusal ("a target miss rate").
+    """
+
+    name: str
+    check: Callable[[Any, str], Any]
+    what: str
+
+
+#: The target miss rate of the conformal risk rules.
+ALPHA = Dial("alpha", check_alpha, "a target miss rate")
+
+
+@dataclass(frozen=True)
+class Card:
+    """Everything about one method outside its rule's code.
+
+    Parameters
+    ----------
+    name : str
+        The method's name in configs, tables and the tracking store.
+    factory : callable
+        ``factory(random_state) -> StoppingRule``: a fresh, unfitted rule.
+    family : {"camdf", "ablation", "baseline", "oracle", "peer"}
+    ours : bool
+        One of this project's own rules beyond the paper's (the paper's claims do not count it as a rival).
+    order : int
+        Display order in tables (ascending; ties keep registration order).
+    colour, marker : str or None
+        Matplotlib colour and marker in figures (None: a spare one chosen by name).
+    shippable : bool
+        The train stage may fit and ship it as the run-time stopper.
+    dials : tuple of Dial
+        The rule's run-time dials (the same names as its class's ``dials``).
+    across_lambdas : str or None
+        The card of this rule's lambda-conditioned form (``policy.lam_grid``), if it has one.
+    anchor : bool
+        Shown beside the candidates when the train stage compares them out of fold.
+    portable : callable or None
+        ``portable()`` returns the class whose ``from_numbers`` rebuilds the fitted rule from its
+        ``to_numbers()`` without scikit-learn (the lean loader of ``camdf select``).
+    """
+
+    name: str
+    factory: Callable[[int], Any] = field(repr=False)
+    family: str = "baseline"
+    ours: bool = False
+    order: int = 1000
+    colour: str | None = None
+    marker: str | None = None
+    shippable: bool = False
+    dials: tuple[Dial, ...] = ()
+    across_lambdas: str | None = None
+    anchor: bool = False
+    portable: Callable[[], type] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"card {self.name!r}: family must be one of {', '.join(FAMILIES)}, got {self.family!r}")
+
+
+# -- factories: each imports its rule on first use (scikit-learn and LightGBM stay unloaded until then) --------
+
+def _camdf(rs: int, **params) -> Any:
+    from camdf.policies import camdf
+
+    for key in ("features",):  # feature groups are named in the card, resolved here
+        if isinstance(params.get(key), str):
+            params[key] = getattr(camdf, params[key])
+    return camdf.CamDF(random_state=rs, **params)
+
+
+def _camdf_lambda(rs: int) -> Any:
+    from camdf.core.features import FEATURES
+    from camdf.policies.camdf import DEFAULT_GRID, CamDF
+
+    # One grid candidate: the evaluator's lambda-conditioned model since it was added (the cell's results).
+    return CamDF(features=list(FEATURES), grid=DEFAULT_GRID[:1], random_state=rs)
+
+
+def _argmax(rs: int, grid: slice | None = None, **params) -> Any:
+    from camdf.policies.camdf import ARGMAX_GRID, CamDFArgmax
+
+    if grid is not None:
+        params["grid"] = ARGMAX_GRID[grid]
+    return CamDFArgmax(random_state=rs, **params)
+
+
+def _lite(rs: int) -> Any:
+    from camdf.policies.camdf import CamDFLite
+
+    return CamDFLite()
+
+
+def _risk(rs: int, **params) -> Any:
+    from camdf.policies.risk import CamDFRisk
+
+    return CamDFRisk(random_state=rs, **params)
+
+
+def _baseline(rs: int, name: str) -> Any:
+    from camdf.policies import baselines
+
+    return getattr(baselines, name)()
+
+
+def _portable_risk() -> type:
+    from camdf.policies.plain import PortableRisk
+
+    return PortableRisk
+
+
+def _base(name: str, cls: str, order: int, colour: str | None = None, marker: str | None = None, **kw) -> Card:
+    return Card(name, partial(_baseline, name=cls), order=order, colour=colour, marker=marker, **kw)
+
+
+def _builtin_cards() -> list[Card]:
+    """The methods of the paper and of this project, in display order."""
+    ablation = dict(family="ablation")
+    return [
+        Card("camdf", _camdf, family="camdf", order=10, colour="#d62728", marker="*", shippable=True,
+             across_lambdas="camdf_lambda"),
+        Card("camdf_lite", _lite, family="camdf", order=20, colour="#ff7f0e", marker="P", shippable=True),
+        Card("camdf_argmax", _argmax, family="camdf", ours=True, order=30, colour="#e377c2", marker="X",
+             shippable=True),
+        Card("camdf_risk", _risk, family="camdf", ours=True, order=40, colour="#8c564b", marker="h", shippable=True,
+             dials=(ALPHA,), portable=_portable_risk),
+        # Ablations (table A20).
+        Card("camdf_unweighted", partial(_camdf, weighted=False), order=50, **ablation),
+        Card("camdf_no_cost", partial(_camdf, features="NO_COST"), order=60, **ablation),
+        Card("camdf_no_membership", partial(_camdf, features="NO_MEMBERSHIP"), order=70, **ablation),
+        Card("camdf_regression", partial(_camdf, target="regress"), order=80, **ablation),
+        Card("camdf_no_task", partial(_camdf, features="NO_TASK"), order=90, **ablation),
+        Card("camdf_no_identity", partial(_camdf, tool_identity=False), order=100, **ablation),
+        Card("camdf_argmax_no_margin", partial(_argmax, base_margin=False, grid=slice(1, None)), ours=True,
+             order=110, **ablation),
+        Card("camdf_argmax_untuned", partial(_argmax, grid=slice(1, 2)), ours=True, order=120, **ablation),
+        Card("camdf_argmax_identity", partial(_argmax, tool_identity=True), ours=True, order=130, **ablation),
+        Card("camdf_risk_no_split", partial(_risk, split=False), ours=True, order=140, dials=(ALPHA,), **ablation),
+        Card("camdf_lambda", _camdf_lambda, family="camdf", order=150, colour="#bcbd22", marker="p"),
+        _base("full", "Full", 160, "#1f77b4", "o", anchor=True),
+        _base("none", "NoTools", 170, "#7f7f7f", "o"),
+        _base("fixed_k", "FixedK", 180, "#17becf", "v"),
+        _base("score_threshold", "score_threshold", 190, "#2ca02c", "^"),
+        _base("score_per_cost", "score_per_cost", 200, "#9467bd", "<"),
+        _base("predict_threshold", "predict_threshold", 210, "#393b79", ">"),
+        _base("sufficiency_threshold", "sufficiency_threshold", 220, "#637939", "d"),
+        _base("plugin_argmax", "PluginArgmax", 230, "#8c6d31", "D"),
+        # Drawn with a spare colour and marker by name, as before the cards (figures styled a dead "marginal" key).
+        _base("marginal_rule", "MarginalRule", 240),
+        _base("oracle_set", "OracleSet", 250, "#000000", "s", family="oracle"),
+        _base("best_prefix", "BestPrefix", 260, "#555555", "s", family="oracle", anchor=True),
+    ]
+
+
+#: The method every other is compared with in a cell's paired differences (the paper's CAM-DF).
+REFERENCE = "camdf"
+#: Full access: the anchor of the success comparisons (non-inferiority of each method's success against it).
+FULL_ACCESS = "full"
+
+#: Every registered method's card by name; change it only through :func:`register` and :func:`unregister`.
+CARDS: dict[str, Card] = {c.name: c for c in _builtin_cards()}
+
+
+def register(new: Card) -> Card:
+    """Add a method's card; ValueError when the name is taken or a dial's name clashes with another's spec."""
+    if not isinstance(new, Card):
+        raise TypeError(f"register: expected a Card, got {type(new).__name__}")
+    if new.name in CARDS:
+        raise ValueError(f"card {new.name!r}: already registered")
+    known = {d.name: d for c in CARDS.values() for d in c.dials}
+    for dial in new.dials:
+        if dial.name == "lam" or (dial.name in known and known[dial.name] != dial):
+            raise ValueError(f"card {new.name!r}: dial {dial.name!r} is already defined differently")
+    CARDS[new.name] = new
+    return new
+
+
+def unregister(name: str) -> Card:
+    """Remove a method's card (KeyError naming it when it is not registered)."""
+    if name not in CARDS:
+        raise KeyError(f"card {name!r}: not registered")
+    return CARDS.pop(name)
+
+
+@contextmanager
+def registered(*new: Card) -> Iterator[tuple[Card, ...]]:
+    """Register ``new`` for the duration of a ``with`` block (tests and plugins that must not leak)."""
+    done = []
+    try:
+        for c in new:
+            done.append(register(c))
+        yield tuple(done)
+    finally:
+        for c in reversed(done):
+            CARDS.pop(c.name, None)
+
+
+def card(name: str) -> Card:
+    """The card of ``name``; ValueError naming the known methods otherwise."""
+    try:
+        return CARDS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"method: unknown {name!r}, expected one of {sorted(CARDS)}") from None
+
+
+def methods(**facts: Any) -> tuple[str, ...]:
+    """Registered method names in display order, filtered by card facts (``methods(shippable=True)``)."""
+    ranked = sorted(enumerate(CARDS.values()), key=lambda ic: (ic[1].order, ic[0]))
+    return tuple(c.name for _, c in ranked if all(getattr(c, k) == v for k, v in facts.items()))
+
+
+def dial_specs() -> dict[str, Dial]:
+    """Every registered dial by name."""
+    return {d.name: d for c in CARDS.values() for d in c.dials}
+
+
+def make_policy(name: str, random_state: int = 0, **settings: Any) -> Any:
+    """A fresh rule by name (the registry is the only factory).
+
+    ``settings`` set the rule's parameters of those names where it has them, and are
+    ignored otherwise; a setting that is one of the rule's dials is checked first (e.g.
+    ``alpha``, the fitted default of a risk-controlled rule). None leaves a parameter as it is.
+    """
+    c = card(name)
+    rule = c.factory(random_state)
+    specs = {d.name: d for d in c.dials}
+    params = rule.get_params()
+    chosen = {}
+    for key, value in settings.items():
+        if value is None or key not in params:
+            continue
+        chosen[key] = specs[key].check(value, key) if key in specs else value
+    return rule.set_params(**chosen) if chosen else rule

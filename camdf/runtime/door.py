@@ -1,0 +1,99 @@
+"""The runtime's one front door: requests parsed and dials resolved the same way by the full and the lean policy.
+
+A :class:`FrontDoor` holds what a shipped rule needs to read requests (its training tools,
+their default costs, its dials) and nothing that needs scikit-learn: :class:`camdf.runtime.StopPolicy`
+and the lean loader (:mod:`camdf.runtime.lean`) both decide through it, so they accept and
+refuse the same requests with the same messages, and a single short request reaches the
+rule's one-task path (``decide_task``) as the same :class:`~camdf.policies.plain.OneTask`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Callable
+
+from camdf.core.features import task_normalised_scores
+from camdf.policies.plain import OneTask
+from camdf.policies.registry import dial_specs
+from camdf.runtime.requests import SHORT_RANKING, Request, Selection, check_lam, parse_all, parse_request
+
+
+@dataclass
+class FrontDoor:
+    """Request parsing and dial resolution for one shipped rule.
+
+    Parameters
+    ----------
+    method : str
+        The rule's method name (named in refusals).
+    dials : tuple of str
+        The rule's run-time dials.
+    vocab : list of str
+        The training tools (the tool-identity feature's categories).
+    costs : dict
+        Default cost of each tool by name (else 1).
+    """
+
+    method: str
+    dials: tuple[str, ...]
+    vocab: list[str]
+    costs: dict[str, float] = field(default_factory=dict)
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        """Position of each training tool name in the vocabulary (-1 for the others)."""
+        return {name: i for i, name in enumerate(self.vocab)}
+
+    def check_dial(self, name: str, value: Any, where: str) -> Any:
+        """``value`` checked as the dial ``name`` of this rule (None: absent); ValueError naming ``where``."""
+        if value is None:
+            return None
+        specs = dial_specs()
+        if name not in specs:
+            raise ValueError(f"{where}: unknown dial (expected some of {sorted(specs)})")
+        if name not in self.dials:
+            from camdf.policies.registry import CARDS
+
+            owners = " / ".join(c.name for c in CARDS.values() if c.shippable and specs[name] in c.dials) or "no"
+            raise ValueError(f"{where}: only the {owners} policy has {specs[name].what}; this one is {self.method}")
+        return specs[name].check(value, where)
+
+    def call_dials(self, lam: Any, dials: dict[str, Any]) -> tuple[float | None, dict[str, Any]]:
+        """The dials of a call (``select_batch(requests, lam=..., **dials)``), checked; None values dropped."""
+        lam = None if lam is None else check_lam(lam, "lam")
+        return lam, {k: v for k, v in ((k, self.check_dial(k, v, k)) for k, v in dials.items()) if v is not None}
+
+    def _parse(self, request: Any, where: str, numbers: bool = True) -> Request:
+        return parse_request(request, where, self.index, self.costs, frozenset(dial_specs()), self.check_dial,
+                             numbers)
+
+    def parse(self, requests: Any) -> list[Request]:
+        """The requests validated (:func:`camdf.runtime.requests.parse_all`)."""
+        return parse_all(requests, self._parse)
+
+    @staticmethod
+    def settings(r: Request, lam: float, dials: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """A request's lambda and dials: its own win over the call's."""
+        return (lam if r.lam is None else r.lam), {**dials, **r.dials}
+
+    @staticmethod
+    def is_short(parsed: list[Request]) -> bool:
+        """Whether the requests are one ranking short enough for the plain-Python one-task path."""
+        return len(parsed) == 1 and len(parsed[0].names) <= SHORT_RANKING
+
+    @staticmethod
+    def one_task(r: Request, lam: float, kind: str, membership: Callable[..., list[float]] | None = None
+                 ) -> tuple[list[int], OneTask]:
+        """The request ranked by score (ties keep the caller's order) as a :class:`OneTask`, and that order."""
+        scores = r.scores
+        order = sorted(range(len(scores)), key=lambda j: -scores[j])
+        s = [scores[j] for j in order]
+        task = OneTask(s, [r.costs[j] for j in order], [r.ids[j] for j in order], task_normalised_scores(s), lam,
+                       kind, float(len(r.query)), membership)
+        return order, task
+
+    @staticmethod
+    def selection(r: Request, order: list[int], depth: int) -> Selection:
+        """The first ``depth`` tools of the ranking ``order`` of a request."""
+        return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])

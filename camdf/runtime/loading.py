@@ -1,0 +1,161 @@
+"""Load a logged StopPolicy back by URI (``runs:/``, ``models:/``) or from a model folder.
+
+:func:`load_policy` reads a local model (a folder, or a ``models:/`` URI in a SQLite
+store whose artifacts are local files) without importing MLflow, so that ``camdf
+select`` starts in about a second; every other URI goes through MLflow.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+#: The shipped policy's registered name and alias (the train stage registers it): ``models:/camdf-stopper@champion``.
+REGISTERED_NAME = "camdf-stopper"
+CHAMPION = "champion"
+CHAMPION_URI = f"models:/{REGISTERED_NAME}@{CHAMPION}"
+
+
+def default_tracking_uri() -> str:
+    """The store a loader reads: ``MLFLOW_TRACKING_URI`` if set, else the checkout's ``outputs/mlflow.db``.
+
+    The second is where ``make reproduce`` records everything (``conf/tracking/local.yaml``;
+    ``CAMDF_ROOT`` moves the checkout as it does for the pipeline).
+    """
+    if os.environ.get("MLFLOW_TRACKING_URI"):
+        return os.environ["MLFLOW_TRACKING_URI"]
+    root = os.environ.get("CAMDF_ROOT") or Path(__file__).resolve().parents[2]
+    return f"sqlite:///{Path(root, 'outputs', 'mlflow.db')}"
+
+
+class _UseMlflow(Exception):
+    """The fast path cannot resolve this URI; MLflow must."""
+
+
+def _file_path(uri: str) -> Path | None:
+    """The local path of a ``file:`` URI or a plain path; None for any other scheme."""
+    if uri.startswith("file://"):
+        from urllib.parse import unquote, urlparse
+
+        return Path(unquote(urlparse(uri).path))
+    if "://" in uri or uri.startswith(("models:", "runs:")):
+        return None
+    return Path(uri)
+
+
+def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> Path:
+    """The local artifact folder of ``models:/<name>@<alias>`` or ``models:/<name>/<version>`` in a
+    SQLite store, read with the standard library (read-only: a missing store is not created)."""
+    import sqlite3
+
+    if not tracking.startswith("sqlite:///"):
+        raise _UseMlflow
+    spec = uri[len("models:/"):]
+    if "@" in spec:
+        name, alias = spec.rsplit("@", 1)
+        query = ("SELECT v.storage_location, v.status FROM registered_model_aliases a JOIN model_versions v "
+                 "ON v.name = a.name AND v.version = a.version WHERE a.name = ? AND a.alias = ?")
+        args, what = (name, alias), f"no model {name!r} with alias {alias!r}"
+    else:
+        name, _, version = spec.rpartition("/")
+        if not name or not version.isdigit():
+            raise _UseMlflow  # models:/name/latest, a stage, a logged model id: MLflow's own
+        query = "SELECT storage_location, status FROM model_versions WHERE name = ? AND version = ?"
+        args, what = (name, int(version)), f"no version {version} of model {name!r}"
+    db = Path(tracking[len("sqlite:///"):])
+    if not db.is_file():
+        raise ValueError(f"policy: cannot load {uri!r}{where}: the store does not exist{hint}")
+    try:
+        with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True) as conn:
+            row = conn.execute(query, args).fetchone()
+    except sqlite3.Error:
+        raise _UseMlflow from None  # another schema, a locked file: MLflow decides
+    if row is None:
+        raise ValueError(f"policy: cannot load {uri!r}{where}: {what}{hint}")
+    location, status = row
+    folder = _file_path(location or "")
+    if folder is None or status != "READY":
+        raise _UseMlflow
+    return folder
+
+
+def _read_policy(folder: Path, uri: str, lean: bool = False):
+    """The StopPolicy of a local model folder (its ``MLmodel`` names the pickled policy); with ``lean``,
+    the :class:`~camdf.runtime.lean.LeanPolicy` of its ``lean.json`` when it has one."""
+    import yaml
+
+    mlmodel = folder / "MLmodel"
+    if not mlmodel.is_file():
+        raise ValueError(f"policy: cannot load {uri!r}: {folder} holds no MLmodel file")
+    try:
+        meta = yaml.safe_load(mlmodel.read_text(encoding="utf-8"))
+        artifacts = meta["flavors"]["python_function"]["artifacts"]
+        rel = artifacts["policy"]["path"]
+    except (yaml.YAMLError, KeyError, TypeError, UnicodeDecodeError):
+        raise ValueError(f"policy: cannot load {uri!r}: {mlmodel} does not describe a camdf policy model") from None
+    if lean and isinstance(artifacts.get("lean"), dict) and "path" in artifacts["lean"]:
+        from camdf.runtime.lean import LeanPolicy
+
+        found = LeanPolicy.read(folder / artifacts["lean"]["path"], full=lambda: _read_policy(folder, uri))
+        if found is not None:
+            return found
+    try:
+        policy = pickle.loads((folder / rel).read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
+        raise ValueError(f"policy: cannot load {uri!r}: {folder / rel}: {type(err).__name__}: {err}") from None
+    from camdf.runtime.policy import StopPolicy
+
+    if not isinstance(policy, StopPolicy):
+        raise ValueError(f"policy: cannot load {uri!r}: {folder / rel} holds a {type(policy).__name__}, "
+                         "not a StopPolicy")
+    return policy
+
+
+def load_policy(uri: str = CHAMPION_URI, lean: bool = False):
+    """Load a policy from an MLflow model URI (``runs:/``, ``models:/``) or a local model folder.
+
+    The default is the shipped champion (:data:`CHAMPION_URI`); store URIs are resolved in
+    :func:`default_tracking_uri`. Raises ValueError naming the URI and the store when the
+    model is not there or cannot be read. ``lean=True`` (``camdf select``) returns, for a
+    local model whose rule has a portable form (camdf_risk), its :class:`~camdf.runtime.lean.LeanPolicy`: the same decisions for
+    a single short request without importing scikit-learn; its ``select_batch`` answers None
+    for anything else and ``full()`` loads the StopPolicy.
+    """
+    if not isinstance(uri, str) or not uri.strip():
+        raise ValueError(f"policy: expected a model URI or folder, got {uri!r}")
+    hint = " (run `make reproduce` or `python -m pipelines.train` first)" if uri == CHAMPION_URI else ""
+    tracking = where = None
+    if uri.startswith(("models:/", "runs:/")):
+        tracking = default_tracking_uri()
+        where = f" in the tracking store {tracking}"
+    try:
+        if uri.startswith("models:/"):
+            return _read_policy(_registered_folder(uri, tracking, where, hint), uri, lean)
+        folder = _file_path(uri)
+        if folder is not None:
+            if not folder.is_dir():
+                raise ValueError(f"policy: cannot load {uri!r}: no such model folder")
+            return _read_policy(folder, uri, lean)
+    except _UseMlflow:
+        pass
+    return _load_with_mlflow(uri, tracking, where or "", hint)
+
+
+def _load_with_mlflow(uri: str, tracking: str | None, where: str, hint: str):
+    import mlflow.pyfunc
+
+    from camdf.runtime.policy import StopPolicy
+
+    if tracking is not None:
+        mlflow.set_tracking_uri(tracking)
+        mlflow.set_registry_uri(tracking)
+    try:
+        policy = getattr(mlflow.pyfunc.load_model(uri).unwrap_python_model(), "policy", None)
+    except Exception as err:  # noqa: BLE001  the boundary: whatever MLflow raises, the URI is what is wrong
+        text = str(err).strip()
+        first = text.splitlines()[0] if text else type(err).__name__
+        raise ValueError(f"policy: cannot load {uri!r}{where}: {first}{hint}") from None
+    if not isinstance(policy, StopPolicy):
+        raise ValueError(f"policy: cannot load {uri!r}{where}: not a camdf policy model")
+    return policy

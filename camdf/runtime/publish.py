@@ -1,0 +1,106 @@
+"""Log a fitted StopPolicy as an MLflow pyfunc model, with the camdf wheel its requirements install.
+
+The model carries the typed signature (:mod:`camdf.runtime.signature`), the pickled policy,
+the lean numbers of a rule with a portable form (:mod:`camdf.runtime.lean`) and the
+checkout's camdf built as a wheel (``artifacts/camdf-<version>-py3-none-any.whl``), named by
+that relative path in ``requirements.txt``, which MLflow's environment managers install from
+the model's folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from camdf.runtime.signature import INPUT_COLUMNS, signature
+
+def build_wheel(dst: Path) -> Path:
+    """Build the checkout's camdf as a wheel into ``dst`` and return its path.
+
+    The sources (``pyproject.toml``, ``README.md``, ``camdf/``) are copied to a temporary
+    folder first, so that the build writes nothing into the checkout. Raises RuntimeError
+    when camdf is not imported from a checkout or the build fails.
+    """
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "pyproject.toml").is_file() or not (root / "camdf" / "__init__.py").is_file():
+        raise RuntimeError(f"camdf wheel: {root} is not a camdf checkout (no pyproject.toml); log the policy "
+                           "from a checkout")
+    dst.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="camdf-wheel-") as tmp:
+        src = Path(tmp, "src")
+        shutil.copytree(root / "camdf", src / "camdf", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        for name in ("pyproject.toml", "README.md", "LICENSE"):
+            if (root / name).is_file():
+                shutil.copy2(root / name, src / name)
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                               "-q", "-w", str(dst), str(src)], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"camdf wheel: pip wheel exited {proc.returncode}: {proc.stderr[-2000:]}")
+    wheels = sorted(dst.glob("camdf-*.whl"))
+    if len(wheels) != 1:
+        raise RuntimeError(f"camdf wheel: expected one wheel in {dst}, found {[w.name for w in wheels]}")
+    return wheels[0]
+
+
+def log_policy(policy, name: str = "policy", example: dict | None = None,
+               registered_model_name: str | None = None) -> str:
+    """Log the policy as an MLflow pyfunc model in the active run; returns its model URI.
+
+    The model carries :func:`signature`, ``example`` (one request) as its input example,
+    and the camdf wheel (:func:`build_wheel`) that its ``requirements.txt`` names.
+    """
+    import logging
+    import warnings
+
+    logging.getLogger("mlflow.pyfunc").setLevel(logging.ERROR)
+    # MLflow checks the input example by loading the model back: no download bars for that.
+    quiet = {"MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
+    saved = {k: os.environ.get(k) for k in quiet}
+    os.environ.update(quiet)
+    try:
+        with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return _log_model(policy, Path(tmp), name, example, registered_model_name)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_model_name: str | None) -> str:
+    import cloudpickle
+    import mlflow
+    import pandas as pd
+
+    from camdf.runtime.lean import LEAN_ARTIFACT, lean_numbers
+    from camdf.runtime.model import StopPolicyModel
+
+    path = Path(tmp, "policy.pkl")
+    path.write_bytes(pickle.dumps(policy))
+    wheel = build_wheel(Path(tmp, "wheel"))
+    artifacts = {"policy": str(path), "wheel": str(wheel)}
+    lean = lean_numbers(policy)
+    if lean is not None:  # what camdf select reads without scikit-learn (camdf.runtime.lean)
+        artifacts[LEAN_ARTIFACT] = str(Path(tmp, "lean.json"))
+        Path(artifacts[LEAN_ARTIFACT]).write_text(json.dumps(lean), encoding="utf-8")
+    frame = None
+    if example is not None:
+        frame = pd.DataFrame([{k: example[k] for k in INPUT_COLUMNS if example.get(k) is not None}])
+    info = mlflow.pyfunc.log_model(
+        name=name, python_model=StopPolicyModel(), artifacts=artifacts,
+        signature=signature(policy), input_example=frame, registered_model_name=registered_model_name,
+        # MLflow's environment managers install these from the model's folder, where the wheel is.
+        pip_requirements=[f"mlflow=={mlflow.__version__}", f"cloudpickle=={cloudpickle.__version__}",
+                          f"artifacts/{wheel.name}"],
+    )
+    return info.model_uri
+
+

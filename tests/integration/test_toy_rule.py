@@ -1,0 +1,115 @@
+"""A rule defined here, registered only through the registry (one card), runs through the evaluate stage,
+the train stage as a candidate and `camdf select` with its dial: no other file knows it.
+
+The stages run in this process (their library functions, as their entry points call them), because a
+card registered here is not seen by a stage started as a subprocess.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.utils.validation import check_is_fitted
+
+from camdf.policies import Card, Dial, StoppingRule, card, registered
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _check_cap(value, field):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise ValueError(f"{field}: must be a number >= 0, got {value!r}")
+    return int(value)
+
+
+class CappedTopK(StoppingRule):
+    """Expose the top k (k tuned on training payoff), at most ``cap`` of them: ``cap`` is a run-time dial."""
+
+    dials = ("cap",)
+
+    def __init__(self, cap: int = 1000):
+        self.cap = cap
+
+    def fit(self, batch):
+        n = batch.inst.n
+        ks = np.arange(int(n.max()) + 1)
+        means = np.take_along_axis(batch.u, np.minimum(ks[:, None], n[None, :]).T, axis=1).mean(axis=0)
+        self.k_ = int(ks[np.argmax(means)])
+        return self
+
+    def _depths(self, batch, cap=None):
+        check_is_fitted(self)
+        return np.minimum(min(self.k_, self.cap if cap is None else cap), batch.inst.n)
+
+    def tuned_parameters(self):
+        check_is_fitted(self)
+        return {"k": self.k_}
+
+
+CAP = Dial("cap", _check_cap, "a cap on the tools exposed")
+TOY = Card("toy_cap", lambda rs: CappedTopK(), family="peer", shippable=True, dials=(CAP,))
+
+
+def _train_config(data: Path, out: Path) -> dict:
+    from hydra import compose, initialize_config_dir
+
+    import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers, as the entry point does)
+    from camdf.pipeline.schema import resolve, validate
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=[f"paths.data_dir={data}", f"paths.output_dir={out}",
+                                                      f"tracking.uri=sqlite:///{out}/mlflow.db", "debug=tiny"])
+    # The config schema's choices are the shippable cards when it was imported: validate the stock config,
+    # then name the registered rule as the only candidate (what `policy.candidates=[toy_cap]` says).
+    resolved = validate(resolve(cfg), "train")
+    resolved["policy"]["candidates"] = [TOY.name]
+    return resolved
+
+
+def test_a_registered_rule_runs_through_evaluate_train_and_select(data_dir, tmp_path, monkeypatch, capsys):
+    from camdf.cli.commands import main as camdf_cli
+    from camdf.pipeline.assembly import Paths
+    from camdf.pipeline.cell_job import run_cell
+    from camdf.pipeline.policy_job import train_policy
+    from camdf.pipeline.schema import open_tracker
+
+    out = tmp_path / "out"
+    out.mkdir()
+    with registered(TOY):
+        cfg = _train_config(data_dir, out)
+        paths = Paths(Path(cfg["paths"]["data_dir"]), Path(cfg["paths"]["cache_dir"]))
+
+        # The evaluate stage: a tiny cell with the toy rule beside the tuned top-k it copies (uncapped, the same
+        # decisions) and full access.
+        cell = {**cfg, "method": {**cfg["method"], "names": [TOY.name, "fixed_k", "full"]}}
+        metrics, _ = run_cell(cell, paths)
+        for stat in ("payoff_mean", "n_exposed", "success"):
+            assert metrics[f"{TOY.name}/{stat}"] == metrics[f"fixed_k/{stat}"]
+
+        # The train stage: the toy rule is the candidate, compared out of fold and shipped as the champion.
+        uri, info = train_policy(cfg, paths, open_tracker(cfg), ROOT)
+        assert info["method"] == TOY.name and TOY.name in info["comparison"].index
+        assert uri.endswith("@champion")
+
+        # camdf select with its dial (the library's CLI entry, in this process), against the policy's own answer.
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", cfg["tracking"]["uri"])
+        from camdf.runtime import load_policy
+
+        policy = load_policy(uri)
+        tools = [{"name": f"t{j}", "description": f"tool {j}"} for j in range(8)]
+        req = {"tools": tools, "scores": [8.0 - j for j in range(8)]}
+        path = tmp_path / "request.json"
+        path.write_text(json.dumps(req), encoding="utf-8")
+        uncapped = policy.select(**req).depth
+        assert uncapped >= 1
+        capsys.readouterr()
+        assert camdf_cli(["select", "--policy", uri, "--input", str(path), "--dial", "cap=1"]) == 0
+        assert json.loads(capsys.readouterr().out)["depth"] == min(1, uncapped) == 1
+        assert camdf_cli(["select", "--policy", uri, "--input", str(path)]) == 0
+        assert json.loads(capsys.readouterr().out)["depth"] == uncapped
+        # A dial the rule does not have is refused with its name; the toy's dial on another rule too.
+        assert camdf_cli(["select", "--policy", uri, "--input", str(path), "--alpha", "0.1"]) == 2
+        assert "alpha: only the camdf_risk policy has a target miss rate; this one is toy_cap" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="toy_cap"):  # unregistered on leaving the block
+        card(TOY.name)

@@ -1,4 +1,4 @@
-"""Paired randomisation (sign-flip) test, vectorised over all resamples with the ``(1 + #extreme) / (1 + B)`` correction.
+"""Paired randomisation (sign-flip) test over all resamples at once, p = ``(1 + #extreme) / (1 + B)``.
 
 Randomness and input errors follow :mod:`camdf.evaluation.checks`; the resamples are
 processed in blocks of :data:`camdf.evaluation.bootstrap.BLOCK_ROWS` rows with BLAS on one thread,

@@ -153,7 +153,8 @@ def claims(evidence: Evidence, main: dict) -> Report:
     if not clean.empty:
         drop = float(clean.iloc[0] - noise["m:camdf/payoff_mean"].min())
         rows.append(("f", "robust to G_x noise", f"A19: epsilon in {', '.join(f'{e:g}' for e in noise.eps)}",
-                     f"largest drop from the noise-free payoff {drop:.3f}", HOLDS if drop <= NOISE_TOLERANCE else FAILS))
+                     f"largest drop from the noise-free payoff {drop:.3f}",
+                     HOLDS if drop <= NOISE_TOLERANCE else FAILS))
     frame = pd.DataFrame(rows, columns=["claim", "statement", "evidence cells", "statistic", "verdict"])
     frame = frame.assign(key=frame["claim"].str[0]).sort_values("key", kind="stable").drop(columns="key")
     frame = frame.set_index("claim")

@@ -7,7 +7,8 @@ from camdf.reporting.evidence import gather, main_cells
 from camdf.reporting.tables.grid import a18
 
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
-        "table2_scorers": ["bm25", "supervised"], "methods": ["camdf", "full", "none"], "grid_methods": ["camdf", "predict_threshold", "score_per_cost", "full"],
+        "table2_scorers": ["bm25", "supervised"], "methods": ["camdf", "full", "none"],
+        "grid_methods": ["camdf", "predict_threshold", "score_per_cost", "full"],
         "noise_methods": ["camdf"], "ablation_methods": ["camdf"], "risk_methods": ["camdf_risk"]}
 
 
@@ -18,7 +19,8 @@ def _run(key, start, methods, diff, **params):
     p.update(params)
     lo, hi = diff - 0.01, diff + 0.01  # full minus camdf, as summarize_cell logs it
     row = {"run_id": f"{key}@{start}", "start": start, "t:cell_key": key, **{f"p:{k}": v for k, v in p.items()},
-           "m:camdf/payoff_mean": 0.5, "m:camdf/fewer_tools_vs_full_pct": 40.0, "m:cell/degenerate": 0.0, "m:cell/headroom": 0.2, "p:folds.repeats": "1"}
+           "m:camdf/payoff_mean": 0.5, "m:camdf/fewer_tools_vs_full_pct": 40.0, "m:cell/degenerate": 0.0,
+           "m:cell/headroom": 0.2, "p:folds.repeats": "1"}
     for m in ("full", "predict_threshold", "score_per_cost"):  # every rival: diff behind CAM-DF by ``diff``
         row.update({f"m:{m}/payoff_mean": 0.5 + diff, f"m:{m}/diff_vs_ref": diff, f"m:{m}/diff_vs_ref_ci_low": lo,
                     f"m:{m}/diff_vs_ref_ci_high": hi})

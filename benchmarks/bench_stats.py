@@ -1,4 +1,4 @@
-"""Benchmark of the vectorised paired bootstrap in :mod:`camdf.evaluation.stats`.
+"""Benchmark of the vectorised paired bootstrap in :mod:`camdf.evaluation.bootstrap`.
 
 Workload: B = 10 000 resamples x n = 2 285 tasks x m = 12 methods (11 paired
 differences against one reference), percentile and BCa intervals.  Target: at
@@ -28,8 +28,8 @@ if __package__ in (None, ""):  # allow `python benchmarks/bench_stats.py` from a
 
 from common import print_figures  # noqa: E402
 
-from camdf.evaluation import stats as cs  # noqa: E402
-from camdf.evaluation.stats import _resample_means  # noqa: E402  (timed separately)
+from camdf.evaluation import bootstrap  # noqa: E402
+from camdf.evaluation.bootstrap import _resample_means  # noqa: E402  (timed separately)
 
 B = 10_000
 N_TASKS = 2_285
@@ -69,11 +69,11 @@ def run() -> dict:
     values = _workload()
     ref = "m00"
 
-    t_idx, idx = _best(lambda: cs.bootstrap_indices(N_TASKS, B, SEED))
-    t_pct, res_pct = _best(lambda: cs.paired_bootstrap(values, ref, indices=idx))
-    t_bca, _ = _best(lambda: cs.paired_bootstrap(values, ref, indices=idx, method="bca"))
+    t_idx, idx = _best(lambda: bootstrap.bootstrap_indices(N_TASKS, B, SEED))
+    t_pct, res_pct = _best(lambda: bootstrap.paired_bootstrap(values, ref, indices=idx))
+    t_bca, _ = _best(lambda: bootstrap.paired_bootstrap(values, ref, indices=idx, method="bca"))
     def end_to_end():
-        return cs.paired_bootstrap(values, ref, n_resamples=B, random_state=SEED)
+        return bootstrap.paired_bootstrap(values, ref, n_resamples=B, random_state=SEED)
 
     t_e2e, res_e2e = _best(end_to_end)
     assert res_e2e.equals(res_pct)  # shared index matrix == same seed

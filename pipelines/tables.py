@@ -1,4 +1,4 @@
-"""Tables stage: Table 2 and A18-A24 with figures, rebuilt from the MLflow store alone.
+"""Tables stage: every registered table with its figures, rebuilt from the MLflow store alone.
 
 Inputs: the FINISHED cell runs of the tracking store (MLFLOW_TRACKING_URI or outputs/mlflow.db).
 Outputs: outputs/tables/<table>.{md,csv,tex}, outputs/tables/*.png (also logged to MLflow), README Results.
@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.choices import check_choices
 from camdf.reporting.build import build_tables
+from camdf.reporting.registry import experiments
 from camdf.pipeline.identity import code_stamp
 from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
 from camdf.pipeline.sweeps import experiment_keys
@@ -32,7 +33,8 @@ def main(cfg: DictConfig) -> None:
         refuse(ConfigError("tracking.experiment", c["tracking"]["experiment"],
                            f"an experiment of the store {c['tracking']['uri']} (run its cells first)"), paths["output_dir"])
     same_paths = [f"paths.{k}={paths[k]}" for k in ("root_dir", "data_dir", "output_dir")]
-    keys, missing = experiment_keys(c["experiments"], paths["data_dir"], [*same_paths, *c["cell_overrides"]])
+    names = c["experiments"] or experiments()  # null: the registered tables' experiments
+    keys, missing = experiment_keys(names, paths["data_dir"], [*same_paths, *c["cell_overrides"]])
     tracker = open_tracker(c)
     readme = Path(c["readme"]) if c["update_readme"] else None
     written, skipped = build_tables(tracker, c["main"], Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp())

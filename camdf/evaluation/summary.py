@@ -11,15 +11,9 @@ import numpy as np
 import pandas as pd
 
 from camdf.policies import FAMILY, FULL_ACCESS, ORACLES, REFERENCE
-from camdf.evaluation.stats import (
-    bootstrap_indices,
-    bootstrap_mean_ci,
-    holm,
-    mcnemar_exact,
-    paired_bootstrap,
-    sign_flip_test,
-    tost_paired,
-)
+from camdf.evaluation.bootstrap import bootstrap_indices, bootstrap_mean_ci, paired_bootstrap
+from camdf.evaluation.classical import holm, mcnemar_exact, tost_paired
+from camdf.evaluation.permutation import sign_flip_test
 
 
 #: Outcome columns averaged over the repeats of a cell (the per-task means every statistic reads).

@@ -14,6 +14,7 @@ import pandas as pd
 
 from camdf.common.files import parquet_bytes
 from camdf.evaluation.cell import evaluate_cell
+from camdf.evaluation.headroom import headroom_metrics
 from camdf.evaluation.summary import summarize_cell
 from camdf.evaluation.verified import verified_curves, verified_outcomes
 from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
@@ -34,7 +35,8 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     metrics : dict
         ``method/metric -> value`` (payoff mean and CI, spread over the repeats, success,
         tools, cost, difference to CAM-DF with CI and Holm p, paired test/TOST against full
-        access, share of the headroom) and ``cell/...`` (tasks, repeats, headroom, degenerate).
+        access, share of the headroom) and ``cell/...`` (tasks, repeats, headroom, degenerate:
+        :func:`camdf.evaluation.headroom.headroom_metrics`).
     artifacts : dict
         ``relative path -> bytes``: ``outcomes.parquet`` (per task, method and repeat),
         ``repeats.csv`` (each method's mean per repeat), ``summary.csv``, ``costs.csv``,
@@ -97,23 +99,6 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
         artifacts["lite_coefficients.csv"] = pd.concat(coefs, ignore_index=True).to_csv(
             index=False, float_format="%.6g").encode()
     return metrics, artifacts
-
-
-#: Headroom below which a cell is degenerate: no stopping rule can gain much over the trivial ones.
-DEGENERATE_HEADROOM = 0.02
-
-
-def headroom_metrics(bounds: pd.DataFrame, table: pd.DataFrame) -> dict[str, float]:
-    """``cell/headroom`` = best prefix - max(full, none) (means over tasks and repeats), each method's
-    ``headroom_share`` = (method - max(full, none)) / headroom, and ``cell/degenerate`` (headroom < 0.02)."""
-    none, full, best = (float(bounds[c].mean()) for c in ("none", "full", "best"))
-    floor = max(full, none)
-    headroom = best - floor
-    out = {"cell/payoff_none": none, "cell/payoff_full": full, "cell/payoff_best_prefix": best,
-           "cell/headroom": headroom, "cell/degenerate": float(headroom < DEGENERATE_HEADROOM)}
-    if headroom > 0:
-        out.update({f"{m}/headroom_share": (float(v) - floor) / headroom for m, v in table["payoff_mean"].items()})
-    return out
 
 
 def cell_tags(cfg: dict[str, Any], experiment: str | None = None) -> dict[str, str]:

@@ -169,7 +169,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "tables": {
         "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(REGIMES), "main.lam": LAM,
         "main.d": Number(lo=0), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
-        "experiments": ListOf(experiment_name),
+        "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
         **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",
                                                           "ablation_methods", "risk_methods")},

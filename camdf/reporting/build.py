@@ -1,4 +1,4 @@
-"""Build every table and figure the store supports into outputs/tables/, the README and a ``tables`` run."""
+"""Build every registered table and figure the store supports into outputs/tables/, the README and a ``tables`` run."""
 
 from __future__ import annotations
 
@@ -6,61 +6,49 @@ from pathlib import Path
 
 import pandas as pd
 
-from camdf.reporting.claims import claims
-from camdf.reporting.figures import figure_payoff_vs_tools, heatmap_png
+from camdf.reporting.evidence import Evidence, gather
 from camdf.reporting.findings import headlines
 from camdf.reporting.readme import results_markdown, update_readme
+from camdf.reporting.registry import TABLES
 from camdf.reporting.report import Report
 from camdf.reporting.store import runs_frame
-from camdf.reporting.tables import (
-    a18, a19, a20, a20_lambda, a21, a24, a25, a26, cross_domain, family_verdict, table2,
-)
+from camdf.reporting.tables.base import Figure, TableSpec
 
-def build_all(runs: pd.DataFrame, main: dict) -> tuple[list[Report], dict[str, bytes], list[str]]:
-    """Every table and figure the store can support.
+
+def build_all(evidence: Evidence, main: dict, tables: tuple[TableSpec, ...] = TABLES
+              ) -> tuple[list[Report], dict[str, bytes], list[str]]:
+    """Every registered table and figure the evidence can support, in registry order.
+
+    Parameters
+    ----------
+    evidence : Evidence
+        Every sweep's cells, selected once (:func:`camdf.reporting.evidence.gather`).
+    main : dict
+        The ``main`` block of ``conf/tables.yaml``.
+    tables : tuple of TableSpec
+        What to build (default: :data:`camdf.reporting.registry.TABLES`).
 
     Returns
     -------
     reports : list of Report
     figures : dict file name -> PNG bytes
     missing : list of str
-        What could not be built and why (a table whose runs are not in the store).
+        What could not be built and why (a table whose runs are not in the store); each
+        variant of a table (e.g. one ranking source) is built or skipped on its own.
     """
     reports, figures, missing = [], {}, []
-    builders = [
-        ("table2", lambda: table2(runs, main)),
-        *[(f"table2_{s}", lambda s=s: table2(runs, main, s)) for s in main.get("table2_scorers", ())
-          if s != main["scorer"]],
-        ("a18", lambda: a18(runs, main)),
-        ("a19", lambda: a19(runs, main)),
-        ("a20", lambda: a20(runs, main)),
-        *[(f"a20_{s}", lambda s=s: a20(runs, main, s)) for s in main.get("table2_scorers", ()) if s != main["scorer"]],
-        ("a20_lambda", lambda: a20_lambda(runs, main)),
-        ("a21", lambda: a21(runs, main)),
-        ("a22", lambda: cross_domain(runs, main, "exact")),
-        ("a23", lambda: cross_domain(runs, main, "partial")),
-        ("a24", lambda: a24(runs, main)),
-        ("a25", lambda: a25(runs, main)),
-        ("a26", lambda: a26(runs, main)),
-        ("family", lambda: family_verdict(runs, main)),
-        ("claims", lambda: claims(runs, main)),
-    ]
-    for name, build in builders:
-        try:
-            out = build()
-        except LookupError as err:
-            missing.append(str(err))
-            continue
-        if isinstance(out, tuple):
-            report, long = out
-            figures[f"{name}_heatmap.png"] = heatmap_png(long, report.title)
-            reports.append(report)
-        else:
-            reports += out if isinstance(out, list) else [out]
-    try:
-        figures["payoff_vs_tools.png"] = figure_payoff_vs_tools(runs, main)
-    except LookupError as err:
-        missing.append(str(err))
+    for spec in tables:
+        for variant in spec.variants(main):
+            try:
+                out = spec.build(evidence, main, **variant)
+            except LookupError as err:
+                missing.append(str(err))
+                continue
+            for item in out if isinstance(out, (list, tuple)) else [out]:
+                if isinstance(item, Figure):
+                    figures[item.name] = item.png
+                else:
+                    reports.append(item)
     return reports, figures, missing
 
 
@@ -80,7 +68,8 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
     runs = runs_frame(tracker)
     if keys is not None and not runs.empty:
         runs = runs[runs["t:cell_key"].isin(keys)].reset_index(drop=True)
-    reports, figures, missing = build_all(runs, main)
+    evidence = gather(runs, main)
+    reports, figures, missing = build_all(evidence, main)
     if out_dir.is_dir():  # a table the store no longer supports must not linger from an older build
         for old in out_dir.iterdir():
             if old.suffix in (".md", ".csv", ".tex", ".png"):
@@ -94,7 +83,7 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
         written.append(path)
     if readme is not None and reports:
         text = Path(readme).read_text(encoding="utf-8")
-        body = results_markdown(reports, "make reproduce", headlines(runs, main), stamp)
+        body = results_markdown(reports, "make reproduce", headlines(evidence, main, reports), stamp)
         Path(readme).write_text(update_readme(text, body), encoding="utf-8")
         written.append(Path(readme))
     if figures or reports:

@@ -1,7 +1,8 @@
 """The claims table: one row per claim of the paper, its evidence cells, the statistic and a verdict.
 
 Every verdict follows a rule stated in the row (and in :data:`RULES`), read from the
-store's cell runs alone. Degenerate cells (headroom < 0.02) are left out of every count.
+store's cell runs alone, through the same :class:`~camdf.reporting.evidence.Evidence` the tables read.
+Degenerate cells (headroom below :data:`camdf.evaluation.headroom.DEGENERATE_HEADROOM`) are left out of every count.
 """
 
 from __future__ import annotations
@@ -10,11 +11,15 @@ import numpy as np
 import pandas as pd
 
 from camdf.policies import CARDS, ORACLES
+from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.report import Report
-from camdf.reporting.store import main_params, methods_of, select, sweep
-from camdf.reporting.tables import is_degenerate
+from camdf.reporting.store import methods_of
+from camdf.reporting.tables.base import TableSpec
 
 HOLDS, FAILS, UNSURE = "holds", "does not hold", "inconclusive"
+
+#: Claim (f): the largest drop of CAM-DF's payoff under G_x noise that still counts as robust.
+NOISE_TOLERANCE = 0.02
 
 RULES = {
     "a": "holds: CAM-DF's payoff CI lies above every other deployable method's (paired difference CI > 0); "
@@ -30,8 +35,8 @@ RULES = {
          "full access's by more than delta; inconclusive otherwise",
     "e": "lite's gain over max(full, none) as a share of CAM-DF's gain: holds if >= 0.5; does not hold if < 0.5; "
          "inconclusive when CAM-DF has no gain to keep",
-    "f": "A19: holds if CAM-DF's payoff at every noise level stays within 0.02 of its noise-free payoff; does not "
-         "hold otherwise",
+    "f": f"A19: holds if CAM-DF's payoff at every noise level stays within {NOISE_TOLERANCE:g} of its noise-free "
+         "payoff; does not hold otherwise",
     "g": "A24 falsifier: the claim that CAM-DF beats a tuned score-per-cost rule holds if CAM-DF's CI lies above it "
          "in more than half the non-degenerate cells; it does not hold (falsified) if the CIs cover 0 or favour "
          "score-per-cost in at least half",
@@ -68,21 +73,12 @@ def claim_a(run: pd.Series) -> tuple[str, str]:
                     f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
-def claims(runs: pd.DataFrame, main: dict) -> Report:
+def claims(evidence: Evidence, main: dict) -> Report:
     """The claims table (LookupError when the main cell is not in the store)."""
     rows = []
-    base = main_params(main)
-    mains = select(runs, **{k: v for k, v in base.items() if k not in ("scorer__label", "folds__protocol")},
-                   method__names=str(list(main["methods"])))
-    if "p:list_cost" in mains:
-        mains = mains[mains["p:list_cost"].isin(["None"])]
+    mains = evidence.main
     if mains.empty:
         raise LookupError("claims: no FINISHED main-cell run in the store; run `experiment=table2` first")
-    scorers = list(dict.fromkeys([main["scorer"], *main.get("table2_scorers", ())]))
-    mains = mains[mains["p:scorer.label"].isin(scorers)]
-    mains = mains.sort_values("start").drop_duplicates(["p:scorer.label", "p:folds.protocol"], keep="last")
-    mains = mains.assign(order=[(scorers.index(s), p != "kfold") for s, p in
-                                zip(mains["p:scorer.label"], mains["p:folds.protocol"])]).sort_values("order")
     for _, run in mains.iterrows():
         verdict, stat = claim_a(run)
         rows.append((f"a ({run['p:scorer.label']}, {run['p:folds.protocol']} folds)",
@@ -91,12 +87,7 @@ def claims(runs: pd.DataFrame, main: dict) -> Report:
     kfold_mains = [r for _, r in mains.iterrows() if r["p:folds.protocol"] == "kfold"]
 
     # (b) and (g): the A18 grid.
-    try:
-        grid = sweep(runs, main, ("cost__lam", "cost__d"), "grid_methods", "grid")
-        grid = grid.assign(lam=grid["p:cost.lam"].astype(float), d=grid["p:cost.d"].astype(float))
-        grid = grid.sort_values("start").drop_duplicates(["lam", "d"], keep="last")
-    except LookupError:
-        grid = pd.DataFrame()
+    grid = evidence.grid
     if not grid.empty:
         cells = grid[(grid.d >= 1) & (grid.lam >= 0.12)]
         live = cells[[not is_degenerate(r) for _, r in cells.iterrows()]]
@@ -119,19 +110,13 @@ def claims(runs: pd.DataFrame, main: dict) -> Report:
                      f"{len(live) - favour - against}, below 0 in {against}", verdict))
 
     # (c): rankers (A21) and cost dispersions (A18 at the main lambda).
-    evidence = []
-    try:
-        a21 = sweep(runs, main, ("scorer__label",), "methods", "a21")
-        a21 = a21[a21.get("p:folds.protocol", "kfold") == "kfold"] if "p:folds.protocol" in a21 else a21
-        evidence += [r for _, r in a21.sort_values("start").drop_duplicates("p:scorer.label", keep="last").iterrows()]
-    except LookupError:
-        pass
+    ranked = [r for _, r in evidence.rankers.iterrows()]
     if not grid.empty:
-        evidence += [r for _, r in grid[np.isclose(grid.lam, float(main["lam"]))].iterrows()]
-    evidence = [r for r in evidence if not is_degenerate(r) and "m:predict_threshold/diff_vs_ref" in r
-                and pd.notna(r["m:predict_threshold/diff_vs_ref"])]
-    if evidence:
-        diffs = [_diff(r, "predict_threshold") for r in evidence]
+        ranked += [r for _, r in grid[np.isclose(grid.lam, float(main["lam"]))].iterrows()]
+    ranked = [r for r in ranked if not is_degenerate(r) and "m:predict_threshold/diff_vs_ref" in r
+              and pd.notna(r["m:predict_threshold/diff_vs_ref"])]
+    if ranked:
+        diffs = [_diff(r, "predict_threshold") for r in ranked]
         above = sum(lo > 0 for _, lo, _ in diffs)
         below = sum(hi < 0 for _, _, hi in diffs)
         verdict = HOLDS if above == len(diffs) else (FAILS if below > 0 else UNSURE)
@@ -164,19 +149,19 @@ def claims(runs: pd.DataFrame, main: dict) -> Report:
                      + ("" if gain <= 0 else f" (share {share:.2f})"), verdict))
 
     # (f): robustness to G_x noise (A19).
-    try:
-        noise = sweep(runs, main, ("label_noise",), "noise_methods", "a19")
-        noise = noise.assign(eps=noise["p:label_noise"].astype(float)).sort_values("start")
-        noise = noise.drop_duplicates("eps", keep="last").sort_values("eps")
-        clean = noise[noise.eps == 0]["m:camdf/payoff_mean"]
-        if not clean.empty:
-            drop = float(clean.iloc[0] - noise["m:camdf/payoff_mean"].min())
-            rows.append(("f", "robust to G_x noise", f"A19: epsilon in {', '.join(f'{e:g}' for e in noise.eps)}",
-                         f"largest drop from the noise-free payoff {drop:.3f}", HOLDS if drop <= 0.02 else FAILS))
-    except LookupError:
-        pass
+    noise = evidence.noise
+    clean = noise[noise.eps == 0]["m:camdf/payoff_mean"] if not noise.empty else pd.Series(dtype=float)
+    if not clean.empty:
+        drop = float(clean.iloc[0] - noise["m:camdf/payoff_mean"].min())
+        rows.append(("f", "robust to G_x noise", f"A19: epsilon in {', '.join(f'{e:g}' for e in noise.eps)}",
+                     f"largest drop from the noise-free payoff {drop:.3f}",
+                     HOLDS if drop <= NOISE_TOLERANCE else FAILS))
     frame = pd.DataFrame(rows, columns=["claim", "statement", "evidence cells", "statistic", "verdict"])
     frame = frame.assign(key=frame["claim"].str[0]).sort_values("key", kind="stable").drop(columns="key")
     frame = frame.set_index("claim")
     note = "Rules: " + " ".join(f"({k}) {v}." for k, v in RULES.items())
     return Report("claims", "Claims of the paper: evidence, statistic and verdict", frame, note=note)
+
+
+#: The claims read the main cells, the A18 grid, A19 and A21.
+TABLE = TableSpec("claims", ("table2", "table2_group", "a18", "a19", "a21"), claims)

@@ -7,8 +7,8 @@ import io
 import numpy as np
 import pandas as pd
 
+from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.policies import CARDS
-from camdf.reporting.store import main_params, methods_of, one_run
 
 # One colour and one marker per method (its registry card), fixed by name so that a method looks the same in
 # every figure; a card without them gets a spare pair chosen by name.
@@ -114,22 +114,11 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
                                                           edgecolor="0.55", linewidth=0))
     difference = difference or long.attrs.get("difference", "method minus reference")
     fig.colorbar(im, ax=ax, label="payoff difference:\n" + difference.replace(" (", "\n("))
-    title += "\n(\u2020 CI excludes 0" + ("; hatched: degenerate cell, headroom < 0.02)" if degenerate is not None
-                                           and degenerate.to_numpy().any() else ")")
+    title += "\n(\u2020 CI excludes 0" + (f"; hatched: degenerate cell, headroom < {DEGENERATE_HEADROOM:g})"
+                                           if degenerate is not None and degenerate.to_numpy().any() else ")")
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
-
-
-def figure_payoff_vs_tools(runs: pd.DataFrame, main: dict) -> bytes:
-    """The per-method payoff vs tools exposed figure of the main cell at d = 0."""
-    run = one_run(runs, "payoff-vs-tools figure", **{**main_params(main), "cost__d": 0.0},
-               method__names=str(list(main["methods"])))
-    rows = {}
-    for m in methods_of(run):
-        rows[m] = {k: run[f"m:{m}/{k}"] for k in ("payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed")}
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    return payoff_vs_tools_png(table, f"{main['domain']}: lambda = {main['lam']}, d = 0 (homogeneous costs)")

@@ -1,4 +1,4 @@
-"""Read the MLflow store for the tables: FINISHED cell runs as a frame, and selection of cells by config."""
+"""Read the MLflow store for the tables: FINISHED cell runs as a frame, selection by params, methods present."""
 
 from __future__ import annotations
 
@@ -42,14 +42,6 @@ def select(runs: pd.DataFrame, **params: Any) -> pd.DataFrame:
     return out.drop_duplicates("t:cell_key", keep="last")
 
 
-def one_run(runs: pd.DataFrame, what: str, **params) -> pd.Series:
-    """The latest run matching ``params``; LookupError naming ``what`` when there is none."""
-    sel = select(runs, **params)
-    if sel.empty:
-        raise LookupError(f"{what}: no FINISHED run in the store with {params}; run its experiment first")
-    return sel.iloc[-1]
-
-
 def methods_of(run: pd.Series) -> list[str]:
     """Methods with a payoff in one run, in :data:`METHOD_ORDER` (unknown ones after, sorted)."""
     present = {c.split("/")[0][2:] for c in run.index if c.startswith("m:") and c.endswith("/payoff_mean")}
@@ -60,27 +52,3 @@ def methods_of(run: pd.Series) -> list[str]:
 def present_methods(sel: pd.DataFrame) -> list[str]:
     """Methods with a payoff in any of the selected runs (columns from other runs' methods are dropped)."""
     return [m for m in METHOD_ORDER if f"m:{m}/payoff_mean" in sel and sel[f"m:{m}/payoff_mean"].notna().any()]
-
-
-def main_params(main: dict) -> dict:
-    """The :func:`select` params of the main cell described by the ``main`` config block."""
-    return dict(domain__name=main["domain"], scorer__label=main["scorer"], cost__regime=main["regime"],
-                cost__lam=main["lam"], cost__d=main["d"], seed=main["seed"], payoff="exact",
-                label_noise=0.0, label_source="data", folds__protocol="kfold")
-
-
-def sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...], methods: str, missing: str,
-           need: str | None = None, **fixed: Any) -> pd.DataFrame:
-    """FINISHED runs of a sweep over the params ``vary``, every other param at the main cell.
-
-    ``methods`` names the method list (a key of ``main``) the sweep ran; ``fixed`` overrides
-    main-cell params. Raises LookupError(``missing``) when there is no such run, or none that
-    logged the metric column ``need``. Rows come oldest first (see :func:`select`).
-    """
-    p = main_params(main)
-    for key in vary:
-        p.pop(key)
-    sel = select(runs, **{**p, **fixed}, method__names=str(list(main[methods])))
-    if sel.empty or (need is not None and need not in sel):
-        raise LookupError(missing)
-    return sel

@@ -1,4 +1,4 @@
-"""Tests for camdf.evaluation.stats: calibration, agreement with scipy/statsmodels,
+"""Tests for the statistics of camdf.evaluation (bootstrap, permutation, classical, proportions): calibration, agreement with scipy/statsmodels,
 reproducibility, input validation and exact values on tiny inputs.
 
 Seeds below were fixed once when the tests were written (not searched for a
@@ -22,7 +22,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 from statsmodels.stats.weightstats import ttost_paired
 
-from camdf.evaluation import stats as cs
+from camdf.evaluation import bootstrap, classical, permutation, proportions
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -54,7 +54,7 @@ def _coverage(make_pair, true_diff, seed):
     for child in children:
         rng = np.random.default_rng(child)
         x, y = make_pair(rng)
-        res = cs.paired_bootstrap({"ref": y, "m": x}, "ref", n_resamples=2000,
+        res = bootstrap.paired_bootstrap({"ref": y, "m": x}, "ref", n_resamples=2000,
                                   confidence=0.95, random_state=rng)
         hits += bool(res.ci_low.iloc[0] <= true_diff <= res.ci_high.iloc[0])
     return hits / N_REPS
@@ -97,7 +97,7 @@ def test_sign_flip_false_positive_rate_under_null():
         task = rng.normal(size=200)
         x = task + rng.exponential(size=200)
         y = task + rng.exponential(size=200)
-        rejections += cs.sign_flip_test(x, y, n_resamples=2000, random_state=rng).pvalue <= 0.05
+        rejections += permutation.sign_flip_test(x, y, n_resamples=2000, random_state=rng).pvalue <= 0.05
     fpr = rejections / reps
     assert 0.03 <= fpr <= 0.07, fpr
 
@@ -106,7 +106,7 @@ def test_sign_flip_has_power():
     rng = np.random.default_rng(11)
     y = rng.normal(size=200)
     x = y + 0.5 + rng.normal(size=200)
-    assert cs.sign_flip_test(x, y, n_resamples=2000, random_state=1).pvalue < 0.001
+    assert permutation.sign_flip_test(x, y, n_resamples=2000, random_state=1).pvalue < 0.001
 
 
 # ---------------------------------------------------------------------------
@@ -128,7 +128,7 @@ def test_indices_are_the_ones_scipy_bootstrap_uses():
     ss.bootstrap((x, np.arange(n)), stat, paired=True, vectorized=True,
                  n_resamples=B, method="percentile", rng=np.random.default_rng(seed))
     assert len(seen) == 1
-    np.testing.assert_array_equal(seen[0], cs.bootstrap_indices(n, B, seed))
+    np.testing.assert_array_equal(seen[0], bootstrap.bootstrap_indices(n, B, seed))
 
 
 @pytest.mark.parametrize("method,scipy_method", [("percentile", "percentile"), ("bca", "BCa")])
@@ -144,7 +144,7 @@ def test_paired_bootstrap_matches_scipy(method, scipy_method):
         "skew": ref + rng.exponential(size=n),
         "binary": (rng.random(n) < 0.6).astype(float),
     }
-    res = cs.paired_bootstrap(values, "ref", n_resamples=B, method=method,
+    res = bootstrap.paired_bootstrap(values, "ref", n_resamples=B, method=method,
                               random_state=seed).set_index("method")
     assert list(res.index) == ["cont", "skew", "binary"]
     for name in res.index:
@@ -161,9 +161,9 @@ def test_paired_bootstrap_matches_scipy(method, scipy_method):
 def test_paired_bootstrap_2d_array_and_shared_indices():
     rng = np.random.default_rng(8)
     mat = rng.normal(size=(4, 50))
-    idx = cs.bootstrap_indices(50, 999, 3)
-    a = cs.paired_bootstrap(mat, 2, indices=idx, names=["a", "b", "c", "d"])
-    b = cs.paired_bootstrap({k: r for k, r in zip("abcd", mat)}, "c", n_resamples=999,
+    idx = bootstrap.bootstrap_indices(50, 999, 3)
+    a = bootstrap.paired_bootstrap(mat, 2, indices=idx, names=["a", "b", "c", "d"])
+    b = bootstrap.paired_bootstrap({k: r for k, r in zip("abcd", mat)}, "c", n_resamples=999,
                             random_state=3)
     pd.testing.assert_frame_equal(a, b, check_exact=True)
     assert list(a.method) == ["a", "b", "d"] and set(a.reference) == {"c"}
@@ -172,7 +172,7 @@ def test_paired_bootstrap_2d_array_and_shared_indices():
 @pytest.mark.parametrize("method,scipy_method", [("percentile", "percentile"), ("bca", "BCa")])
 def test_bootstrap_mean_ci_matches_scipy(method, scipy_method):
     x = np.random.default_rng(9).gamma(2.0, size=120)
-    ours = cs.bootstrap_mean_ci(x, n_resamples=2999, method=method, random_state=17)
+    ours = bootstrap.bootstrap_mean_ci(x, n_resamples=2999, method=method, random_state=17)
     sp = ss.bootstrap((x,), np.mean, n_resamples=2999, method=scipy_method,
                       rng=np.random.default_rng(17))
     np.testing.assert_allclose([ours.ci_low, ours.ci_high],
@@ -195,7 +195,7 @@ def test_sign_flip_agrees_with_scipy_exact_permutation_test():
                                 vectorized=True, n_resamples=2**12,
                                 alternative="greater").pvalue
     B = 40_000
-    ours = cs.sign_flip_test(x, y, n_resamples=B, random_state=2).pvalue
+    ours = permutation.sign_flip_test(x, y, n_resamples=B, random_state=2).pvalue
     tol = 4 * math.sqrt(exact * (1 - exact) / B) + 1 / (B + 1)
     assert abs(ours - exact) <= tol, (ours, exact)
 
@@ -204,7 +204,7 @@ def test_holm_matches_statsmodels_examples():
     rng = np.random.default_rng(4)
     for p in (rng.random(12), rng.random(30) ** 4,
               np.array([0.01, 0.04, 0.03, 0.04, 0.5, 1.0, 0.0, 0.01])):
-        np.testing.assert_allclose(cs.holm(p), multipletests(p, method="holm")[1],
+        np.testing.assert_allclose(classical.holm(p), multipletests(p, method="holm")[1],
                                    rtol=0, atol=1e-15)
 
 
@@ -213,7 +213,7 @@ def test_holm_matches_statsmodels_examples():
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=25))
 def test_holm_property(pvals):
     p = np.array(pvals)
-    adj = cs.holm(p)
+    adj = classical.holm(p)
     np.testing.assert_allclose(adj, multipletests(p, method="holm")[1], rtol=0, atol=1e-15)
     assert np.all(adj >= p) and np.all(adj <= 1.0)
     order = np.argsort(p, kind="stable")
@@ -224,7 +224,7 @@ def test_mcnemar_matches_scipy_binomtest_and_statsmodels():
     rng = np.random.default_rng(6)
     a = rng.random(300) < 0.6
     b = rng.random(300) < 0.5
-    res = cs.mcnemar_exact(a, b)
+    res = classical.mcnemar_exact(a, b)
     b01 = int(np.sum(~a & b))
     b10 = int(np.sum(a & ~b))
     assert (res.b01, res.b10, res.n_discordant) == (b01, b10, b01 + b10)
@@ -236,7 +236,7 @@ def test_mcnemar_matches_scipy_binomtest_and_statsmodels():
 def test_wilson_matches_statsmodels_and_formula():
     s = np.array([0, 1, 7, 50, 99, 100])
     n = np.array([10, 10, 20, 100, 100, 100])
-    lo, hi = cs.wilson_ci(s, n, confidence=0.9)
+    lo, hi = proportions.wilson_ci(s, n, confidence=0.9)
     slo, shi = proportion_confint(s, n, alpha=0.1, method="wilson")
     np.testing.assert_allclose(lo, slo, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(hi, shi, rtol=1e-14, atol=1e-15)
@@ -255,7 +255,7 @@ def test_tost_matches_statsmodels_worked_example():
                   1, 1, 1, 0, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1], float)
     b = np.array([1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1,
                   1, 1, 1, 0, 1, 1, 0, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1], float)
-    res = cs.tost_paired(a, b, delta=0.1, alpha=0.05)
+    res = classical.tost_paired(a, b, delta=0.1, alpha=0.05)
     p_max, (t1, p1, df1), (t2, p2, df2) = ttost_paired(a, b, -0.1, 0.1)
     np.testing.assert_allclose([res.t_lower, res.p_lower], [t1, p1], rtol=1e-12)
     np.testing.assert_allclose([res.t_upper, res.p_upper], [t2, p2], rtol=1e-12)
@@ -272,7 +272,7 @@ def test_tost_matches_statsmodels_continuous():
     rng = np.random.default_rng(30)
     b = rng.normal(size=60)
     a = b + 0.01 + 0.1 * rng.normal(size=60)
-    res = cs.tost_paired(a, b, delta=0.1)
+    res = classical.tost_paired(a, b, delta=0.1)
     p_max, (t1, p1, _), (t2, p2, _) = ttost_paired(a, b, -0.1, 0.1)
     np.testing.assert_allclose([res.p_lower, res.p_upper, p_max],
                                [p1, p2, max(res.p_lower, res.p_upper)], rtol=1e-12)
@@ -287,29 +287,29 @@ def test_tost_matches_statsmodels_continuous():
 def test_same_random_state_bit_identical(method):
     rng = np.random.default_rng(12)
     vals = {k: rng.normal(size=150) for k in ("r", "a", "b")}
-    r1 = cs.paired_bootstrap(vals, "r", n_resamples=1000, method=method, random_state=99)
-    r2 = cs.paired_bootstrap(vals, "r", n_resamples=1000, method=method, random_state=99)
-    r3 = cs.paired_bootstrap(vals, "r", n_resamples=1000, method=method,
+    r1 = bootstrap.paired_bootstrap(vals, "r", n_resamples=1000, method=method, random_state=99)
+    r2 = bootstrap.paired_bootstrap(vals, "r", n_resamples=1000, method=method, random_state=99)
+    r3 = bootstrap.paired_bootstrap(vals, "r", n_resamples=1000, method=method,
                              random_state=np.random.default_rng(99))
     pd.testing.assert_frame_equal(r1, r2, check_exact=True)
     pd.testing.assert_frame_equal(r1, r3, check_exact=True)
-    r4 = cs.paired_bootstrap(vals, "r", n_resamples=1000, method=method, random_state=100)
+    r4 = bootstrap.paired_bootstrap(vals, "r", n_resamples=1000, method=method, random_state=100)
     assert not np.array_equal(r1.ci_low.to_numpy(), r4.ci_low.to_numpy())
 
-    m1 = cs.bootstrap_mean_ci(vals["a"], 1000, method=method, random_state=5)
-    m2 = cs.bootstrap_mean_ci(vals["a"], 1000, method=method, random_state=5)
+    m1 = bootstrap.bootstrap_mean_ci(vals["a"], 1000, method=method, random_state=5)
+    m2 = bootstrap.bootstrap_mean_ci(vals["a"], 1000, method=method, random_state=5)
     assert m1 == m2
 
-    s1 = cs.sign_flip_test(vals["a"], vals["r"], 1000, random_state=7)
-    s2 = cs.sign_flip_test(vals["a"], vals["r"], 1000, random_state=np.random.default_rng(7))
+    s1 = permutation.sign_flip_test(vals["a"], vals["r"], 1000, random_state=7)
+    s2 = permutation.sign_flip_test(vals["a"], vals["r"], 1000, random_state=np.random.default_rng(7))
     assert s1 == s2
-    np.testing.assert_array_equal(cs.bootstrap_indices(150, 10, 1), cs.bootstrap_indices(150, 10, 1))
+    np.testing.assert_array_equal(bootstrap.bootstrap_indices(150, 10, 1), bootstrap.bootstrap_indices(150, 10, 1))
 
 
 def test_no_global_rng_state_touched():
     state = np.random.get_state()
-    cs.paired_bootstrap({"r": [0.0, 1.0, 2.0], "a": [1.0, 1.0, 3.0]}, "r", 50)
-    cs.sign_flip_test([1.0, 2.0], [0.0, 0.5], 50)
+    bootstrap.paired_bootstrap({"r": [0.0, 1.0, 2.0], "a": [1.0, 1.0, 3.0]}, "r", 50)
+    permutation.sign_flip_test([1.0, 2.0], [0.0, 0.5], 50)
     after = np.random.get_state()
     assert state[0] == after[0] and np.array_equal(state[1], after[1]) and state[2:] == after[2:]
 
@@ -325,59 +325,59 @@ _NAN = np.array([0.0, np.nan, 1.0, 0.0, 1.0])
 @pytest.mark.parametrize(
     "call,match",
     [
-        (lambda: cs.sign_flip_test(_GOOD, _SHORT), r"^x and y: unequal lengths 5 and 4$"),
-        (lambda: cs.sign_flip_test(_NAN, _GOOD), r"^x: contains NaN$"),
-        (lambda: cs.sign_flip_test(_GOOD, _NAN), r"^y: contains NaN$"),
-        (lambda: cs.sign_flip_test([], []), r"^x: empty$"),
-        (lambda: cs.sign_flip_test(_GOOD, _GOOD, n_resamples=0), r"^n_resamples:"),
-        (lambda: cs.sign_flip_test(_GOOD, _GOOD, random_state=None), r"^random_state:"),
-        (lambda: cs.sign_flip_test(_GOOD, _GOOD, random_state=-1), r"^random_state:"),
-        (lambda: cs.bootstrap_mean_ci([]), r"^x: empty$"),
-        (lambda: cs.bootstrap_mean_ci(_NAN), r"^x: contains NaN$"),
-        (lambda: cs.bootstrap_mean_ci([1.0, np.inf]), r"^x: contains inf$"),
-        (lambda: cs.bootstrap_mean_ci(_GOOD, confidence=1.0), r"^confidence: must be in \(0, 1\), got 1\.0$"),
-        (lambda: cs.bootstrap_mean_ci(_GOOD, confidence=0.0), r"^confidence:"),
-        (lambda: cs.bootstrap_mean_ci(_GOOD, confidence=95), r"^confidence:"),
-        (lambda: cs.bootstrap_mean_ci(_GOOD, method="basic"), r"^method:"),
-        (lambda: cs.bootstrap_mean_ci(np.ones((2, 2))), r"^x: must be 1-D"),
-        (lambda: cs.paired_bootstrap({"r": _GOOD, "a": _SHORT}, "r"),
+        (lambda: permutation.sign_flip_test(_GOOD, _SHORT), r"^x and y: unequal lengths 5 and 4$"),
+        (lambda: permutation.sign_flip_test(_NAN, _GOOD), r"^x: contains NaN$"),
+        (lambda: permutation.sign_flip_test(_GOOD, _NAN), r"^y: contains NaN$"),
+        (lambda: permutation.sign_flip_test([], []), r"^x: empty$"),
+        (lambda: permutation.sign_flip_test(_GOOD, _GOOD, n_resamples=0), r"^n_resamples:"),
+        (lambda: permutation.sign_flip_test(_GOOD, _GOOD, random_state=None), r"^random_state:"),
+        (lambda: permutation.sign_flip_test(_GOOD, _GOOD, random_state=-1), r"^random_state:"),
+        (lambda: bootstrap.bootstrap_mean_ci([]), r"^x: empty$"),
+        (lambda: bootstrap.bootstrap_mean_ci(_NAN), r"^x: contains NaN$"),
+        (lambda: bootstrap.bootstrap_mean_ci([1.0, np.inf]), r"^x: contains inf$"),
+        (lambda: bootstrap.bootstrap_mean_ci(_GOOD, confidence=1.0), r"^confidence: must be in \(0, 1\), got 1\.0$"),
+        (lambda: bootstrap.bootstrap_mean_ci(_GOOD, confidence=0.0), r"^confidence:"),
+        (lambda: bootstrap.bootstrap_mean_ci(_GOOD, confidence=95), r"^confidence:"),
+        (lambda: bootstrap.bootstrap_mean_ci(_GOOD, method="basic"), r"^method:"),
+        (lambda: bootstrap.bootstrap_mean_ci(np.ones((2, 2))), r"^x: must be 1-D"),
+        (lambda: bootstrap.paired_bootstrap({"r": _GOOD, "a": _SHORT}, "r"),
          r"^values\['r'\] and values\['a'\]: unequal lengths 5 and 4$"),
-        (lambda: cs.paired_bootstrap({"r": _GOOD, "a": _NAN}, "r"), r"^values\['a'\]: contains NaN$"),
-        (lambda: cs.paired_bootstrap({"r": [], "a": []}, "r"), r"^values\['r'\]: empty$"),
-        (lambda: cs.paired_bootstrap({}, "r"), r"^values: empty$"),
-        (lambda: cs.paired_bootstrap({"r": _GOOD, "a": _GOOD}, "zz"), r"^reference:"),
-        (lambda: cs.paired_bootstrap({"r": _GOOD}, "r"), r"^values: need at least one method"),
-        (lambda: cs.paired_bootstrap({"r": _GOOD, "a": _GOOD}, "r", confidence=1.5), r"^confidence:"),
-        (lambda: cs.paired_bootstrap(np.vstack([_GOOD, _NAN]), 0), r"^values: contains NaN$"),
-        (lambda: cs.paired_bootstrap(np.empty((2, 0)), 0), r"^values: empty$"),
-        (lambda: cs.paired_bootstrap(np.vstack([_GOOD, _GOOD]), 0, names=["a"]), r"^names:"),
-        (lambda: cs.paired_bootstrap({"r": _GOOD, "a": _GOOD}, "r", indices=np.zeros((3, 4), int)),
+        (lambda: bootstrap.paired_bootstrap({"r": _GOOD, "a": _NAN}, "r"), r"^values\['a'\]: contains NaN$"),
+        (lambda: bootstrap.paired_bootstrap({"r": [], "a": []}, "r"), r"^values\['r'\]: empty$"),
+        (lambda: bootstrap.paired_bootstrap({}, "r"), r"^values: empty$"),
+        (lambda: bootstrap.paired_bootstrap({"r": _GOOD, "a": _GOOD}, "zz"), r"^reference:"),
+        (lambda: bootstrap.paired_bootstrap({"r": _GOOD}, "r"), r"^values: need at least one method"),
+        (lambda: bootstrap.paired_bootstrap({"r": _GOOD, "a": _GOOD}, "r", confidence=1.5), r"^confidence:"),
+        (lambda: bootstrap.paired_bootstrap(np.vstack([_GOOD, _NAN]), 0), r"^values: contains NaN$"),
+        (lambda: bootstrap.paired_bootstrap(np.empty((2, 0)), 0), r"^values: empty$"),
+        (lambda: bootstrap.paired_bootstrap(np.vstack([_GOOD, _GOOD]), 0, names=["a"]), r"^names:"),
+        (lambda: bootstrap.paired_bootstrap({"r": _GOOD, "a": _GOOD}, "r", indices=np.zeros((3, 4), int)),
          r"^indices:"),
-        (lambda: cs.paired_bootstrap({"r": _GOOD, "a": _GOOD}, "r", indices=np.full((3, 5), 5)),
+        (lambda: bootstrap.paired_bootstrap({"r": _GOOD, "a": _GOOD}, "r", indices=np.full((3, 5), 5)),
          r"^indices:"),
-        (lambda: cs.bootstrap_indices(0, 10, 0), r"^n:"),
-        (lambda: cs.bootstrap_indices(5, 0, 0), r"^n_resamples:"),
-        (lambda: cs.holm([]), r"^pvalues: empty$"),
-        (lambda: cs.holm([0.1, np.nan]), r"^pvalues: contains NaN$"),
-        (lambda: cs.holm([0.1, 1.2]), r"^pvalues: must lie in \[0, 1\]$"),
-        (lambda: cs.mcnemar_exact([1, 0, 1], [1, 0]), r"^a and b: unequal lengths 3 and 2$"),
-        (lambda: cs.mcnemar_exact([1, 0, 2], [1, 0, 1]), r"^a: must be binary"),
-        (lambda: cs.mcnemar_exact([], []), r"^a: empty$"),
-        (lambda: cs.wilson_ci(3, 0), r"^n: must be >= 1"),
-        (lambda: cs.wilson_ci(6, 5), r"^successes: must be <= n$"),
-        (lambda: cs.wilson_ci(-1, 5), r"^successes: must be >= 0"),
-        (lambda: cs.wilson_ci(2.5, 5), r"^successes: must be integer counts$"),
-        (lambda: cs.wilson_ci(2, 5, confidence=-0.1), r"^confidence:"),
-        (lambda: cs.tost_paired(_GOOD, _GOOD, delta=-0.1), r"^delta: must be > 0, got -0\.1$"),
-        (lambda: cs.tost_paired(_GOOD, _GOOD, delta=0.0), r"^delta: must be > 0, got 0\.0$"),
-        (lambda: cs.tost_paired(_GOOD, _GOOD, delta=float("nan")), r"^delta:"),
-        (lambda: cs.tost_paired(_GOOD, _GOOD, alpha=0.6), r"^alpha:"),
-        (lambda: cs.tost_paired(_GOOD, _SHORT), r"^a and b: unequal lengths 5 and 4$"),
-        (lambda: cs.tost_paired(_NAN, _GOOD), r"^a: contains NaN$"),
-        (lambda: cs.tost_paired([1.0], [0.0]), r"^a: need at least 2 pairs"),
-        (lambda: cs.stratified_success(_GOOD, _SHORT), r"^success and covered: unequal lengths 5 and 4$"),
-        (lambda: cs.stratified_success(_GOOD, _NAN), r"^covered: contains NaN$"),
-        (lambda: cs.stratified_success([], []), r"^success: empty$"),
+        (lambda: bootstrap.bootstrap_indices(0, 10, 0), r"^n:"),
+        (lambda: bootstrap.bootstrap_indices(5, 0, 0), r"^n_resamples:"),
+        (lambda: classical.holm([]), r"^pvalues: empty$"),
+        (lambda: classical.holm([0.1, np.nan]), r"^pvalues: contains NaN$"),
+        (lambda: classical.holm([0.1, 1.2]), r"^pvalues: must lie in \[0, 1\]$"),
+        (lambda: classical.mcnemar_exact([1, 0, 1], [1, 0]), r"^a and b: unequal lengths 3 and 2$"),
+        (lambda: classical.mcnemar_exact([1, 0, 2], [1, 0, 1]), r"^a: must be binary"),
+        (lambda: classical.mcnemar_exact([], []), r"^a: empty$"),
+        (lambda: proportions.wilson_ci(3, 0), r"^n: must be >= 1"),
+        (lambda: proportions.wilson_ci(6, 5), r"^successes: must be <= n$"),
+        (lambda: proportions.wilson_ci(-1, 5), r"^successes: must be >= 0"),
+        (lambda: proportions.wilson_ci(2.5, 5), r"^successes: must be integer counts$"),
+        (lambda: proportions.wilson_ci(2, 5, confidence=-0.1), r"^confidence:"),
+        (lambda: classical.tost_paired(_GOOD, _GOOD, delta=-0.1), r"^delta: must be > 0, got -0\.1$"),
+        (lambda: classical.tost_paired(_GOOD, _GOOD, delta=0.0), r"^delta: must be > 0, got 0\.0$"),
+        (lambda: classical.tost_paired(_GOOD, _GOOD, delta=float("nan")), r"^delta:"),
+        (lambda: classical.tost_paired(_GOOD, _GOOD, alpha=0.6), r"^alpha:"),
+        (lambda: classical.tost_paired(_GOOD, _SHORT), r"^a and b: unequal lengths 5 and 4$"),
+        (lambda: classical.tost_paired(_NAN, _GOOD), r"^a: contains NaN$"),
+        (lambda: classical.tost_paired([1.0], [0.0]), r"^a: need at least 2 pairs"),
+        (lambda: proportions.stratified_success(_GOOD, _SHORT), r"^success and covered: unequal lengths 5 and 4$"),
+        (lambda: proportions.stratified_success(_GOOD, _NAN), r"^covered: contains NaN$"),
+        (lambda: proportions.stratified_success([], []), r"^success: empty$"),
     ],
 )
 def test_bad_input_raises_value_error_naming_argument(call, match):
@@ -389,7 +389,7 @@ def test_bad_input_raises_value_error_naming_argument(call, match):
 # 5. exact values on tiny hand-built inputs
 # ---------------------------------------------------------------------------
 def test_bootstrap_indices_exact():
-    idx = cs.bootstrap_indices(6, 4, 2024)
+    idx = bootstrap.bootstrap_indices(6, 4, 2024)
     assert idx.shape == (4, 6) and idx.dtype == np.int64
     np.testing.assert_array_equal(idx, np.random.default_rng(2024).integers(0, 6, size=(4, 6)))
 
@@ -397,7 +397,7 @@ def test_bootstrap_indices_exact():
 def test_percentile_interval_exact_with_hand_indices():
     # x = [0, 1]; resamples {0,0},{0,1},{1,1},{1,0} -> means 0, .5, 1, .5
     idx = np.array([[0, 0], [0, 1], [1, 1], [1, 0]])
-    r = cs.bootstrap_mean_ci([0.0, 1.0], indices=idx)
+    r = bootstrap.bootstrap_mean_ci([0.0, 1.0], indices=idx)
     # linear quantile of [0, .5, .5, 1]: h = 3q -> q=.025: 0.0375, q=.975: 0.9625
     assert r.mean == 0.5
     assert r.ci_low == pytest.approx(0.0375, abs=1e-15)
@@ -411,7 +411,7 @@ def test_paired_diff_exact_with_hand_indices():
     # [0,0,0]->0, [1,1,1]->1, [2,2,2]->-1, [0,1,2]->0, [1,1,0]->2/3
     vals = {"r": [1.0, 0.0, 1.0], "a": [1.0, 1.0, 0.0]}
     idx = np.array([[0, 0, 0], [1, 1, 1], [2, 2, 2], [0, 1, 2], [1, 1, 0]])
-    res = cs.paired_bootstrap(vals, "r", confidence=0.5, indices=idx)
+    res = bootstrap.paired_bootstrap(vals, "r", confidence=0.5, indices=idx)
     # sorted means [-1, 0, 0, 2/3, 1]; h = 4q: q=.25 -> 0, q=.75 -> 2/3
     row = res.iloc[0]
     assert row["method"] == "a" and row["reference"] == "r"
@@ -423,55 +423,55 @@ def test_paired_diff_exact_with_hand_indices():
 def test_constant_difference_gives_point_interval():
     vals = {"r": np.zeros(10), "a": np.full(10, 0.25)}
     for method in ("percentile", "bca"):
-        row = cs.paired_bootstrap(vals, "r", 200, method=method).iloc[0]
+        row = bootstrap.paired_bootstrap(vals, "r", 200, method=method).iloc[0]
         assert row.ci_low == row.ci_high == row["diff"] == 0.25
 
 
 def test_sign_flip_exact_values():
     # identical inputs: every resample is as extreme -> p = 1
-    r = cs.sign_flip_test([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], n_resamples=99)
+    r = permutation.sign_flip_test([1.0, 2.0, 3.0], [1.0, 2.0, 3.0], n_resamples=99)
     assert (r.pvalue, r.n_extreme, r.diff) == (1.0, 99, 0.0)
     # one pair: |±d| = |d| always -> p = 1
-    assert cs.sign_flip_test([3.0], [1.0], n_resamples=50).pvalue == 1.0
+    assert permutation.sign_flip_test([3.0], [1.0], n_resamples=50).pvalue == 1.0
     # d = 1 on 20 pairs: only the two constant sign vectors (prob 2**-19) reach
     # |mean| = 1, so with 1000 resamples none does and p = 1 / 1001
-    r = cs.sign_flip_test(np.ones(20), np.zeros(20), n_resamples=1000, random_state=0)
+    r = permutation.sign_flip_test(np.ones(20), np.zeros(20), n_resamples=1000, random_state=0)
     assert (r.n_extreme, r.pvalue, r.diff) == (0, 1 / 1001, 1.0)
 
 
 def test_holm_exact():
     # sorted 0.01, 0.03, 0.04 -> 3*.01=.03, 2*.03=.06, 1*.04=.04 -> cummax .03,.06,.06
-    np.testing.assert_allclose(cs.holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06], rtol=1e-15)
-    np.testing.assert_array_equal(cs.holm([0.5]), [0.5])
-    np.testing.assert_array_equal(cs.holm([0.6, 0.7]), [1.0, 1.0])
+    np.testing.assert_allclose(classical.holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06], rtol=1e-15)
+    np.testing.assert_array_equal(classical.holm([0.5]), [0.5])
+    np.testing.assert_array_equal(classical.holm([0.6, 0.7]), [1.0, 1.0])
 
 
 def test_mcnemar_exact_values():
     a = [1, 1, 1, 0, 0, 1]
     b = [0, 0, 1, 1, 0, 0]
-    r = cs.mcnemar_exact(a, b)
+    r = classical.mcnemar_exact(a, b)
     # b01 (a fail, b succeed) = 1, b10 = 3; p = 2 * P(Bin(4,.5) <= 1) = 2 * 5/16
     assert (r.b01, r.b10, r.n_discordant) == (1, 3, 4)
     assert r.pvalue == pytest.approx(0.625, abs=1e-15)
-    none = cs.mcnemar_exact([True, False], [True, False])
+    none = classical.mcnemar_exact([True, False], [True, False])
     assert (none.b01, none.b10, none.pvalue) == (0, 0, 1.0)
 
 
 def test_wilson_exact_values():
-    lo, hi = cs.wilson_ci(5, 10)
+    lo, hi = proportions.wilson_ci(5, 10)
     z = ss.norm.ppf(0.975)
     half = z * math.sqrt(0.025 + z**2 / 400) / (1 + z**2 / 10)
     assert lo == pytest.approx(0.5 - half, abs=1e-14)
     assert hi == pytest.approx(0.5 + half, abs=1e-14)
     assert isinstance(lo, float)
-    assert cs.wilson_ci(0, 10)[0] == 0.0 and cs.wilson_ci(10, 10)[1] == 1.0
+    assert proportions.wilson_ci(0, 10)[0] == 0.0 and proportions.wilson_ci(10, 10)[1] == 1.0
 
 
 def test_tost_exact_values():
     # d = [.1, 0, .2, .1]: mean .1, s = sqrt(.02/3), se = s/2, df = 3
     a = [0.6, 0.5, 0.7, 0.6]
     b = [0.5, 0.5, 0.5, 0.5]
-    r = cs.tost_paired(a, b, delta=0.05, alpha=0.05)
+    r = classical.tost_paired(a, b, delta=0.05, alpha=0.05)
     se = math.sqrt(0.02 / 3) / 2
     assert r.diff == pytest.approx(0.1) and r.se == pytest.approx(se) and r.df == 3
     assert r.t_lower == pytest.approx(0.15 / se)
@@ -480,21 +480,21 @@ def test_tost_exact_values():
     assert r.p_upper == pytest.approx(ss.t.cdf(0.05 / se, 3))
     assert r.noninferior and not r.equivalent
     # zero variance: identical successes -> both one-sided nulls rejected
-    z = cs.tost_paired([1, 0, 1], [1, 0, 1], delta=0.05)
+    z = classical.tost_paired([1, 0, 1], [1, 0, 1], delta=0.05)
     assert (z.p_lower, z.p_upper, z.noninferior, z.equivalent) == (0.0, 0.0, True, True)
-    w = cs.tost_paired([0, 0, 0], [1, 1, 1], delta=0.05)
+    w = classical.tost_paired([0, 0, 0], [1, 1, 1], delta=0.05)
     assert (w.p_lower, w.p_upper, w.noninferior, w.equivalent) == (1.0, 0.0, False, False)
 
 
 def test_stratified_success_exact():
     success = [1, 1, 0, 0, 1, 0, 1]
     covered = [1, 1, 1, 0, 0, 0, 1]
-    df = cs.stratified_success(success, covered).set_index("stratum")
+    df = proportions.stratified_success(success, covered).set_index("stratum")
     assert list(df.index) == ["covered", "not_covered", "all"]
     assert df.loc["covered", ["n", "successes"]].tolist() == [4, 3]
     assert df.loc["not_covered", ["n", "successes"]].tolist() == [3, 1]
     assert df.loc["all", ["n", "successes"]].tolist() == [7, 4]
     assert df.loc["covered", "rate"] == 0.75
-    assert (df.loc["covered", "ci_low"], df.loc["covered", "ci_high"]) == cs.wilson_ci(3, 4)
-    empty = cs.stratified_success([1, 0], [True, True]).set_index("stratum")
+    assert (df.loc["covered", "ci_low"], df.loc["covered", "ci_high"]) == proportions.wilson_ci(3, 4)
+    empty = proportions.stratified_success([1, 0], [True, True]).set_index("stratum")
     assert empty.loc["not_covered", "n"] == 0 and np.isnan(empty.loc["not_covered", "rate"])

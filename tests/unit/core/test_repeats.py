@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from camdf.evaluation.summary import paired_success_p, per_task_means, repeat_spread, summarize_cell
-from camdf.pipeline.cell_job import headroom_metrics
+from camdf.evaluation.headroom import headroom_metrics
 
 
 def _repeat(r, camdf):
@@ -46,7 +46,8 @@ def test_one_repeat_is_the_plain_cell():
 
 def test_paired_success_test_is_mcnemar_on_binary_and_sign_flip_on_shares():
     a, b = np.array([1.0, 1, 0, 1, 1, 1]), np.array([0.0, 0, 0, 1, 0, 0])
-    from camdf.evaluation.stats import mcnemar_exact, sign_flip_test
+    from camdf.evaluation.classical import mcnemar_exact
+    from camdf.evaluation.permutation import sign_flip_test
     assert paired_success_p(a, b, 500, 0) == mcnemar_exact(a, b).pvalue
     shares = a * 0.5
     assert paired_success_p(shares, b, 500, 0) == sign_flip_test(shares, b, n_resamples=500, random_state=0).pvalue

@@ -41,11 +41,6 @@ ROOT = Path(__file__).resolve().parents[3] / "camdf"
 LAYERS = ("common", "tracking", "data", "costs", "core", "rankers", "sufficiency", "policies", "integrations",
           "evaluation", "runtime", "reporting", "pipeline", "cli")
 
-#: Edges (importer, imported) left out of the checks until another branch lands. The runtime circle
-#: camdf.runtime.model (module level) <-> camdf.runtime.pyfunc (inside a function) is being removed by
-#: the branch that splits camdf/runtime/pyfunc.py; the lead drops this entry when merging it. An entry
-#: whose import no longer exists fails the test, so none outlives its reason.
-KNOWN_UNTIL_MERGE = {("camdf.runtime.pyfunc", "camdf.runtime.model")}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -154,18 +149,12 @@ def test_the_graph_reads_imports_inside_functions_and_relative_ones():
 
 
 def test_camdf_has_no_import_cycle():
-    assert find_cycle(import_graph(allowed=KNOWN_UNTIL_MERGE)) is None, \
-        " -> ".join(find_cycle(import_graph(allowed=KNOWN_UNTIL_MERGE)))
+    cycle = find_cycle(import_graph())
+    assert cycle is None, " -> ".join(cycle)
 
 
 def test_no_import_runs_from_a_lower_layer_to_a_higher_one():
-    assert upward_imports(allowed=KNOWN_UNTIL_MERGE) == []
-
-
-def test_known_exceptions_still_exist():
-    edges = import_edges()
-    stale = sorted(e for e in KNOWN_UNTIL_MERGE if e[1] not in edges.get(e[0], {}))
-    assert not stale, f"remove from KNOWN_UNTIL_MERGE (the import is gone): {stale}"
+    assert upward_imports() == []
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

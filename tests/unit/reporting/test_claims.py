@@ -3,10 +3,12 @@
 import pandas as pd
 
 from camdf.reporting.claims import FAILS, HOLDS, UNSURE, claim_a, claims
+from camdf.reporting.evidence import gather
 
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
         "methods": ["camdf", "camdf_lite", "full", "none", "best_prefix"],
-        "grid_methods": ["camdf", "predict_threshold", "score_per_cost", "full"], "noise_methods": ["camdf"]}
+        "grid_methods": ["camdf", "predict_threshold", "score_per_cost", "full"], "noise_methods": ["camdf"],
+        "ablation_methods": ["camdf", "camdf_lite"], "risk_methods": ["camdf_risk", "full"]}
 
 
 def _row(key, methods, diffs, payoffs, **params):
@@ -52,7 +54,7 @@ def test_table_has_a_row_per_claim_with_evidence_and_a_stated_rule():
             grid.append(_row(f"g{lam}{d}", MAIN["grid_methods"], diffs, {"camdf": 0.3, "predict_threshold": 0.27,
                                                                            "score_per_cost": 0.28, "full": 0.2},
                              **{"cost.lam": lam, "cost.d": d}))
-    report = claims(pd.DataFrame([main, *grid]), MAIN)
+    report = claims(gather(pd.DataFrame([main, *grid]), MAIN), MAIN)
     frame = report.frame
     assert set(frame.index) >= {"a (bm25, kfold folds)", "b", "c", "d (bm25)", "e (bm25)", "g"}
     assert frame.index.is_unique

@@ -1,0 +1,179 @@
+"""The evidence layer: every sweep the tables and claims read, selected once from the store's cell runs.
+
+Each function returns the deduplicated frame of one sweep's cells (one row per cell: the
+latest FINISHED run of it, rows oldest first unless stated), empty when the store holds none;
+:func:`gather` calls each once and the tables, the claims and the headline findings all read
+the resulting :class:`Evidence`, so they cannot disagree about which runs count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from camdf.evaluation.headroom import DEGENERATE_HEADROOM
+from camdf.reporting.store import select
+
+
+def main_params(main: dict) -> dict:
+    """The :func:`~camdf.reporting.store.select` params of the main cell described by the ``main`` config block."""
+    return dict(domain__name=main["domain"], scorer__label=main["scorer"], cost__regime=main["regime"],
+                cost__lam=main["lam"], cost__d=main["d"], seed=main["seed"], payoff="exact",
+                label_noise=0.0, label_source="data", folds__protocol="kfold")
+
+
+def sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...], methods: str, **fixed: Any) -> pd.DataFrame:
+    """FINISHED runs of a sweep over the params ``vary``, every other param at the main cell.
+
+    ``methods`` names the method list (a key of ``main``) the sweep ran; ``fixed`` overrides
+    main-cell params. Rows come oldest first, one per cell key (see :func:`~camdf.reporting.store.select`).
+    """
+    p = main_params(main)
+    for key in vary:
+        p.pop(key)
+    return select(runs, **{**p, **fixed}, method__names=str(list(main[methods])))
+
+
+def _latest(sel: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
+    """The latest run of each value of ``by`` (rows oldest first)."""
+    return sel.sort_values("start").drop_duplicates(by, keep="last")
+
+
+def is_degenerate(run: pd.Series) -> bool:
+    """A cell whose headroom (best prefix - max(full, none)) is below
+    :data:`camdf.evaluation.headroom.DEGENERATE_HEADROOM`: no stopper can gain much there (its logged flag)."""
+    return bool(run.get("m:cell/degenerate", 0.0) == 1.0)
+
+
+#: The degeneracy threshold as the tables and figures print it.
+DEGENERATE_TEXT = f"{DEGENERATE_HEADROOM:g}"
+
+
+def main_scorers(main: dict) -> list[str]:
+    """The ranking sources of the main cell: the main scorer, then ``table2_scorers`` (each once)."""
+    return list(dict.fromkeys([main["scorer"], *main.get("table2_scorers", ())]))
+
+
+def main_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """The main cell (Table 2, the family verdict, claims a, d, e) per ranking source and fold protocol.
+
+    One row per (scorer of :func:`main_scorers`, ``folds.protocol``) with the main methods and
+    unscaled costs (``list_cost`` unset), ordered by scorer, then k-fold before the other protocols.
+    """
+    base = main_params(main)
+    sel = select(runs, **{k: v for k, v in base.items() if k not in ("scorer__label", "folds__protocol")},
+                 method__names=str(list(main["methods"])))
+    if sel.empty:
+        return sel
+    if "p:list_cost" in sel:
+        sel = sel[sel["p:list_cost"].isin(["None"])]
+    scorers = main_scorers(main)
+    sel = _latest(sel[sel["p:scorer.label"].isin(scorers)], ["p:scorer.label", "p:folds.protocol"])
+    order = [2 * scorers.index(s) + (p != "kfold") for s, p in zip(sel["p:scorer.label"], sel["p:folds.protocol"])]
+    return sel.assign(order=order).sort_values("order", kind="stable").drop(columns="order")
+
+
+def main_cell(cells: pd.DataFrame, what: str, scorer: str, protocol: str = "kfold") -> pd.Series:
+    """The row of :func:`main_cells` for ``scorer`` and ``protocol``; LookupError naming ``what`` when absent."""
+    if not cells.empty:
+        hit = cells[(cells["p:scorer.label"] == scorer) & (cells["p:folds.protocol"] == protocol)]
+        if not hit.empty:
+            return hit.iloc[-1]
+    raise LookupError(f"{what}: no FINISHED main-cell run in the store with scorer {scorer} and {protocol} folds; "
+                      "run its experiment first")
+
+
+def ablation_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A20: the family and its ablations at the main cell, one row per ranking source."""
+    sel = sweep(runs, main, ("scorer__label",), "ablation_methods")
+    return sel if sel.empty else _latest(sel, "p:scorer.label")
+
+
+def grid_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A18/A24 (and A20's lambda dial, claims b, c, g): the lambda x d grid, one row per (``lam``, ``d``)."""
+    sel = sweep(runs, main, ("cost__lam", "cost__d"), "grid_methods")
+    if sel.empty:
+        return sel
+    return _latest(sel.assign(lam=sel["p:cost.lam"].astype(float), d=sel["p:cost.d"].astype(float)), ["lam", "d"])
+
+
+def noise_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A19 (and A25's re-scoring, claim f): the label-noise sweep, one row per ``eps``, sorted by it."""
+    sel = sweep(runs, main, ("label_noise",), "noise_methods")
+    if sel.empty:
+        return sel
+    return _latest(sel.assign(eps=sel["p:label_noise"].astype(float)), "eps").sort_values("eps")
+
+
+def ranker_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A21 (and claim c): the ranking sources at the main cell, one row per scorer label."""
+    sel = sweep(runs, main, ("scorer__label",), "methods")
+    return sel if sel.empty else _latest(sel, "p:scorer.label")
+
+
+def label_source_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A25: the training label sources at the main cell with verified metrics, one row per label source."""
+    sel = sweep(runs, main, ("label_source",), "methods")
+    if sel.empty or "m:camdf/verified_success" not in sel:
+        return sel.iloc[0:0]
+    return _latest(sel[sel["m:camdf/verified_success"].notna()], "p:label_source")
+
+
+def domain_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A22/A23: the other domains at the main cell, one row per (domain, payoff kind)."""
+    p = main_params(main)
+    for key in ("domain__name", "payoff"):
+        p.pop(key)
+    sel = select(runs, **p, method__names=str(list(main["methods"])))
+    if sel.empty:
+        return sel
+    return _latest(sel[sel["p:domain.name"] != main["domain"]], ["p:domain.name", "p:payoff"])
+
+
+def risk_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A26: the risk-controlled stopper, one row per (domain, scorer, ``alpha``), sorted by them."""
+    p = main_params(main)
+    for key in ("domain__name", "scorer__label"):
+        p.pop(key)
+    sel = select(runs, **p, method__names=str(list(main["risk_methods"])))
+    if sel.empty or "p:method.alpha" not in sel:
+        return sel.iloc[0:0]
+    sel = sel.assign(alpha=sel["p:method.alpha"].astype(float))
+    sel = sel.drop_duplicates(["p:domain.name", "p:scorer.label", "alpha"], keep="last")
+    return sel.sort_values(["p:domain.name", "p:scorer.label", "alpha"])
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Every sweep's cells, each selected once (:func:`gather`); an empty frame: the store holds none.
+
+    Attributes
+    ----------
+    main, homogeneous : DataFrame
+        :func:`main_cells` at the main cell and at ``d = 0`` (the payoff-vs-tools figure).
+    ablations, grid, noise, rankers, label_sources, domains, risk : DataFrame
+        :func:`ablation_cells`, :func:`grid_cells`, :func:`noise_cells`, :func:`ranker_cells`,
+        :func:`label_source_cells`, :func:`domain_cells`, :func:`risk_cells`.
+    """
+
+    main: pd.DataFrame
+    homogeneous: pd.DataFrame
+    ablations: pd.DataFrame
+    grid: pd.DataFrame
+    noise: pd.DataFrame
+    rankers: pd.DataFrame
+    label_sources: pd.DataFrame
+    domains: pd.DataFrame
+    risk: pd.DataFrame
+
+
+def gather(runs: pd.DataFrame, main: dict) -> Evidence:
+    """Select every sweep once from ``runs`` (the frame of :func:`camdf.reporting.store.runs_frame`)."""
+    return Evidence(
+        main=main_cells(runs, main), homogeneous=main_cells(runs, {**main, "d": 0.0}),
+        ablations=ablation_cells(runs, main), grid=grid_cells(runs, main), noise=noise_cells(runs, main),
+        rankers=ranker_cells(runs, main), label_sources=label_source_cells(runs, main),
+        domains=domain_cells(runs, main), risk=risk_cells(runs, main),
+    )

@@ -1,0 +1,44 @@
+"""A21: the ranking sources at the main cell: ranking quality beside the stoppers' payoffs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from camdf.reporting.evidence import Evidence
+from camdf.reporting.report import Report
+from camdf.reporting.tables.base import TableSpec
+from camdf.reporting.tables.notes import protocol_note
+
+
+def a21(evidence: Evidence, main: dict) -> Report:
+    """recall@3 and nDCG@10 of G_x and the payoffs of CAM-DF and the tuned baselines, per ranking source."""
+    sel = evidence.rankers
+    if sel.empty:
+        raise LookupError("A21: no FINISHED scorer runs in the store; run `experiment=a21` first")
+    needed = [f"m:{m}/payoff_mean" for m in ("camdf", "predict_threshold", "score_per_cost", "fixed_k", "best_prefix")]
+    lacking = [c[2:].split("/")[0] for c in needed if c not in sel or sel[c].isna().any()]
+    if lacking:
+        raise LookupError(f"A21: the scorer runs at the main cell lack {', '.join(lacking)}; run `experiment=a21` first")
+    rows = []
+    for _, r in sel.iterrows():
+        rows.append({
+            "scorer": r["p:scorer.label"],
+            "recall@3": r.get("m:ranking/recall_at_3", np.nan),
+            "nDCG@10": r.get("m:ranking/ndcg_at_10", np.nan),
+            "CAM-DF payoff": r["m:camdf/payoff_mean"],
+            "predict-threshold payoff": r["m:predict_threshold/payoff_mean"],
+            "score-per-cost payoff": r["m:score_per_cost/payoff_mean"],
+            "fixed-k payoff": r["m:fixed_k/payoff_mean"],
+            "best prefix": r["m:best_prefix/payoff_mean"],
+            "CAM-DF repeat range": f"{r.get('m:camdf/payoff_repeat_min', np.nan):.3f}-"
+                                   f"{r.get('m:camdf/payoff_repeat_max', np.nan):.3f}",
+            "headroom": r.get("m:cell/headroom", np.nan),
+        })
+    frame = pd.DataFrame(rows).set_index("scorer").sort_index()
+    return Report("a21", "A21: ranking sources at the main cell", frame,
+                  note="recall@3 and nDCG@10 of G_x from the same runs (metrics ranking/*, averaged over the "
+                       f"repeats). Decisions: {protocol_note(sel.iloc[-1])}.")
+
+
+TABLE = TableSpec("a21", ("a21", "a21_oracle"), a21)

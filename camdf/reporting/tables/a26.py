@@ -1,0 +1,52 @@
+"""A26: the risk-controlled stopper at each target miss rate alpha: miss rate (CI), tools, payoff, TOST."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from camdf.reporting.evidence import Evidence
+from camdf.reporting.report import Report
+from camdf.reporting.tables.base import TableSpec
+from camdf.reporting.tables.notes import ci_text, protocol_note
+
+
+def a26(evidence: Evidence, main: dict) -> Report:
+    """A26: the risk-controlled stopper at each alpha: miss rate (CI), tools, payoff, verified success, TOST."""
+    sel = evidence.risk
+    if sel.empty:
+        raise LookupError("A26: no FINISHED risk run in the store; run `experiment=a26` and `a26_supervised` first")
+    rows = []
+    for _, r in sel.iterrows():
+        g = lambda k: r.get(f"m:camdf_risk/{k}", np.nan)  # noqa: E731
+        miss, se, alpha = g("miss_rate"), g("miss_rate_se"), r["alpha"]
+        tost = g("verified_tost_p_vs_full") if pd.notna(g("verified_tost_p_vs_full")) else g("tost_p_vs_full")
+        rows.append({
+            "domain / scorer / alpha": f"{r['p:domain.name']} / {r['p:scorer.label']} / {alpha:g}",
+            "miss rate (95% CI)": ci_text(miss, max(0.0, miss - 1.96 * se), miss + 1.96 * se),
+            "within alpha + 2 SE": "yes" if miss <= alpha + 2 * se + 1e-12 else "NO",
+            "full-list miss rate": r.get("m:full/miss_rate", np.nan),
+            "tools exposed": g("n_exposed"),
+            "% fewer than full": g("fewer_tools_vs_full_pct"),
+            "payoff": g("payoff_mean"),
+            "full payoff": r.get("m:full/payoff_mean", np.nan),
+            "verified success": g("verified_success"),
+            "TOST p vs full": tost,
+            "non-inferior (delta)": "yes" if (g("verified_noninferior_vs_full") if pd.notna(
+                g("verified_noninferior_vs_full")) else g("noninferior_vs_full")) == 1.0 else "no",
+        })
+    frame = pd.DataFrame(rows).set_index("domain / scorer / alpha")
+    bad = [i for i, row in frame.iterrows() if row["within alpha + 2 SE"] == "NO"]
+    return Report(
+        "a26", "A26: the risk-controlled stopper (camdf_risk) at target miss rates alpha", frame, digits=3,
+        note="Miss: the exposed prefix does not contain G_x (or an alternative). Miss rate: mean over tasks of each "
+             "task's miss share over the repeats; CI mean +- 1.96 SE over tasks. The guarantee P(miss) <= alpha "
+             "assumes exchangeable tasks and every G_x on its list (full-list miss rate 0). TOST: success against "
+             "full access at margin delta = 0.05 (verified success where the domain executes, else the G_x proxy). "
+             f"Costs scaled so every mean candidate list costs {sel['p:list_cost'].iloc[0]}. "
+             f"Decisions: {protocol_note(sel.iloc[-1])}. "
+             + ("Every cell's miss rate is within alpha + 2 SE." if not bad else
+                f"Outside alpha + 2 SE: {', '.join(bad)}."))
+
+
+TABLE = TableSpec("a26", ("a26", "a26_supervised"), a26)

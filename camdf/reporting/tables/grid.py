@@ -1,0 +1,83 @@
+"""A18 and A24: the lambda x d grid of CAM-DF minus a tuned rival, as a table and a heatmap."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence
+from camdf.reporting.figures import heatmap_png
+from camdf.reporting.report import Report
+from camdf.reporting.tables.base import Figure, TableSpec
+from camdf.reporting.tables.notes import protocol_note
+
+
+def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
+    """One row per grid cell: CAM-DF minus ``rival`` (``diff``, ``lo``, ``hi``), ``degenerate``, ``excludes0``.
+
+    Also ``headroom``, CAM-DF's repeat range (``camdf_range``) and whether the rival's payoff equals
+    predict-then-threshold's (``same_as``); ``cells`` is :attr:`camdf.reporting.evidence.Evidence.grid`.
+    """
+    sel = cells
+    diff = -sel[f"m:{rival}/diff_vs_ref"]
+    lo, hi = -sel[f"m:{rival}/diff_vs_ref_ci_high"], -sel[f"m:{rival}/diff_vs_ref_ci_low"]
+    degenerate = sel.get("m:cell/degenerate", pd.Series(0.0, index=sel.index)).fillna(0.0) == 1.0
+    long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "diff": diff, "lo": lo, "hi": hi,
+                         "degenerate": degenerate.to_numpy(),
+                         "camdf_range": (sel["m:camdf/payoff_repeat_max"] - sel["m:camdf/payoff_repeat_min"]).to_numpy()
+                         if "m:camdf/payoff_repeat_max" in sel else np.nan,
+                         "headroom": sel.get("m:cell/headroom", pd.Series(np.nan, index=sel.index)).to_numpy(),
+                         "same_as": (sel[f"m:{rival}/payoff_mean"] - sel["m:predict_threshold/payoff_mean"]).abs()
+                         .lt(1e-9).to_numpy() if "m:predict_threshold/payoff_mean" in sel else False})
+    long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate
+    long.attrs["difference"] = f"CAM-DF minus {rival} (> 0 favours CAM-DF)"
+    return long
+
+
+def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> list[Report | Figure]:
+    """The grid table ``name`` (CAM-DF minus ``rival`` per lambda x d cell, † where the CI excludes 0) and its heatmap."""
+    sel = evidence.grid
+    if sel.empty:
+        raise LookupError(f"{name}: no FINISHED grid run in the store; run `experiment=a18` first")
+    long = grid_long(sel, rival)
+    text = long.assign(cell=[f"{r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]{' (degenerate)' if r.degenerate else ''}"
+                             for r in long.itertuples()])
+    frame = text.pivot(index="lam", columns="d", values="cell").sort_index()
+    marks = long.pivot(index="lam", columns="d", values="excludes0").sort_index().fillna(False)
+    frame.index = [f"{v:g}" for v in frame.index]
+    marks.index = frame.index
+    frame.columns = [f"d={v:g}" for v in frame.columns]
+    marks.columns = frame.columns
+    frame.index.name = "lambda"
+    live = long[~long.degenerate]
+    n_pos = int((live.lo > 0).sum())
+    n_neg = int((live.hi < 0).sum())
+    note = (f"Differences are method minus reference: CAM-DF minus {rival} (> 0 favours CAM-DF), the mean payoff "
+            f"difference with its paired-bootstrap 95% CI; † marks cells whose CI "
+            f"excludes 0 ({n_pos} favour CAM-DF, {n_neg} favour {rival}, of {len(live)} non-degenerate cells). "
+            f"{int(long.degenerate.sum())} of {len(long)} cells are degenerate (headroom best prefix - max(full, none) "
+            f"< {DEGENERATE_TEXT}; largest headroom in the grid {long.headroom.max():.3f}), marked and left out of the "
+            f"counts. Decisions: {protocol_note(sel.iloc[-1])}. Spread over the repeats: CAM-DF's repeat means span at "
+            f"most {long.camdf_range.max():.3f} in any cell (median {long.camdf_range.median():.3f}).")
+    if rival != "predict_threshold":
+        note += (f" The tuned {rival} payoff equals predict-then-threshold's in {int(long.same_as.sum())} of "
+                 f"{len(long)} cells.")
+    report = Report(name, title, frame, marks=marks, note=note)
+    return [report, Figure(f"{name}_heatmap.png", heatmap_png(long, report.title))]
+
+
+def a18(evidence: Evidence, main: dict) -> list[Report | Figure]:
+    """A18: CAM-DF minus predict-then-threshold over the grid."""
+    return grid(evidence, main, "predict_threshold", "a18",
+                f"A18: {main['domain']} lambda x d grid, CAM-DF minus predict-then-threshold")
+
+
+def a24(evidence: Evidence, main: dict) -> list[Report | Figure]:
+    """A24: CAM-DF minus the tuned score-per-cost threshold over the grid."""
+    return grid(evidence, main, "score_per_cost", "a24",
+                f"A24: {main['domain']} lambda x d grid, CAM-DF minus the tuned score-per-cost threshold")
+
+
+A18 = TableSpec("a18", ("a18",), a18)
+#: A24 reads A18's cells (conf/experiment/a24.yaml sweeps the same grid, so its cells are A18's).
+A24 = TableSpec("a24", ("a18",), a24)

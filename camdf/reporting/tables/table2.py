@@ -1,0 +1,63 @@
+"""Table 2: the main cell, every method with payoff (CI), success, tools, cost and difference to CAM-DF."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence, is_degenerate, main_cell, main_scorers
+from camdf.reporting.report import Report
+from camdf.reporting.store import methods_of
+from camdf.reporting.tables.base import TableSpec
+from camdf.reporting.tables.notes import ci_text, protocol_note
+
+
+def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
+    """The main retail cell: every method with payoff (CI), success, tools, cost and difference to CAM-DF.
+
+    ``scorer`` (default: the main cell's) picks the ranking source; another one is written as
+    ``table2_<scorer>``.
+    """
+    scorer = scorer or main["scorer"]
+    run = main_cell(evidence.main, f"Table 2 ({scorer})", scorer)
+    rows = []
+    for m in methods_of(run):
+        g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+        diff = "" if m == "camdf" else ci_text(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high"))
+        holm_p = g("p_holm_vs_ref")
+        rows.append({
+            "method": m,
+            "payoff (95% CI)": ci_text(g("payoff_mean"), g("payoff_ci_low"), g("payoff_ci_high")),
+            "payoff": g("payoff_mean"),
+            "repeat range": "" if pd.isna(g("payoff_repeat_min")) else
+            f"{g('payoff_repeat_min'):.3f}-{g('payoff_repeat_max'):.3f}",
+            "share of headroom": g("headroom_share"),
+            "success": g("success"),
+            "tools exposed": g("n_exposed"),
+            "% fewer than full": g("fewer_tools_vs_full_pct"),
+            "cost": g("cost"),
+            "method minus CAM-DF (95% CI)": diff,
+            "Holm p": "" if pd.isna(holm_p) else f"{holm_p:.4f}",
+        })
+    frame = pd.DataFrame(rows).set_index("method")
+    return Report(
+        "table2" if scorer == main["scorer"] else f"table2_{scorer}",
+        f"Table 2: {main['domain']} main cell (lambda = {main['lam']}, d = {main['d']}, scorer {scorer}, "
+        f"costs {main['regime']})",
+        frame, bold={"payoff": "max"}, digits=3,
+        note=f"{int(run['m:cell/n_tasks'])} tasks, out-of-fold decisions: {protocol_note(run)}. CIs: paired "
+             f"bootstrap over tasks ({run['p:stats.n_resamples']} resamples, one shared resample matrix). "
+             "Differences are method minus reference, the reference being CAM-DF (> 0: the method beats CAM-DF). "
+             "Holm p: the paired sign-flip test's p, Holm-adjusted over the baselines of the cell; the CI is not "
+             "adjusted, so a CI that excludes 0 can sit beside a Holm p above 0.05 (a difference shown alone, not "
+             "after the correction for comparing every baseline). Headroom best prefix - max(full, none) = "
+             f"{run.get('m:cell/headroom', np.nan):.3f}"
+             f"{f' (degenerate: < {DEGENERATE_TEXT})' if is_degenerate(run) else ''}; "
+             "share of headroom = (method - max(full, none)) / headroom. "
+             f"MLflow run {run['run_id']}.",
+    )
+
+
+#: One Table 2 per ranking source of the main cell (``table2``, then ``table2_<scorer>``).
+TABLE = TableSpec("table2", ("table2",), table2,
+                  variants=lambda main: [{"scorer": s} for s in main_scorers(main)])

@@ -1,0 +1,51 @@
+"""The evidence layer: each sweep selected once, the latest run of a cell counted, tables and claims agreeing."""
+
+import pandas as pd
+
+from camdf.reporting.claims import claims
+from camdf.reporting.evidence import gather, main_cells
+from camdf.reporting.tables.grid import a18
+
+MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
+        "table2_scorers": ["bm25", "supervised"], "methods": ["camdf", "full", "none"],
+        "grid_methods": ["camdf", "predict_threshold", "score_per_cost", "full"],
+        "noise_methods": ["camdf"], "ablation_methods": ["camdf"], "risk_methods": ["camdf_risk"]}
+
+
+def _run(key, start, methods, diff, **params):
+    p = {"domain.name": "retail", "scorer.label": "bm25", "cost.regime": "schema_tokens", "cost.lam": "0.12",
+         "cost.d": "1.0", "seed": "0", "payoff": "exact", "label_noise": "0.0", "label_source": "data",
+         "folds.protocol": "kfold", "folds.n_folds": "5", "method.names": str(methods), "list_cost": "None"}
+    p.update(params)
+    lo, hi = diff - 0.01, diff + 0.01  # full minus camdf, as summarize_cell logs it
+    row = {"run_id": f"{key}@{start}", "start": start, "t:cell_key": key, **{f"p:{k}": v for k, v in p.items()},
+           "m:camdf/payoff_mean": 0.5, "m:camdf/fewer_tools_vs_full_pct": 40.0, "m:cell/degenerate": 0.0,
+           "m:cell/headroom": 0.2, "p:folds.repeats": "1"}
+    for m in ("full", "predict_threshold", "score_per_cost"):  # every rival: diff behind CAM-DF by ``diff``
+        row.update({f"m:{m}/payoff_mean": 0.5 + diff, f"m:{m}/diff_vs_ref": diff, f"m:{m}/diff_vs_ref_ci_low": lo,
+                    f"m:{m}/diff_vs_ref_ci_high": hi})
+    return row
+
+
+def test_a_rerun_cell_counts_once_and_tables_and_claims_read_the_same_run():
+    grid = [_run("old", 1, MAIN["grid_methods"], 0.05, **{"cost.lam": "0.2"}),    # full beats CAM-DF ...
+            _run("new", 2, MAIN["grid_methods"], -0.05, **{"cost.lam": "0.2"}),   # ... until the cell is rerun
+            _run("other", 3, MAIN["grid_methods"], -0.05, **{"cost.lam": "0.3"})]
+    evidence = gather(pd.DataFrame(grid + [_run("main", 0, MAIN["methods"], -0.05)]), MAIN)
+    assert evidence.grid["run_id"].tolist() == ["new@2", "other@3"]
+    report = a18(evidence, MAIN)[0]
+    assert "(2 favour CAM-DF, 0 favour" in report.note.replace("predict_threshold", "")
+    frame = claims(evidence, MAIN).frame
+    assert "in 2;" in frame.loc["b", "statistic"] and frame.loc["b", "verdict"] == "holds"
+
+
+def test_main_cells_one_per_scorer_and_protocol_kfold_first_scaled_costs_left_out():
+    runs = pd.DataFrame([
+        _run("g", 1, MAIN["methods"], 0.0, **{"folds.protocol": "group"}),
+        _run("k", 2, MAIN["methods"], 0.0),
+        _run("s", 3, MAIN["methods"], 0.0, **{"scorer.label": "supervised"}),
+        _run("scaled", 4, MAIN["methods"], 0.0, list_cost="7.0"),
+        _run("dense", 5, MAIN["methods"], 0.0, **{"scorer.label": "dense"}),
+    ])
+    cells = main_cells(runs, MAIN)
+    assert cells["t:cell_key"].tolist() == ["k", "g", "s"]

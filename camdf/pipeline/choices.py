@@ -93,8 +93,11 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
         return
     try:
         overrides = OverridesParser.create().parse_overrides([a for a in args if not a.startswith("-")])
-    except HydraException:
-        return  # a syntax error: Hydra's own message says where
+    except HydraException as err:  # Hydra's message is several lines: the override, then the parser's reason
+        lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+        what = lines[0].removeprefix("Error parsing override ").strip("'") if lines else "an override"
+        _refuse_key(what, f"not a valid override ({lines[1] if len(lines) > 1 else 'syntax'}; "
+                          "see Hydra's override grammar)")
 
     def is_group(key: str) -> bool:
         return (conf_dir / key.split("@")[0]).is_dir()

@@ -10,7 +10,9 @@ is not a plain folder name (``""``, ``.``, ``../x``, ``a/b``) stops the stage wi
 line on stderr and exit code 2, before anything is converted, read or written; so does
 a bad task filter ``domain.where`` (:func:`camdf.data.filters.check_where`). A folder or
 file the converter refuses (:class:`camdf.data.io.DomainFormatError`, an unreadable input)
-stops it the same way, exit 2, one problem per line, ``data/<name>/`` untouched.
+stops it the same way, exit 2, one problem per line, ``data/<name>/`` untouched. A
+``domain.converter._target_`` outside the built-in converters is refused by the schema
+(:data:`camdf.pipeline.schema.CONVERTERS`) before anything is imported from it.
 """
 
 from pathlib import Path
@@ -21,10 +23,11 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.pipeline.choices import check_choices
+from camdf.pipeline.boundary import run_stage, stage
 from camdf.data.filters import check_where
 from camdf.data.io import DomainFormatError, check_domain_name, read_domain
 from camdf.pipeline.data_stage import build_domain
+from camdf.pipeline.schema import checked
 
 
 _READER = f"{read_domain.__module__}.{read_domain.__name__}"  # the task-format reader's _target_
@@ -68,6 +71,7 @@ def _refuse(err: Exception, cfg: DictConfig):
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="data")
+@stage
 def main(cfg: DictConfig) -> None:
     try:
         name = check_domain_name(_select(cfg, "domain.name"))
@@ -76,6 +80,7 @@ def main(cfg: DictConfig) -> None:
         _check_folder(_select(cfg, "domain.converter.folder"))
     except ValueError as err:
         _refuse(err, cfg)
+    checked(cfg, "data")  # names, confined paths, and a converter from the allow-list (no code named by a value)
     dom = cfg.domain
     try:
         result = build_domain(
@@ -98,5 +103,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_choices()  # a config-group choice naming no file: one line, exit 2
-    main()
+    run_stage(main, "data")  # the command line checked first; any failure: one line, exit 2 / 1 / 130

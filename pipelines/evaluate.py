@@ -12,7 +12,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.pipeline.choices import check_choices
+from camdf.pipeline.boundary import run_stage, stage
 from camdf.pipeline.assembly import Paths
 from camdf.pipeline.cell_job import run_tracked_cell
 from camdf.pipeline.identity import cell_name
@@ -20,6 +20,7 @@ from camdf.pipeline.schema import checked, open_tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="evaluate")
+@stage
 def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "evaluate")
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
@@ -28,10 +29,9 @@ def main(cfg: DictConfig) -> None:
     hydra_dir = Path(hydra.runtime.output_dir) / ".hydra"
     job = hydra.job.num if hydra.mode.name == "MULTIRUN" else None
     run_id, skipped = run_tracked_cell(resolved, paths, tracker, Path(cfg.paths.root_dir), hydra_dir,
-                                       experiment=hydra.runtime.choices.get("experiment"), job=job)
+                                       experiment=hydra.runtime.choices.get("experiment"), job=job, unresolved=cfg)
     print(f"{cell_name(resolved)}: {'reused FINISHED run' if skipped else 'logged run'} {run_id}")
 
 
 if __name__ == "__main__":
-    check_choices()  # a config-group choice naming no file: one line, exit 2
-    main()
+    run_stage(main, "evaluate")  # the command line checked first; any failure: one line, exit 2 / 1 / 130

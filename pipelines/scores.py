@@ -12,13 +12,14 @@ import pandas as pd
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.pipeline.choices import check_choices
+from camdf.pipeline.boundary import run_stage, stage
 from camdf.pipeline.schema import checked
 from camdf.rankers import quality_table
 from camdf.pipeline.scores_stage import run_costs, run_scores
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="scores")
+@stage
 def main(cfg: DictConfig) -> dict:
     c = checked(cfg, "scores")
     where = dict(data_dir=c["paths"]["data_dir"], cache_dir=c["paths"]["cache_dir"], force=c["force"])
@@ -32,5 +33,4 @@ def main(cfg: DictConfig) -> dict:
 
 
 if __name__ == "__main__":
-    check_choices()  # a config-group choice naming no file: one line, exit 2
-    main()
+    run_stage(main, "scores")  # the command line checked first; any failure: one line, exit 2 / 1 / 130

@@ -11,7 +11,7 @@ import hydra
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.pipeline.choices import check_choices
+from camdf.pipeline.boundary import run_stage, stage
 from camdf.reporting.build import build_tables
 from camdf.reporting.registry import experiments
 from camdf.pipeline.identity import code_stamp
@@ -22,6 +22,7 @@ from camdf.tracking.probe import TrackingUnreachable
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="tables")
+@stage
 def main(cfg: DictConfig) -> None:
     c = checked(cfg, "tables")
     paths = c["paths"]
@@ -46,5 +47,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_choices()  # a config-group choice naming no file: one line, exit 2
-    main()
+    run_stage(main, "tables")  # the command line checked first; any failure: one line, exit 2 / 1 / 130

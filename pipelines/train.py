@@ -13,13 +13,14 @@ import hydra
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.pipeline.choices import check_choices
+from camdf.pipeline.boundary import run_stage, stage
 from camdf.pipeline.assembly import Paths
 from camdf.pipeline.policy_job import train_policy
 from camdf.pipeline.schema import checked, open_tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")
+@stage
 def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "train")
     tracker = open_tracker(resolved)
@@ -35,5 +36,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    check_choices()  # a config-group choice naming no file: one line, exit 2
-    main()
+    run_stage(main, "train")  # the command line checked first; any failure: one line, exit 2 / 1 / 130

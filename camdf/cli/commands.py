@@ -1,6 +1,7 @@
 """The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``, ``camdf select``.
 
-Exit codes: 0 on success, 2 on bad input (every problem listed on stderr).
+Exit codes: 0 on success, 2 on bad input (every problem listed on stderr), 1 on a fault of the
+machine or store (one line, :func:`camdf.pipeline.boundary.cli_boundary`), 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ EPILOG = """examples:
   echo '{"query": "...", "tools": [...]}' | camdf select
   camdf results check                      do the README Results match the checkout?
 
-exit status: 0 done, 1 the Results are stale (results check), 2 bad input (one line on stderr).
+exit status: 0 done, 1 the Results are stale (results check) or a fault of the machine or store,
+2 bad input (one line on stderr), 130 interrupted (Ctrl-C).
 The task format: docs/task-format.md."""
 
 
@@ -180,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; any failure it does not handle itself is one line on stderr (exit 2, 1 or 130)."""
+    from camdf.pipeline.boundary import cli_boundary
+
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    command = " ".join(str(getattr(args, k)) for k in ("group", "cmd") if getattr(args, k, None))
+    return cli_boundary(command, lambda: args.func(args))
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
+import hashlib
 import json
 import json.scanner
 import math
@@ -714,7 +715,7 @@ def _new_temporary(parent: Path, name: str) -> tuple[Path, int]:
 
 
 def write_domain(
-    domain: Domain, folder: str | os.PathLike, extra_files: dict[str, str] | None = None, validate: bool = True
+    domain: Domain, folder: str | os.PathLike, extra_files: dict[str, Any] | None = None, validate: bool = True
 ) -> Path:
     """Write ``domain`` to ``folder`` atomically (temporary sibling, then swap).
 
@@ -724,8 +725,10 @@ def write_domain(
     folder : path
         Target folder; replaced whole if it exists. Its name must be a plain name
         (:func:`check_domain_name`), checked before anything is written or removed.
-    extra_files : dict of str to str, optional
-        More text files to write beside the two data files (e.g. ``report.md``).
+    extra_files : dict of str to (str or callable), optional
+        More text files to write beside the two data files (e.g. ``report.md``). A callable
+        is called with the sha256 (hex) of each data file as written (``{"catalog.json": ...,
+        "tasks.jsonl": ...}``) and returns the text (a manifest that hashes them).
     validate : bool
         Read the written files back through the validator before swapping them in,
         so a converter bug raises here and leaves the old folder untouched.
@@ -754,8 +757,9 @@ def write_domain(
         with (tmp / TASKS).open("w", encoding="utf-8") as fh:
             for task in domain.tasks:
                 fh.write(json.dumps(task.to_json(), ensure_ascii=False, sort_keys=False) + "\n")
+        hashes = {f: hashlib.sha256((tmp / f).read_bytes()).hexdigest() for f in (CATALOG, TASKS)}
         for fname, text in (extra_files or {}).items():
-            (tmp / fname).write_text(text, encoding="utf-8")
+            (tmp / fname).write_text(text(hashes) if callable(text) else text, encoding="utf-8")
         if validate:
             read_domain(tmp, domain.acquirable_kinds, domain.never_acquirable)
         old = None

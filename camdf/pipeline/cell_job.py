@@ -111,16 +111,55 @@ def cell_tags(cfg: dict[str, Any], experiment: str | None = None) -> dict[str, s
     return tags
 
 
+#: The tag holding the one-line cause of a cell run that failed after it started.
+FAILURE_TAG = "failure"
+
+
+def cell_params(cfg: dict[str, Any], unresolved: Any = None) -> dict[str, str]:
+    """The params of a cell run: the flat config, environment-interpolated values redacted (:mod:`.redact`).
+
+    ``unresolved`` is the config before interpolation (Hydra's ``cfg``); without it no value is
+    known to come from the environment and nothing is redacted.
+    """
+    from camdf.pipeline.redact import env_keys, redact
+    from camdf.pipeline.provenance import flatten
+
+    params = flatten(cfg)
+    return redact(params, env_keys(unresolved)) if unresolved is not None else params
+
+
+def end_failed(tracker, run_id: str, err: BaseException) -> None:
+    """Tag a started run that failed with its one-line cause (:data:`FAILURE_TAG`); Ctrl-C ends it KILLED.
+
+    :meth:`~camdf.tracking.client.Tracker.cell_run` has ended it FAILED already; an
+    interrupted cell is not a failed one, so it is set KILLED (it is recomputed by the next run,
+    like a FAILED one). A store that cannot take the tag is left as it is: the stage's own error
+    line says why.
+    """
+    from camdf.pipeline.boundary import explain
+
+    line, _ = explain(err, tracker.uri)
+    try:
+        tracker.client.set_tag(run_id, FAILURE_TAG, line[:5000])
+        if isinstance(err, KeyboardInterrupt):
+            tracker.client.set_terminated(run_id, status="KILLED")
+    except Exception:  # noqa: BLE001  the store failed too; the error line is printed anyway
+        pass
+
+
 def run_tracked_cell(
     cfg: dict[str, Any], paths: Paths, tracker, root: Path, hydra_dir: Path | None = None,
-    experiment: str | None = None, job: int | None = None,
+    experiment: str | None = None, job: int | None = None, unresolved: Any = None,
 ) -> tuple[str, bool]:
     """Run a cell unless its key already has a FINISHED run; log everything to one MLflow run.
 
     The cell is claimed first (:meth:`camdf.tracking.client.Tracker.claim`), so workers that
     reach the same key at once compute it once: the others wait for that run and
     reuse it. ``tracking.claim_timeout`` in the config, when present, sets how long a
-    silent claim is trusted before it is taken over.
+    silent claim is trusted before it is taken over. A run that fails after it started ends
+    FAILED (KILLED on Ctrl-C) with its one-line cause in the ``failure`` tag (:func:`end_failed`).
+    ``unresolved`` (the config before interpolation) lets the params redact values taken
+    from the environment (:func:`cell_params`).
 
     Returns
     -------
@@ -129,7 +168,7 @@ def run_tracked_cell(
         True when a FINISHED run with the same key was reused.
     """
     from camdf.pipeline.sweep_run import parent_tags, record_job
-    from camdf.pipeline.provenance import flatten, git_commit
+    from camdf.pipeline.provenance import git_commit
 
     key = cell_key(cfg, paths.data_dir)
     tags = {"git_commit": git_commit(root), **cell_tags(cfg, experiment), **parent_tags()}
@@ -138,12 +177,19 @@ def run_tracked_cell(
     if not claim.won:  # the key has a FINISHED run (found at once, or after waiting for its worker)
         record_job(tracker, job, f"reused {claim.run.info.run_id}")
         return claim.run.info.run_id, True
-    with tracker.cell_run(key, cell_name(cfg), flatten(cfg), tags, claim=claim) as run:
-        metrics, artifacts = run_cell(cfg, paths)
-        rid = run.info.run_id
-        tracker.log_metrics(rid, metrics)
-        folders = {".hydra": str(hydra_dir)} if hydra_dir is not None else {}
-        tracker.log_files(rid, artifacts, folders)
+    started = None
+    try:
+        with tracker.cell_run(key, cell_name(cfg), cell_params(cfg, unresolved), tags, claim=claim) as run:
+            started = rid = run.info.run_id
+            metrics, artifacts = run_cell(cfg, paths)
+            tracker.log_metrics(rid, metrics)
+            folders = {".hydra": str(hydra_dir)} if hydra_dir is not None else {}
+            tracker.log_files(rid, artifacts, folders)
+    except BaseException as err:
+        started = started or (claim.run.info.run_id if claim.won else None)
+        if started is not None:
+            end_failed(tracker, started, err)
+        raise
     record_job(tracker, job, f"logged {rid}")
     return rid, False
 

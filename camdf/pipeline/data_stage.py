@@ -12,6 +12,7 @@ included, as ``meta.gold_executable``) go to the report and the manifest.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Any, Callable
 
 from camdf.common.fingerprint import code_version, defining_package, hash_json, hash_paths, package_versions
 from camdf.data.filters import apply_where, check_where
-from camdf.data.io import check_domain_name, remove_stale_temporaries, write_domain
+from camdf.data.io import CATALOG, TASKS, check_domain_name, remove_stale_temporaries, write_domain
 from camdf.data.model import KINDS, Domain
 from camdf.data.overview import render_report, summarize
 
@@ -133,10 +134,66 @@ def stage_code(executable: str | None, execution_costs: bool, config: dict[str, 
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The folder's ``manifest.json`` as a dict; None when there is none."""
     path = Path(folder) / MANIFEST
     if not path.is_file():
         return None
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+#: The data files whose sha256 the manifest holds (``files``) and every reading stage checks.
+DATA_FILES = (CATALOG, TASKS)
+
+
+class DataNotReady(ValueError):
+    """A domain folder a stage would read is not built, or no longer matches its manifest: one line, rerun make data."""
+
+
+def file_hashes(folder: Path) -> dict[str, str]:
+    """sha256 (hex) of each of :data:`DATA_FILES` in ``folder``."""
+    return {name: hashlib.sha256(Path(folder, name).read_bytes()).hexdigest() for name in DATA_FILES}
+
+
+def verify_built(data_dir: Path, name: str) -> dict[str, Any]:
+    """The manifest of ``data_dir/name``, once the folder is built and its data files match the manifest's hashes.
+
+    Raises
+    ------
+    DataNotReady
+        No ``manifest.json`` (not built, or an interrupted build), a manifest that does not
+        parse or predates file hashes, a data file missing, or one whose bytes differ from
+        the manifest's sha256 (edited by hand, or copied in part). The message names the file
+        and says to rerun the data stage (which rebuilds a folder that does not match).
+    """
+    folder = Path(data_dir, name)
+    rebuild = f"rerun `make data` (or `python -m pipelines.data domain={name}`)"
+    if not (folder / MANIFEST).is_file():
+        raise DataNotReady(f"{folder}: domain `{name}` is not built; run `make data` "
+                           f"(or `python -m pipelines.data domain={name}`) first")
+    try:
+        manifest = read_manifest(folder)
+        expected = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise DataNotReady(f"{folder / MANIFEST}: not a manifest with file hashes ({type(err).__name__}); "
+                           f"{rebuild}") from None
+    for fname in DATA_FILES:
+        path = folder / fname
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError as err:
+            raise DataNotReady(f"{path}: cannot read ({err.strerror or err}); {rebuild}") from None
+        if not isinstance(expected, dict) or digest != expected.get(fname):
+            raise DataNotReady(f"{path}: does not match {MANIFEST} (edited after the data stage wrote it?); "
+                               f"{rebuild}")
+    return manifest
+
+
+def _matches(out_dir: Path, manifest: dict[str, Any]) -> bool:
+    """Whether the folder's data files are the ones its manifest hashed (a cached build is reused only then)."""
+    try:
+        return manifest.get("files") == file_hashes(out_dir)
+    except OSError:
+        return False
 
 
 def build_domain(
@@ -199,7 +256,7 @@ def build_domain(
     exec_costs = bool(config.get("report_execution_costs", False))
     key = data_key(config, list(packages), list(inputs), stage_code(executable, exec_costs, config))
     manifest = read_manifest(out_dir)
-    if not force and manifest is not None and manifest.get("key") == key:
+    if not force and manifest is not None and manifest.get("key") == key and _matches(out_dir, manifest):
         remove_stale_temporaries(out_dir)  # a killed forced rebuild's leftovers (the writer removes them otherwise)
         return DataBuild(out_dir, key, True, manifest["summary"])
     domain = convert()
@@ -220,7 +277,9 @@ def build_domain(
     summary = {**summarize(domain), "label_source": "derived" if derived else "annotated", **extra}
     files = {
         "report.md": render_report(domain, summary, extra_sections=sections),
-        MANIFEST: json.dumps({"key": key, "config": config, "summary": summary}, indent=2, sort_keys=True) + "\n",
+        # The data files' hashes are known once they are written: write_domain calls this with them.
+        MANIFEST: lambda hashes: json.dumps({"key": key, "config": config, "summary": summary, "files": hashes},
+                                            indent=2, sort_keys=True) + "\n",
     }
     # A converter's output is read back through the validator before it is swapped in.
     write_domain(domain, out_dir, extra_files=files, validate=derived or not validated_input)

@@ -13,6 +13,7 @@ selection all see one spelling of each value.
 from __future__ import annotations
 
 import math
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -56,23 +57,36 @@ class Number:
 
     def expected(self) -> str:
         what = "an integer" if self.integer else "a finite number"
+        show = (lambda v: f"{int(v)}") if self.integer else (lambda v: f"{v:g}")
         if self.lo is not None and self.hi is not None:
-            return f"{what} in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
+            return f"{what} in {'(' if self.lo_open else '['}{show(self.lo)}, {show(self.hi)}{')' if self.hi_open else ']'}"
         if self.lo is not None:
-            return f"{what} {'>' if self.lo_open else '>='} {self.lo:g}"
+            return f"{what} {'>' if self.lo_open else '>='} {show(self.lo)}"
         return what
 
     def __call__(self, key: str, value: Any) -> int | float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        # An int is compared as an int: float() of a 400-digit integer overflows.
+        ok = not isinstance(value, bool) and (
+            isinstance(value, int) or (isinstance(value, float) and math.isfinite(value)))
         if ok and self.integer:
-            ok = float(value).is_integer()
+            ok = isinstance(value, int) or value.is_integer()
         if ok and self.lo is not None:
             ok = value > self.lo if self.lo_open else value >= self.lo
         if ok and self.hi is not None:
             ok = value < self.hi if self.hi_open else value <= self.hi
-        if not ok:
-            raise ConfigError(key, value, self.expected())
-        return int(value) if self.integer else float(value)
+        try:
+            if ok:
+                return int(value) if self.integer else float(value)
+        except OverflowError:
+            pass
+        raise ConfigError(key, _shown(value), self.expected())
+
+
+def _shown(value: Any) -> Any:
+    """A value as an error message shows it: a very long number cut to its first digits and its length."""
+    text = str(value)
+    return f"{text[:20]}... ({len(text)} characters)" if isinstance(value, (int, float, str)) and len(text) > 40 \
+        else value
 
 
 @dataclass(frozen=True)
@@ -119,6 +133,34 @@ def plain_name(key: str, value: Any) -> str:
     return value
 
 
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def label_name(key: str, value: Any) -> str:
+    """A name that becomes one folder name: :func:`plain_name`, also ``.`` inside (``noisy_oracle_q0.5``), never ``..``."""
+    if not isinstance(value, str) or not _LABEL.fullmatch(value) or ".." in value:
+        raise ConfigError(key, value, "a plain name (letters, digits, `_`, `-`, `.` inside; no `/` or `..`)")
+    return value
+
+
+#: The converters ``domain.converter._target_`` may name: the built-in ones. A config value never names code
+#: to run (Hydra would import and call whatever it names); a new converter is added here.
+CONVERTERS = (
+    "camdf.data.io.read_domain",
+    "camdf.data.distractors.with_distractors",
+    "camdf.integrations.tau2.convert.convert_customer_service",
+    "camdf.integrations.tau2.convert.convert_telecom",
+    "camdf.integrations.bfcl.convert.convert_multi_turn",
+)
+
+
+def converter_target(key: str, value: Any) -> str:
+    """A ``_target_`` from :data:`CONVERTERS` (the allow-list of code a domain config may run)."""
+    if not isinstance(value, str) or value not in CONVERTERS:
+        raise ConfigError(key, _shown(value), "one of the built-in converters " + ", ".join(CONVERTERS))
+    return value
+
+
 def experiment_name(key: str, value: Any) -> str:
     """The name of an experiment file under ``conf/experiment/``."""
     names = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
@@ -134,14 +176,27 @@ def override_list(key: str, value: Any) -> list[str]:
     return list(value)
 
 
-LAM = Number(lo=0)
-SEED = Number(lo=0, integer=True)
+#: Upper bounds that keep every product finite: lambda times a list's cost (mean 1 per tool, or list_cost)
+#: stays far below float's range, a cost dispersion past 1000 sends every cost but the largest to 0, and
+#: a seed or count is a C int for LightGBM and scikit-learn (seed + repeat included).
+MAX_LAM = 1e6
+MAX_DISPERSION = 1e3
+MAX_INT = 2**31 - 1
+LAM = Number(lo=0, hi=MAX_LAM)
+SEED = Number(lo=0, hi=MAX_INT, integer=True)
+
+
+def count(lo: int) -> Number:
+    """An integer count in ``[lo, 2**31 - 1]``."""
+    return Number(lo=lo, hi=MAX_INT, integer=True)
+
+
 CELL = {
     "domain.name": plain_name,
     "scorer.name": OneOf(tuple(SCORERS)),
     "cost.regime": OneOf(REGIMES),
     "cost.lam": LAM,
-    "cost.d": Number(lo=0),
+    "cost.d": Number(lo=0, hi=MAX_DISPERSION),
     "method.names": ListOf(OneOf(METHODS)),
     "method.alpha": Number(lo=0, hi=1, lo_open=True, hi_open=True),
     "payoff": OneOf(KINDS),
@@ -149,12 +204,12 @@ CELL = {
     "label_noise": Number(lo=0, hi=1, hi_open=True),
     "label_source": OneOf(LABEL_SOURCES),
     "lambda_grid": ListOf(LAM),
-    "folds.n_folds": Number(lo=2, integer=True),
+    "folds.n_folds": count(2),
     "folds.protocol": OneOf(PROTOCOLS),
-    "folds.repeats": Number(lo=1, integer=True),
-    "candidates.top_k": Optional(Number(lo=1, integer=True)),
-    "list_cost": Optional(Number(lo=0, lo_open=True)),
-    "stats.n_resamples": Number(lo=100, integer=True),
+    "folds.repeats": count(1),
+    "candidates.top_k": Optional(count(1)),
+    "list_cost": Optional(Number(lo=0, hi=MAX_LAM, lo_open=True)),
+    "stats.n_resamples": count(100),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
 }
 SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
@@ -168,13 +223,45 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
     "tables": {
         "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(REGIMES), "main.lam": LAM,
-        "main.d": Number(lo=0), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
+        "main.d": Number(lo=0, hi=MAX_DISPERSION), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
         "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
         **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",
                                                           "ablation_methods", "risk_methods")},
     },
 }
+
+
+#: Names that become a folder or a path part, checked in every stage that has them.
+NAMES = {"domain.name": plain_name, "scorer.label": label_name, "tracking.experiment": label_name}
+for _stage in SCHEMAS.values():
+    _stage.update({k: v for k, v in NAMES.items() if k not in _stage})
+SCHEMAS["data"]["domain.converter._target_"] = converter_target
+
+#: Config values that become paths the stages write, each confined to the folder a root key names:
+#: the one check that no written file lands outside ``paths.output_dir`` (``data_dir`` for data) or the checkout.
+#: The roots themselves (``paths.root_dir``, ``data_dir``, ``output_dir``, ``tracking.artifact_root``) are the
+#: user's to choose; the folders a domain reads (``domain.converter.folder``, ``domain.inputs``) are only read.
+CONFINED = {
+    "paths.cache_dir": "paths.output_dir",
+    "paths.log_dir": "paths.output_dir",
+    "out_dir": "paths.output_dir",
+    "cost.params.cache_dir": "paths.output_dir",
+    "readme": "paths.root_dir",
+}
+
+
+def check_confined(cfg: dict[str, Any]) -> None:
+    """Refuse a path value of :data:`CONFINED` that does not resolve inside its root (``..`` and links resolved)."""
+    for key, root_key in CONFINED.items():
+        value, root = _get(cfg, key), _get(cfg, root_key)
+        if value is _MISSING or value is None or root is _MISSING or root is None:
+            continue
+        if not isinstance(value, str) or not value:
+            raise ConfigError(key, value, f"a path inside {root_key} ({root})")
+        path, top = Path(value).resolve(), Path(str(root)).resolve()
+        if path != top and top not in path.parents:
+            raise ConfigError(key, _shown(value), f"a path inside {root_key} ({root})")
 
 
 _MISSING = object()
@@ -207,15 +294,22 @@ def validate(cfg: dict[str, Any], stage: str) -> dict[str, Any]:
         value = _get(cfg, key)
         if value is not _MISSING:
             _set(cfg, key, check(key, value))
+    check_confined(cfg)
+    seed, repeats = _get(cfg, "seed"), _get(cfg, "folds.repeats")
+    if _MISSING not in (seed, repeats) and seed + repeats - 1 > MAX_INT:  # repeat r runs at seed + r
+        raise ConfigError("seed", seed, f"an integer in [0, {MAX_INT - repeats + 1}] (seed + folds.repeats - 1 "
+                                        f"<= {MAX_INT})")
     n_folds, protocol = _get(cfg, "folds.n_folds"), _get(cfg, "folds.protocol")
-    n_tasks = _task_count(cfg)
-    if n_tasks is not None and protocol in (_MISSING, "kfold") and n_folds is not _MISSING and n_folds > n_tasks:
-        raise ConfigError("folds.n_folds", n_folds, f"an integer in [2, {n_tasks}] (the tasks of the domain)")
+    counts = _domain_counts(cfg)
+    if counts is not None and n_folds is not _MISSING and protocol in (_MISSING, "kfold", "group"):
+        n, what = (counts[1], "fold groups") if protocol == "group" else (counts[0], "tasks")
+        if n is not None and n_folds > n:
+            raise ConfigError("folds.n_folds", n_folds, f"an integer in [2, {n}] (the {what} of the domain)")
     return cfg
 
 
-def _task_count(cfg: dict) -> int | None:
-    """Tasks of the built domain, from its manifest (no task is read); None when it is not built yet."""
+def _domain_counts(cfg: dict) -> tuple[int, int | None] | None:
+    """Tasks and fold groups of the built domain, from its manifest (no task is read); None when it is not built."""
     import json
 
     data_dir, name = _get(cfg, "paths.data_dir"), _get(cfg, "domain.name")
@@ -223,8 +317,10 @@ def _task_count(cfg: dict) -> int | None:
         return None
     manifest = Path(data_dir, name, "manifest.json")
     try:
-        return int(json.loads(manifest.read_text(encoding="utf-8"))["summary"]["n_tasks"])
-    except (OSError, ValueError, KeyError, TypeError):
+        summary = json.loads(manifest.read_text(encoding="utf-8"))["summary"]
+        groups = summary.get("n_groups")
+        return int(summary["n_tasks"]), int(groups) if groups is not None else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -237,12 +333,53 @@ def resolve(cfg: DictConfig) -> dict[str, Any]:
         raise ConfigError(str(key), getattr(err, "msg", str(err)).splitlines()[0], "a value that resolves") from None
 
 
+#: The stages that read ``data/<domain>/``: its manifest is checked before they read it or make a run.
+READS_DATA = ("scores", "evaluate", "train")
+
+
 def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
-    """The stage's resolved, validated and normalised config; on a bad value, :func:`refuse`."""
+    """The stage's resolved, validated and normalised config; on a bad value, :func:`refuse`.
+
+    A stage that reads ``data/<domain>/`` (:data:`READS_DATA`) also checks that the
+    domain is built and matches its manifest (:func:`camdf.pipeline.data_stage.verify_built`),
+    so ``domain=airline`` where only retail is built says "run make data" before any cell
+    key is hashed or any run is made.
+    """
+    from camdf.pipeline.data_stage import DataNotReady, verify_built
+
+    output_dir = OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False)
     try:
-        return validate(resolve(cfg), stage)
-    except ConfigError as err:
-        refuse(err, OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False))
+        out = validate(resolve(cfg), stage)
+        if stage in READS_DATA:
+            verify_built(Path(out["paths"]["data_dir"]), out["domain"]["name"])
+    except (ConfigError, DataNotReady) as err:
+        refuse(err, output_dir)
+    warn_unswept(stage)
+    return out
+
+
+def warn_unswept(stage: str) -> None:
+    """Warn (one line on stderr) when a single run's experiment defines a sweep whose keys it leaves at their defaults.
+
+    ``python -m pipelines.evaluate experiment=smoke`` runs one cell, not the experiment's
+    sweep (that needs ``-m``). It is a warning, not a refusal: one cell of an experiment,
+    its swept keys set on the command line (``experiment=smoke cost.lam=0.12 cost.d=1``), is
+    a legitimate way to rerun or inspect that cell.
+    """
+    from hydra.core.hydra_config import HydraConfig
+
+    if stage not in ("evaluate", "train") or not HydraConfig.initialized():
+        return
+    hydra = HydraConfig.get()
+    experiment = hydra.runtime.choices.get("experiment")
+    if hydra.mode.name == "MULTIRUN" or not experiment:
+        return
+    swept = [str(k) for k in (OmegaConf.select(hydra, "sweeper.params", default=None) or {})]
+    given = {o.split("=", 1)[0].lstrip("+~") for o in hydra.overrides.task}
+    left = [k for k in swept if k not in given]
+    if left:
+        print(f"warning: experiment={experiment} sweeps {', '.join(left)} only with -m; this single run uses "
+              f"their defaults (add -m to run the sweep)", file=sys.stderr)
 
 
 def open_tracker(cfg: dict[str, Any]):
@@ -266,7 +403,9 @@ def refuse(err: Exception, output_dir: str | None = None, code: int = 2):
     stage runs; a refused job removes its own folder and the folders that are left empty
     by that, up to ``output_dir`` (kept). A folder holding anything else is not touched.
     """
-    print(f"error: {err}", file=sys.stderr)
+    from camdf.pipeline.boundary import safe_uri
+
+    print(f"error: {safe_uri(str(err))}", file=sys.stderr)
     _remove_job_folder(output_dir)
     raise SystemExit(code)
 

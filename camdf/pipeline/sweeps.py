@@ -131,7 +131,14 @@ class CheckSweep(Callback):
             return
         task = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
         try:
-            for cfg in compose_jobs(config_name, expand([*sweep_params(config), *task])):
+            overrides = [*sweep_params(config), *task]
+            jobs = expand(overrides)
+            if not jobs:  # Hydra would run nothing, exit 0, and the sweep's record would be rewritten as done
+                empty = [o.get_key_element() for o in OverridesParser.create().parse_overrides(overrides)
+                         if o.is_sweep_override() and not list(o.sweep_string_iterator())]
+                refuse(ConfigError(empty[0] if empty else "hydra.sweeper.params", "an empty sweep",
+                                   "at least one value to sweep"))
+            for cfg in compose_jobs(config_name, jobs):
                 validate(resolve(cfg), config_name)
         except ConfigError as err:
             refuse(err)

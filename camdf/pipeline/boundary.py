@@ -1,0 +1,178 @@
+"""The stages' error boundary: any failure becomes one line naming its cause and what to do, and an exit code.
+
+Every stage entry point (``pipelines/*.py``) wraps its Hydra task function in
+:func:`stage` and starts through :func:`run_stage`; the ``camdf`` command line
+wraps its commands in :func:`cli_boundary`. Whatever is raised, whenever:
+
+- exit 2 (bad input: a config value, a data folder, a request) or 1 (a fault of
+  the machine or the store: disk full, permissions, a corrupt tracking store, a
+  bug), with ``error: <one line>`` on stderr, credentials stripped from any URI;
+- exit 130 on Ctrl-C (``KeyboardInterrupt``), the shell's code for SIGINT, with
+  ``error: interrupted ...``;
+- the Hydra job folder the failing job made is removed (:func:`camdf.pipeline.schema.refuse`);
+- no traceback, unless ``CAMDF_TRACEBACK=1`` asks for it (printed before the line).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+#: Exit code of bad input (config, data, request), of a fault of the machine or store, and of Ctrl-C.
+BAD_INPUT, FAULT, INTERRUPTED = 2, 1, 130
+_CODE_ROOT = Path(__file__).resolve().parents[2]
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+
+
+def safe_uri(text: str) -> str:
+    """``text`` with the credentials of every URI in it removed (``http://user:pw@host`` -> ``http://host``).
+
+    Examples
+    --------
+    >>> safe_uri("cannot reach http://ana:s3cret@db.example:5000/x")
+    'cannot reach http://db.example:5000/x'
+    """
+    return _USERINFO.sub(lambda m: m.group("scheme"), str(text))
+
+
+def _where(err: BaseException) -> str:
+    """``file:line`` of the innermost frame of this checkout's code (camdf or pipelines) in ``err``'s traceback."""
+    where = ""
+    for frame in traceback.extract_tb(err.__traceback__):
+        path = Path(frame.filename)
+        if _CODE_ROOT in path.parents:
+            where = f"{path.relative_to(_CODE_ROOT)}:{frame.lineno}"
+    return where
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return "; ".join(lines) if lines else ""
+
+
+def _is_store_error(err: BaseException) -> bool:
+    """An error raised by the tracking store (MLflow, SQLAlchemy, sqlite3), found by its module (nothing imported)."""
+    import sqlite3
+
+    module = type(err).__module__ or ""
+    return isinstance(err, sqlite3.Error) or module.split(".")[0] in ("mlflow", "sqlalchemy")
+
+
+def explain(err: BaseException, uri: str | None = None) -> tuple[str, int]:
+    """The one line and exit code of a failure.
+
+    Parameters
+    ----------
+    err : BaseException
+        What was raised.
+    uri : str, optional
+        The tracking URI of the stage, named when the store failed (credentials stripped).
+
+    Returns
+    -------
+    line : str
+        One line: the cause (key, file or ``file:line``, run id or URI) and what to do.
+    code : int
+        :data:`INTERRUPTED` for Ctrl-C, :data:`BAD_INPUT` for a refused value or input,
+        :data:`FAULT` for the machine, the store or a bug.
+    """
+    from camdf.tracking.probe import TrackingUnreachable
+
+    if isinstance(err, KeyboardInterrupt):
+        return ("interrupted (Ctrl-C): nothing unfinished was kept; rerun the same command to go on "
+                "(finished cells are reused)"), INTERRUPTED
+    if isinstance(err, TrackingUnreachable):
+        return safe_uri(_one_line(err)), BAD_INPUT
+    if _is_store_error(err):
+        store = f"the tracking store {safe_uri(uri)}" if uri else "the tracking store"
+        text = _one_line(err).split("; ")[0][:300]
+        return (f"{store} failed: {type(err).__name__}: {safe_uri(text)} (is it a readable MLflow store? "
+                "check the file or server, or point MLFLOW_TRACKING_URI at another store)"), FAULT
+    if isinstance(err, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):
+        name = err.filename or _where(err)
+        return f"{name}: {err.strerror or err} (expected it to exist; run `make data` if it is a data file)", BAD_INPUT
+    if isinstance(err, OSError):
+        name = err.filename or _where(err)
+        return (f"{name}: {err.strerror or err} (a fault of the machine: check free space and permissions, "
+                "then rerun)"), FAULT
+    if isinstance(err, (ValueError, TypeError, LookupError)):
+        text = safe_uri(_one_line(err))
+        where = _where(err)
+        known = re.match(r"^[\w.\[\]/`-]+[:]", text) and not isinstance(err, (TypeError, LookupError))
+        suffix = "" if known or not where else f" (at {where})"
+        return f"{text}{suffix}", BAD_INPUT
+    where = _where(err) or "unknown place"
+    return (f"internal error at {where}: {type(err).__name__}: {safe_uri(_one_line(err))[:300]} "
+            "(please report it; CAMDF_TRACEBACK=1 prints the traceback)"), FAULT
+
+
+def _traceback_asked() -> bool:
+    return os.environ.get("CAMDF_TRACEBACK", "").lower() not in ("", "0", "false")
+
+
+def _select(cfg: Any, key: str) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
+
+
+def stage(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Wrap a stage's Hydra task function (under ``@hydra.main``): every failure becomes one line and an exit code.
+
+    ``SystemExit`` (a refusal made already) passes through. Anything else is explained
+    by :func:`explain`, printed as ``error: <line>``, the job's Hydra folder is removed and
+    the process exits with the line's code (:func:`camdf.pipeline.schema.refuse`).
+    """
+
+    @functools.wraps(task)
+    def run(cfg: Any) -> Any:
+        from camdf.pipeline.schema import refuse
+
+        try:
+            return task(cfg)
+        except SystemExit:
+            raise
+        except BaseException as err:  # noqa: BLE001  the boundary: every failure ends here
+            if _traceback_asked():
+                traceback.print_exc()
+            line, code = explain(err, _select(cfg, "tracking.uri"))
+            refuse(line, _select(cfg, "paths.output_dir"), code)
+
+    return run
+
+
+def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None = None) -> None:
+    """A stage's ``__main__``: check the command line (:mod:`camdf.pipeline.choices`), then run the Hydra ``main``.
+
+    Ctrl-C outside the task function (while Hydra composes, or between a sweep's jobs)
+    is one line and exit 130 too; nothing of the job's has been written at those points
+    that :func:`stage` would not have removed.
+    """
+    from camdf.pipeline.choices import check_choices, check_keys
+
+    try:
+        check_choices(argv)  # a config-group choice naming no file: one line, exit 2
+        check_keys(config_name, argv)  # a key no config has (`cost.lamda`, `+cost.lamda`): one line, exit 2
+        main()
+    except KeyboardInterrupt as err:
+        print(f"error: {explain(err)[0]}", file=sys.stderr)
+        raise SystemExit(INTERRUPTED) from None
+
+
+def cli_boundary(command: str, func: Callable[[], int], uri: str | None = None) -> int:
+    """Run a ``camdf`` command: its return code, or one line ``camdf <command>: <cause>`` and 2, 1 or 130."""
+    try:
+        return func()
+    except SystemExit:
+        raise
+    except BaseException as err:  # noqa: BLE001  the command line's boundary
+        if _traceback_asked():
+            traceback.print_exc()
+        line, code = explain(err, uri)
+        print(f"camdf {command}: {line}", file=sys.stderr)
+        return code

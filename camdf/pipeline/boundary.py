@@ -23,23 +23,11 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from camdf.common.uri import safe_uri
+
 #: Exit code of bad input (config, data, request), of a fault of the machine or store, and of Ctrl-C.
 BAD_INPUT, FAULT, INTERRUPTED = 2, 1, 130
 _CODE_ROOT = Path(__file__).resolve().parents[2]
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
-
-
-def safe_uri(text: str) -> str:
-    """``text`` with the credentials of every URI in it removed (``http://user:pw@host`` -> ``http://host``).
-
-    Examples
-    --------
-    >>> safe_uri("cannot reach http://ana:s3cret@db.example:5000/x")
-    'cannot reach http://db.example:5000/x'
-    """
-    return _USERINFO.sub(lambda m: m.group("scheme"), str(text))
-
-
 def _where(err: BaseException) -> str:
     """``file:line`` of the innermost frame of this checkout's code (camdf or pipelines) in ``err``'s traceback."""
     where = ""

@@ -403,7 +403,7 @@ def refuse(err: Exception, output_dir: str | None = None, code: int = 2):
     stage runs; a refused job removes its own folder and the folders that are left empty
     by that, up to ``output_dir`` (kept). A folder holding anything else is not touched.
     """
-    from camdf.pipeline.boundary import safe_uri
+    from camdf.common.uri import safe_uri
 
     print(f"error: {safe_uri(str(err))}", file=sys.stderr)
     _remove_job_folder(output_dir)

@@ -14,6 +14,8 @@ import socket
 import threading
 from typing import Any, Iterator
 
+from camdf.common.uri import safe_uri
+
 PROBE_PATH = "/api/2.0/mlflow/experiments/search?max_results=1"  # a read every MLflow server answers
 PROBE_TIMEOUT = 3.0    # seconds to connect, and to wait for the answer, when checking a server
 
@@ -97,6 +99,7 @@ def check_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
     from_env = os.environ.get("MLFLOW_TRACKING_URI") == uri
     unset = "unset MLFLOW_TRACKING_URI" if from_env else "point tracking.uri at another store"
     url = uri.rstrip("/") + PROBE_PATH
+    shown = safe_uri(uri)  # messages never carry the URI's credentials
     insecure = os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() in ("true", "1")
     verify = False if insecure else (os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH") or True)
     got: dict[str, Any] = {}
@@ -114,7 +117,7 @@ def check_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
     thread.join(2.5 * timeout)
     if "response" not in got:
         reason = _reason(got["error"], timeout) if "error" in got else f"no answer within {2.5 * timeout:g} s"
-        raise TrackingUnreachable(uri, f"tracking.uri: cannot reach the MLflow tracking server at {uri} ({reason}); "
+        raise TrackingUnreachable(uri, f"tracking.uri: cannot reach the MLflow tracking server at {shown} ({reason}); "
                                        f"start it (make ui / mlflow server) or {unset}")
     resp = got["response"]
     try:
@@ -128,10 +131,10 @@ def check_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
     path = PROBE_PATH.split("?")[0]
     if resp.status_code == 404 or (resp.ok and not isinstance(body, dict)):
         what = f"HTTP {resp.status_code}" if not resp.ok else "a page that is not MLflow's JSON"
-        raise TrackingUnreachable(uri, f"tracking.uri: {uri} answers, but not as an MLflow tracking server "
+        raise TrackingUnreachable(uri, f"tracking.uri: {shown} answers, but not as an MLflow tracking server "
                                        f"({what} for GET {path}); check its host, port and path, or {unset}")
     detail = f": {str(body.get('message'))[:200]}" if mlflow_error else ""
-    raise TrackingUnreachable(uri, f"tracking.uri: the MLflow tracking server at {uri} answered HTTP "
+    raise TrackingUnreachable(uri, f"tracking.uri: the MLflow tracking server at {shown} answered HTTP "
                                    f"{resp.status_code} to GET {path}{detail}; check the server, or {unset}")
 
 

@@ -97,15 +97,35 @@ def score_domain(
     if not is_learned(SCORERS[scorer]):
         return long_frame(problem, scores, rank_matrix(scores, problem.mask, secondary))
     views = []
+    for f, (view, view_secondary) in nested_views(problem, run, (scores, secondary)).items():
+        frame = long_frame(problem, view, rank_matrix(view, problem.mask, view_secondary))
+        views.append(frame.assign(**{VIEW: np.int64(f)}))
+    return pd.concat(views, ignore_index=True)
+
+
+def nested_views(problem: Problem, run, outer=None) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
+    """A learned scorer's nested cross-fit: per evaluated fold f, every task's (scores, secondary).
+
+    Fold f keeps its scores from the model fitted on every task outside f (``outer``, the
+    scorer's cross-fit over all tasks); the training tasks are re-scored by the scorer's
+    own cross-fit run on the training tasks alone.
+
+    Parameters
+    ----------
+    problem : Problem
+    run : callable
+        Problem -> (scores (T', A), secondary (T', A) or None): the scorer's cross-fit.
+    outer : tuple, optional
+        ``run(problem)`` when already computed.
+    """
+    scores, secondary = outer if outer is not None else run(problem)
+    out = {}
     for f in fold_ids(problem.folds):
-        # Nested cross-fit: fold f keeps its scores from the model fitted on every task outside f; the
-        # training tasks are re-scored by the scorer's own cross-fit run on the training tasks alone.
         train = np.flatnonzero(problem.folds != f)
         inner, inner_secondary = run(problem.subset(train))
         view, view_secondary = scores.copy(), None if secondary is None else np.array(secondary, dtype=np.float64)
         view[train] = inner
         if view_secondary is not None:
             view_secondary[train] = inner_secondary
-        frame = long_frame(problem, view, rank_matrix(view, problem.mask, view_secondary))
-        views.append(frame.assign(**{VIEW: np.int64(f)}))
-    return pd.concat(views, ignore_index=True)
+        out[f] = (view, view_secondary)
+    return out

@@ -36,18 +36,39 @@ def miss_scores(risk: np.ndarray, success: np.ndarray, n: np.ndarray) -> np.ndar
     return np.where(first < 0, -np.inf, m)
 
 
-def crc_threshold(m: np.ndarray, alpha: float) -> float:
+def crc_threshold(m: np.ndarray, alpha: float, random_state: int | None = None) -> float:
     """The conformal-risk-control threshold for the 0/1 miss loss ``1{m_i < tau}``.
 
-    tau = the k-th smallest calibration score, k = floor(alpha (n + 1)); -inf (expose
-    everything) when k = 0. At most k - 1 calibration tasks lie strictly below it, and a
-    new exchangeable task falls strictly below it with probability <= k / (n + 1) <= alpha.
+    k = floor(alpha (n + 1)); -inf (expose everything) when k = 0.
+
+    ``random_state=None``: tau = the k-th smallest calibration score. At most k - 1
+    calibration tasks lie strictly below it, and a new exchangeable task falls strictly
+    below it with probability <= k / (n + 1) <= alpha; with many tied scores (a coarse
+    ranker) far below it, since a tie at tau never counts as a miss.
+
+    ``random_state`` an int: the randomised threshold, which breaks ties at random (the
+    randomised conformal quantile). Each calibration score gets a seeded uniform key and
+    the new task one more (one per fitted rule, drawn after the calibration keys); tasks
+    are ordered by (score, key), tau is the k-th smallest calibration pair, and the new
+    task misses when its pair lies below it. Its miss probability is then k / (n + 1)
+    exactly when the calibration tasks and the new task are exchangeable (the keys make
+    every pair distinct), so ties no longer make the rule conservative. The pair is
+    returned as one number: the k-th smallest score when the new task's key is above
+    the pair's key (a tie is no miss), else the next float up (a tie is a miss), so
+    :func:`risk_depths` and :func:`task_risk_depth` use it unchanged.
     """
     n = len(m)
     k = math.floor(alpha * (n + 1) + 1e-12)
     if k < 1 or n == 0:
         return -math.inf
-    return float(np.sort(m)[min(k, n) - 1])
+    m = np.asarray(m, dtype=float)
+    if random_state is None:
+        return float(np.sort(m)[min(k, n) - 1])
+    rng = np.random.default_rng(random_state)
+    keys, key_new = rng.random(n), rng.random()
+    i = np.lexsort((keys, m))[min(k, n) - 1]
+    tau = float(m[i])
+    return tau if key_new >= keys[i] else float(np.nextafter(tau, math.inf))
 
 
 def risk_depths(risk: np.ndarray, n: np.ndarray, tau: float) -> np.ndarray:

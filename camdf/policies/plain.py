@@ -75,17 +75,19 @@ class PortableRisk:
 
     dials = ("alpha",)
 
-    def __init__(self, membership: dict, threshold: float, calibration_scores: list[float]):
+    def __init__(self, membership: dict, threshold: float, calibration_scores: list[float], tie_seed: int):
         self.membership = membership
         self.threshold_ = float(threshold)
         self.scores_ = np.asarray(calibration_scores, dtype=float)
+        self.tie_seed = tie_seed
 
     @classmethod
     def from_numbers(cls, numbers: dict[str, Any]) -> "PortableRisk":
-        return cls(numbers["membership"], numbers["threshold"], numbers["calibration_scores"])
+        return cls(numbers["membership"], numbers["threshold"], numbers["calibration_scores"], numbers["tie_seed"])
 
     def threshold(self, alpha: float | None = None) -> float:
-        return self.threshold_ if alpha is None else crc_threshold(self.scores_, alpha)
+        # The fitted rule's seed breaks ties exactly as CamDFRisk.threshold does, so both give one tau.
+        return self.threshold_ if alpha is None else crc_threshold(self.scores_, alpha, self.tie_seed)
 
     def decide_task(self, task: OneTask, alpha: float | None = None) -> int:
         return risk_task_depth(self.membership, self.threshold(alpha), task)

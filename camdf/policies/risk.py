@@ -15,7 +15,9 @@ over the draw of the calibration tasks and the new task: conformal risk control
 (Angelopoulos et al., 2022) with the 0/1 miss loss, which is monotone in tau. Per
 calibration task i, the loss at threshold tau is ``1{m_i < tau}`` with ``m_i =
 min_{t < t*_i} r_t`` and t*_i its first sufficient depth; tau is the k-th smallest m_i
-with k = floor(alpha (n + 1)) (every tau at or below it is conservative), and with
+with k = floor(alpha (n + 1)), ties broken at random with the rule's seed (the
+randomised threshold of :func:`~camdf.core.conformal.crc_threshold`, which makes the
+miss rate k / (n + 1) rather than far below it when many m_i are tied), and with
 k = 0 the rule exposes everything. The bound assumes every G_x is on its candidate list
 (a list that misses G_x misses at every depth); the rule's ``list_miss_`` reports how
 often that failed on the calibration tasks.
@@ -64,6 +66,7 @@ class CamDFRisk(StoppingRule):
         calibration tasks, but the scores are not exchangeable with the test tasks'
         (those come from a model fitted on all the training tasks), so no guarantee.
     random_state : int
+        Seeds the calibration split and the threshold's tie-breaking.
 
     Attributes
     ----------
@@ -113,13 +116,13 @@ class CamDFRisk(StoppingRule):
         held = inst.subset(cal)
         self.scores_ = np.sort(miss_scores(self._risk(held, batch.p[cal]), held.success, held.n))
         self.list_miss_ = float(np.isneginf(self.scores_).mean())
-        self.threshold_ = crc_threshold(self.scores_, float(self.alpha))
+        self.threshold_ = crc_threshold(self.scores_, float(self.alpha), self.random_state)
         return self
 
     def threshold(self, alpha: float | None = None) -> float:
         """tau for ``alpha`` (default: the fitted one) from the kept calibration scores."""
         check_fitted(self, "scores_")
-        return self.threshold_ if alpha is None else crc_threshold(self.scores_, check_alpha(alpha))
+        return self.threshold_ if alpha is None else crc_threshold(self.scores_, check_alpha(alpha), self.random_state)
 
     @available_if(_split)
     def decide_task(self, task: OneTask, alpha: float | None = None) -> int:
@@ -132,7 +135,8 @@ class CamDFRisk(StoppingRule):
         """The fitted rule as JSON-ready numbers (:class:`camdf.policies.plain.PortableRisk` reads them back)."""
         check_is_fitted(self)
         return {"membership": self.membership_.numbers(), "threshold": float(self.threshold_),
-                "calibration_scores": [float(x) for x in self.scores_]}
+                "calibration_scores": [float(x) for x in self.scores_],
+                "tie_seed": int(self.random_state)}
 
     def _depths(self, batch: StateBatch, alpha: float | None = None) -> np.ndarray:
         check_is_fitted(self)

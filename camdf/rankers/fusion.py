@@ -25,10 +25,9 @@ def score_hybrid(
     cache_dir=None,
     random_state: int = 0,
     k: float = 60.0,
-    batch_size: int = 32,
     n_threads: int = DEFAULT_THREADS,
 ) -> np.ndarray:
     """RRF of the bm25 and dense rankings, shape (T, A)."""
     bm25 = score_bm25(problem)
-    dense = score_dense(problem, cache_dir=cache_dir, batch_size=batch_size, n_threads=n_threads)
+    dense = score_dense(problem, cache_dir=cache_dir, n_threads=n_threads)
     return rrf([rank_matrix(bm25, problem.mask), rank_matrix(dense, problem.mask)], problem.mask, k)

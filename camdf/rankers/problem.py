@@ -1,7 +1,10 @@
 """What every scorer shares: the (task x tool) problem, cross-fitting groups and ranking.
 
 A scorer maps a :class:`Problem` to a score matrix of shape (T, A) over the
-domain's acquirable tools; entries outside a task's candidates are ignored.
+domain's acquirable tools; entries outside a task's candidates are ignored. A scorer
+that fits on G_x is marked with :func:`learned` and cross-fits over ``problem.folds``
+(:func:`crossfit_groups`); :func:`camdf.rankers.score_domain` then scores it by the
+nested cross-fit (one view per outer fold).
 :func:`rank_matrix` turns scores into ranks within each task's candidates (ties
 broken by an optional secondary score, then by catalog order) and
 :func:`long_frame` into the long format every later stage reads.
@@ -9,7 +12,7 @@ broken by an optional secondary score, then by catalog order) and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +22,8 @@ from camdf.core.folds import TRAIN_ONLY, fold_ids
 from camdf.rankers.text import tool_document
 
 COLUMNS = ["task_id", "tool", "score", "rank", "fold"]
+#: The extra column of a learned scorer's frame: the outer fold whose training design a row belongs to.
+VIEW = "view"
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,36 @@ class Problem:
             membership=membership,
             folds=folds,
         )
+
+    def subset(self, rows: np.ndarray) -> "Problem":
+        """The problem restricted to the tasks ``rows`` (integer indices), every tool kept."""
+        rows = np.asarray(rows, dtype=int)
+        return replace(
+            self,
+            task_ids=[self.task_ids[i] for i in rows],
+            texts=[self.texts[i] for i in rows],
+            mask=self.mask[rows],
+            membership=self.membership[rows],
+            folds=self.folds[rows],
+        )
+
+
+def learned(scorer):
+    """Mark ``scorer`` as one that fits on G_x (``supervised``, ``prior``, or a user's own).
+
+    A learned scorer must score every task by a model fitted only on tasks of other
+    folds (:func:`crossfit_groups` over ``problem.folds``);
+    :func:`camdf.rankers.score_domain` then runs it once per outer fold on the training
+    tasks alone (the nested cross-fit), so that no training task's score depends on the
+    labels of the fold it is evaluated against.
+    """
+    scorer.learned = True
+    return scorer
+
+
+def is_learned(scorer) -> bool:
+    """Whether ``scorer`` was marked by :func:`learned`."""
+    return bool(getattr(scorer, "learned", False))
 
 
 def crossfit_groups(
@@ -136,3 +171,34 @@ def long_frame(problem: Problem, scores: np.ndarray, ranks: np.ndarray) -> pd.Da
             "fold": problem.folds[t_idx].astype(np.int64),
         }
     ).astype({"task_id": str, "tool": str})
+
+
+def evaluation_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every task's scores as a test task meets them: the frame itself without a :data:`VIEW` column.
+
+    In a learned scorer's frame (one view per outer fold, see
+    :func:`camdf.rankers.score_domain`) a task of fold f is taken from view f, where it
+    is scored by the model fitted on every task outside f, and a training-only task
+    (fold -1) from the first view, where it is scored by the cross-fit among the
+    training-only tasks (the same in every view). Rows keep the task order and rank
+    order of the frame, columns :data:`COLUMNS`.
+    """
+    if VIEW not in frame.columns:
+        return frame
+    first = frame[VIEW].min()
+    keep = (frame[VIEW] == frame["fold"]) | ((frame["fold"] == TRAIN_ONLY) & (frame[VIEW] == first))
+    out = frame[keep]
+    position = {tid: i for i, tid in enumerate(pd.unique(frame["task_id"]))}
+    order = np.argsort(out["task_id"].map(position).to_numpy(), kind="stable")  # rank order kept within a task
+    return out.iloc[order][COLUMNS].reset_index(drop=True)
+
+
+def training_view(frame: pd.DataFrame, fold: int) -> pd.DataFrame:
+    """Every task's scores as the stopper evaluated on ``fold`` is trained on them (columns :data:`COLUMNS`).
+
+    Rows of view ``fold`` of a learned scorer's frame; a frame without a :data:`VIEW`
+    column is its own training view.
+    """
+    if VIEW not in frame.columns:
+        return frame
+    return frame[frame[VIEW] == fold][COLUMNS].reset_index(drop=True)

@@ -22,6 +22,7 @@ import pandas as pd
 
 from camdf.common.markdown import markdown_table
 from camdf.data.model import Domain
+from camdf.rankers.problem import evaluation_view
 
 METRICS = ["recall@1", "recall@3", "recall@5", "ndcg@10", "mrr", "all_in_top3", "coverage@10", "coverage@20", "coverage"]
 
@@ -29,8 +30,10 @@ METRICS = ["recall@1", "recall@3", "recall@5", "ndcg@10", "mrr", "all_in_top3", 
 def per_task_quality(scores: pd.DataFrame, domain: Domain) -> pd.DataFrame:
     """Each metric per task (index task_id, in domain order), plus ``n_required`` and ``fold``.
 
-    Tasks with an empty G_x get NaN metrics.
+    Tasks with an empty G_x get NaN metrics. A learned scorer's frame is judged on its
+    test scores (:func:`~camdf.rankers.problem.evaluation_view`).
     """
+    scores = evaluation_view(scores)
     required = {t.id: set(t.required) for t in domain.tasks}
     missing = set(scores["task_id"].unique()) - set(required)
     if missing:
@@ -97,6 +100,7 @@ def ranking_quality(scores: pd.DataFrame, domain: Domain) -> dict[str, float | i
         ``mean_candidates``.
     """
     per = per_task_quality(scores, domain)
+    scores = evaluation_view(scores)
     evaluated = per[per["fold"] >= 0]
     used = evaluated[evaluated["n_required"] > 0]
     out: dict[str, float | int] = {m: float(used[m].mean()) if len(used) else float("nan") for m in METRICS}

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from camdf.data.model import Domain
-from camdf.rankers.problem import Problem, long_frame, rank_matrix
+from camdf.core.folds import fold_ids
+from camdf.rankers.problem import VIEW, Problem, is_learned, long_frame, rank_matrix
 from camdf.rankers.dense import score_dense
 from camdf.rankers.fusion import score_hybrid
 from camdf.rankers.lexical import score_bm25
@@ -51,9 +52,14 @@ def score_domain(
     domain : Domain
     scorer : {"bm25", "dense", "supervised", "hybrid", "prior", "noisy_oracle"}
     folds : ndarray of int, shape (T,)
-        From :func:`camdf.core.folds.assign_folds`; ``supervised`` and ``prior`` score a
-        task in fold f with models fitted on tasks of other folds (fold -1: inner
-        cross-fit among training-only tasks).
+        From :func:`camdf.core.folds.assign_folds`. A learned scorer (``supervised``,
+        ``prior``; :func:`~camdf.rankers.problem.learned`) is scored by the *nested
+        cross-fit*: for each evaluated (outer) fold f, the tasks of f are scored by the
+        model fitted on every task outside f, and the tasks outside f by the scorer's
+        cross-fit run on those tasks alone (a task of fold g by a model fitted on the
+        tasks in neither f nor g; a training-only task, fold -1, by the inner cross-fit
+        among the training-only tasks). So the fold-f stopper's training tasks are scored
+        as its test tasks are, by a model that saw neither them nor fold f's labels.
     cache_dir : path, optional
         Root of the embedding cache (``dense``, ``hybrid``).
     random_state : int
@@ -67,16 +73,59 @@ def score_domain(
     DataFrame
         Columns task_id (str), tool (str), score (float64), rank (int, 1 = best,
         ties broken by catalog order; ``prior`` breaks ties by bm25 first), fold
-        (int); one row per (task, candidate), sorted by task order then rank.
+        (int); one row per (task, candidate), sorted by task order then rank. A learned
+        scorer's frame adds the column ``view`` (int): one such block of rows per
+        evaluated fold f, in fold order, the scores the fold-f stopper trains on;
+        :func:`~camdf.rankers.problem.evaluation_view` and
+        :func:`~camdf.rankers.problem.training_view` read it.
     """
     allowed = scorer_params(scorer)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
         raise ValueError(f"scorer {scorer}: unknown parameter(s) {unknown}, expected some of {sorted(allowed)}")
     problem = Problem.from_domain(domain, folds)
-    out = SCORERS[scorer](problem, cache_dir=cache_dir, random_state=random_state, **params)
-    scores, secondary = out if isinstance(out, tuple) else (out, None)
-    scores = np.asarray(scores, dtype=np.float64)
-    if scores.shape != problem.mask.shape:
-        raise ValueError(f"scorer {scorer}: returned shape {scores.shape}, expected {problem.mask.shape}")
-    return long_frame(problem, scores, rank_matrix(scores, problem.mask, secondary))
+
+    def run(part: Problem) -> tuple[np.ndarray, np.ndarray | None]:
+        out = SCORERS[scorer](part, cache_dir=cache_dir, random_state=random_state, **params)
+        scores, secondary = out if isinstance(out, tuple) else (out, None)
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.shape != part.mask.shape:
+            raise ValueError(f"scorer {scorer}: returned shape {scores.shape}, expected {part.mask.shape}")
+        return scores, secondary
+
+    scores, secondary = run(problem)
+    if not is_learned(SCORERS[scorer]):
+        return long_frame(problem, scores, rank_matrix(scores, problem.mask, secondary))
+    views = []
+    for f, (view, view_secondary) in nested_views(problem, run, (scores, secondary)).items():
+        frame = long_frame(problem, view, rank_matrix(view, problem.mask, view_secondary))
+        views.append(frame.assign(**{VIEW: np.int64(f)}))
+    return pd.concat(views, ignore_index=True)
+
+
+def nested_views(problem: Problem, run, outer=None) -> dict[int, tuple[np.ndarray, np.ndarray | None]]:
+    """A learned scorer's nested cross-fit: per evaluated fold f, every task's (scores, secondary).
+
+    Fold f keeps its scores from the model fitted on every task outside f (``outer``, the
+    scorer's cross-fit over all tasks); the training tasks are re-scored by the scorer's
+    own cross-fit run on the training tasks alone.
+
+    Parameters
+    ----------
+    problem : Problem
+    run : callable
+        Problem -> (scores (T', A), secondary (T', A) or None): the scorer's cross-fit.
+    outer : tuple, optional
+        ``run(problem)`` when already computed.
+    """
+    scores, secondary = outer if outer is not None else run(problem)
+    out = {}
+    for f in fold_ids(problem.folds):
+        train = np.flatnonzero(problem.folds != f)
+        inner, inner_secondary = run(problem.subset(train))
+        view, view_secondary = scores.copy(), None if secondary is None else np.array(secondary, dtype=np.float64)
+        view[train] = inner
+        if view_secondary is not None:
+            view_secondary[train] = inner_secondary
+        out[f] = (view, view_secondary)
+    return out

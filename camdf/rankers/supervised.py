@@ -2,7 +2,8 @@
 
 Every task is scored by a model fitted only on other tasks
 (:func:`~camdf.rankers.problem.crossfit_groups`), so changing a task's G_x never
-changes that task's scores.
+changes that task's scores. Both are :func:`~camdf.rankers.problem.learned`, so
+:func:`camdf.rankers.score_domain` scores them by the nested cross-fit.
 
 - ``supervised``: one logistic regression per tool on TF-IDF features of the
   task text, estimating P(tool in G_x | text).  Tool j's model is fitted on the
@@ -18,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.rankers.problem import Problem, crossfit_groups
+from camdf.rankers.problem import Problem, crossfit_groups, learned
 from camdf.rankers.lexical import score_bm25
 
 
@@ -26,6 +27,7 @@ def _smoothed_rate(y: np.ndarray) -> float:
     return (y.sum() + 0.5) / (len(y) + 1.0)
 
 
+@learned
 def score_supervised(
     problem: Problem,
     *,
@@ -94,6 +96,7 @@ def prior_rates(problem: Problem, inner_folds: int = 5, random_state: int = 0) -
     return out
 
 
+@learned
 def score_prior(
     problem: Problem, *, cache_dir=None, random_state: int = 0, inner_folds: int = 5
 ) -> tuple[np.ndarray, np.ndarray]:

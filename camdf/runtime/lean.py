@@ -27,7 +27,7 @@ from camdf.runtime.requests import Selection
 
 #: The artifact name of the lean numbers in a logged model.
 LEAN_ARTIFACT = "lean"
-FORMAT = 2
+FORMAT = 3
 
 
 def lean_numbers(policy) -> dict | None:

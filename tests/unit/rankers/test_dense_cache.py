@@ -24,7 +24,7 @@ def test_dense_runs_offline_and_the_second_run_hits_the_embedding_cache(retail, 
     first = score_domain(retail, "dense", folds, cache_dir=tmp_path, stats=first_stats)
     assert loads == [str(dense.default_model_path())]
     assert first_stats == {"hits": 0, "encoded": n_texts}
-    assert len(list((tmp_path / "embeddings").rglob("*.npy"))) == n_texts
+    assert len(list((tmp_path / "embeddings").rglob("*.npz"))) == n_texts
 
     second_stats: dict = {}
     second = score_domain(retail, "dense", folds, cache_dir=tmp_path, stats=second_stats)

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from camdf.data.model import Domain, Task, Tool
-from camdf.core.folds import assign_folds
+from camdf.core.folds import assign_folds, fold_ids
 from camdf.rankers import SCORERS, ranking_quality, score_domain, scorer_params
-from camdf.rankers.problem import Problem, rank_matrix
+from camdf.rankers.problem import VIEW, Problem, rank_matrix, evaluation_view, training_view
 from camdf.rankers.fusion import rrf
 from camdf.rankers.lexical import bm25_scores
 from camdf.rankers.text import tool_document
@@ -20,6 +20,12 @@ def _folds(dom, protocol="kfold"):
 
 
 def _check_complete(frame, dom, folds):
+    """The frame, and for a learned scorer each of its views and its test view, is complete."""
+    if VIEW in frame.columns:
+        assert sorted(frame[VIEW].unique()) == fold_ids(folds)
+        for part in [evaluation_view(frame), *(training_view(frame, f) for f in fold_ids(folds))]:
+            _check_complete(part, dom, folds)
+        return
     expected = [(t.id, n) for t in dom.tasks for n in dom.candidates_of(t)]
     assert sorted(zip(frame.task_id, frame.tool)) == sorted(expected)
     assert frame["score"].notna().all() and np.isfinite(frame["score"]).all()
@@ -84,7 +90,8 @@ def test_prior_is_the_training_rate_with_ties_broken_by_bm25():
              Tool("beta_tool", "Beta.")]
     tasks = [Task("t0", "x", ()), Task("t1", "please refund my money", ("alpha_tool",)),
              Task("t2", "y", ("alpha_tool", "beta_tool"))]
-    frame = score_domain(Domain("toy", "", tools, tasks), "prior", np.array([0, 1, 1]))
+    nested = score_domain(Domain("toy", "", tools, tasks), "prior", np.array([0, 1, 1]))
+    frame = evaluation_view(nested)
     t0 = frame[frame.task_id == "t0"]  # fitted on t1, t2
     assert t0.tool.tolist() == ["alpha_tool", "beta_tool", "refund_money"]
     assert t0.score.tolist() == [1.0, 0.5, 0.0]
@@ -92,6 +99,14 @@ def test_prior_is_the_training_rate_with_ties_broken_by_bm25():
     assert t1.tool.tolist() == ["refund_money", "alpha_tool", "beta_tool"] and (t1.score == 0).all()
     t2 = frame[frame.task_id == "t2"]  # every rate 0 and no bm25 match: catalog order
     assert t2.tool.tolist() == ["alpha_tool", "refund_money", "beta_tool"]
+    # Nested: fold 0's stopper trains on t1, t2 scored among themselves (one fold: nothing to fit on),
+    # and fold 1's on t0 scored without t1, t2 (nothing left either): every rate 0, bm25 then catalog order.
+    view0, view1 = training_view(nested, 0), training_view(nested, 1)
+    assert (view0[view0.task_id != "t0"].score == 0).all()
+    assert view0[view0.task_id == "t1"].tool.tolist() == ["refund_money", "alpha_tool", "beta_tool"]
+    assert view0[view0.task_id == "t0"].equals(t0)  # the test fold keeps its scores
+    t0_trained = view1[view1.task_id == "t0"]
+    assert t0_trained.tool.tolist() == ["alpha_tool", "refund_money", "beta_tool"] and (t0_trained.score == 0).all()
 
 
 def test_noisy_oracle_quality_sweeps_from_perfect_to_random(retail):

@@ -1,14 +1,18 @@
 """The scoring stage: content-keyed cache, the quality table, and the Hydra entry point end to end."""
 
+import json
+import logging
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 
-from camdf.rankers.problem import COLUMNS
+from camdf.rankers.problem import COLUMNS, VIEW
 from camdf.pipeline.scores_stage import gather_quality, main, run_costs, run_scores
 
 DOMAIN = {"name": "valid_user", "acquirable_kinds": ["read", "generic"], "never_acquirable": []}
@@ -101,3 +105,27 @@ def test_every_scorer_and_cost_option_composes_with_the_scores_primary(root):
         for path in sorted((conf / "cost").glob("*.yaml")):
             cfg = compose(config_name="scores", overrides=[f"cost={path.stem}"])
             assert cfg.cost.regime in REGIMES and cfg.cost.d >= 0
+
+
+@pytest.mark.parametrize("target", ["parquet", "record"])
+def test_a_tampered_score_cache_is_recomputed_with_one_line_naming_it(fixture_domains, tmp_path, caplog, target):
+    data, cache = _data(fixture_domains, tmp_path), tmp_path / "cache"
+    supervised = {"name": "supervised", "label": "supervised", "params": {}}
+    first = run_scores(DOMAIN, supervised, FOLDS, data_dir=data, cache_dir=cache)
+    parquet = Path(first["path"])
+    assert VIEW in pd.read_parquet(parquet).columns  # a learned scorer's cache holds its nested views
+    if target == "parquet":  # a poisoned score: the best tool of the first row demoted
+        frame = pd.read_parquet(parquet)
+        frame.loc[0, "score"] = -1.0
+        frame.to_parquet(parquet)
+    else:  # a hand-edited quality figure
+        meta = parquet.with_suffix(".json")
+        record = json.loads(meta.read_text())
+        meta.write_text(json.dumps({**record, "mrr": 1.0}))
+    with caplog.at_level(logging.WARNING, logger="camdf.pipeline.scores_stage"):
+        again = run_scores(DOMAIN, supervised, FOLDS, data_dir=data, cache_dir=cache)
+    assert not again["cached"] and again["mrr"] == first["mrr"]
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert str(parquet) in line and "checksum" in line and "\n" not in line
+    assert pd.read_parquet(parquet).equals(pd.read_parquet(first["path"]))
+    assert run_scores(DOMAIN, supervised, FOLDS, data_dir=data, cache_dir=cache)["cached"]  # rewritten whole

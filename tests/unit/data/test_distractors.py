@@ -11,6 +11,7 @@ from camdf.data.distractors import SEPARATOR, with_distractors
 from camdf.integrations.tau2.convert import convert_customer_service, convert_telecom
 from camdf.core.folds import assign_folds
 from camdf.rankers import ranking_quality, score_domain
+from camdf.rankers.problem import VIEW, evaluation_view
 
 SOURCES = ["airline", "telecom", "bfcl_multi_turn"]
 KINDS = ("read", "generic")
@@ -84,7 +85,10 @@ def test_explicit_candidate_lists_get_the_distractors(data, fixture_domains, tmp
 def test_retail_d100_scores_and_reports_like_any_domain(retail_d100):
     folds = assign_folds([t.id for t in retail_d100.tasks], n_folds=5)
     for scorer in ("bm25", "supervised", "prior"):
-        frame = score_domain(retail_d100, scorer, folds)
+        scored = score_domain(retail_d100, scorer, folds)
+        views = scored[VIEW].nunique() if VIEW in scored.columns else 1  # learned scorers: one view per outer fold
+        assert len(scored) == len(retail_d100.tasks) * 107 * views
+        frame = evaluation_view(scored)
         assert len(frame) == len(retail_d100.tasks) * 107
         q = ranking_quality(frame, retail_d100)
         assert q["mean_candidates"] == 107 and 0 <= q["mrr"] <= 1

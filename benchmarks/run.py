@@ -12,6 +12,7 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 - sufficiency: G_x derivation by execution, cold and warm (bench_sufficiency.py)
 - rankers: scoring four domains x five scorers from a cold cache (bench_rankers.py)
 - runtime: StopPolicy per-decision latency p50/p99 and batch throughput (bench_runtime.py)
+- sets: plugin_set and risk_set decisions for one request of 7 / 100 / 1 000 tools vs the prefix rules (bench_sets.py)
 - data: `camdf data validate` and the data stage on 5 000 tools x 50 000 tasks (bench_data.py)
 - cli: `camdf select` wall time for one request from the shell, p50 (bench_cli.py)
 
@@ -100,6 +101,7 @@ def steps(skip_dense: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
         "sufficiency": ("G_x by execution, cold and warm", _module_run("bench_sufficiency")),
         "rankers": ("scoring, 4 domains x scorers, cold cache", _module_run("bench_rankers", **rankers_kwargs)),
         "runtime": ("run-time stopper latency and batch throughput (own process)", _fresh_process("bench_runtime")),
+        "sets": ("set rules vs prefix rules, one request of 7 / 100 / 1 000 tools", _module_run("bench_sets")),
         "data": ("validate + data stage, 5 000 tools x 50 000 tasks", _module_run("bench_data")),
         "cli": ("camdf select from the shell, one request", _module_run("bench_cli")),
     }
@@ -234,7 +236,19 @@ def _md_rankers(r: dict) -> str:
                    f"Scorers: {', '.join(r['scorers'])}.")
 
 
-RENDER = {"labels": _md_labels, "features": _md_features, "bootstrap": _md_bootstrap, "cell": _md_cell,
+def _md_sets(r: dict) -> str:
+    rows = [[x["candidates"], x["plugin_set_numpy_us"], x["risk_set_numpy_us"], x["prefix_plugin_numpy_us"],
+             x["prefix_risk_numpy_us"], f"{x['plugin_set_vs_prefix_plugin_numpy']:.1f}x",
+             f"{x['risk_set_vs_prefix_risk_numpy']:.1f}x", x["plugin_set_python_us"], x["risk_set_python_us"],
+             x["prefix_risk_python_us"]] for x in r["rows"]]
+    return (_table(["candidates", "plugin_set (us)", "risk_set (us)", "prefix plug-in (us)", "camdf_risk (us)",
+                    "plugin_set / prefix plug-in", "risk_set / camdf_risk", "plugin_set, Python (us)",
+                    "risk_set, Python (us)", "camdf_risk, Python (us)"], rows, "r" * 10)
+            + f"\n\nMedian decision time for one synthetic request (numpy on one thread; membership model left out), "
+              f"lambda {r['lam']}, alpha {r['alpha']}.")
+
+
+RENDER = {"labels": _md_labels, "sets": _md_sets, "features": _md_features, "bootstrap": _md_bootstrap, "cell": _md_cell,
           "scaling": _md_scaling, "profile": _md_profile, "sufficiency": _md_flat, "rankers": _md_rankers}
 
 

@@ -1,0 +1,562 @@
+"""Exposed sets beyond the ranked prefix: set outcomes, the plug-in set optimiser and nested (re-ranked) risk sets.
+
+A *mask* is a (T, N) bool array over a task's ranked positions (the layout of
+:class:`camdf.core.instances.Instances`): ``mask[i, j]`` exposes the ``j+1``-th ranked
+candidate of task ``i``; padding (``j >= n[i]``) is never exposed. A prefix rule's
+depth t is the mask of positions ``0 .. t-1`` (:func:`prefix_masks`), so every
+function here scores prefix rules too.
+
+A task's sufficient sets (G_x first, then its alternatives) are a padded (T, K, N)
+bool array with a (T, K) ``present`` flag (:func:`sufficient_sets`): a set with a tool
+off the candidate list is not present (no mask can contain it), and an empty present
+set is always satisfied, as in :func:`camdf.core.instances.curves_from_sets`.
+
+Four groups of functions:
+
+- outcomes of given masks: :func:`set_success`, :func:`set_partial`, :func:`set_cost`,
+  :func:`set_payoffs` (U(A) = v(A) - lam * C(A), the evaluation's payoff);
+- the re-ranked order :func:`nested_order`: candidates sorted by ``-log(1 - p_j) / c_j``
+  (membership evidence per cost); its prefixes are nested sets;
+- the plug-in optimiser :func:`plugin_set`: the mask of highest *estimated* payoff under
+  independent membership probabilities p. The optimum over all 2^n subsets is always a
+  prefix of the re-ranked order (proof in :func:`plugin_set`), so it is exact for any
+  list length at O(n log n), with a plain-Python path for one task (:func:`task_plugin_set`);
+- :class:`RiskSet`: conformal risk control over the same nested prefixes, as
+  :mod:`camdf.core.conformal` does over ranked prefixes, and its one-task path
+  :func:`task_risk_set`.
+
+So both set rules are "re-rank by calibrated membership per cost, then cut with the
+prefix machinery": for the plug-in objective that is not a design choice but the optimum.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from camdf.core.conformal import check_alpha, miss_scores, risk_depths
+from camdf.core.features import sufficiency_curve
+
+KINDS = ("exact", "partial")
+
+
+# ---------------------------------------------------------------- sufficient sets and outcomes
+
+
+def sufficient_sets(positions_of_sets: Sequence[Sequence[np.ndarray | None]], N: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's sufficient sets as a padded bool array.
+
+    Parameters
+    ----------
+    positions_of_sets : list (T) of list of int arrays or None
+        For each task, the ranked positions of each sufficient set (G_x first, then the
+        alternatives), as :func:`camdf.core.instances.curves_from_sets` takes them; a set
+        with a tool outside the ranking is passed as None.
+    N : int
+        Padded width (the instances' number of columns).
+
+    Returns
+    -------
+    sets : ndarray of bool, shape (T, K, N)
+        ``sets[i, k, j]``: position j belongs to the k-th sufficient set of task i;
+        K = the largest number of sets of any task (at least 1).
+    present : ndarray of bool, shape (T, K)
+        False for padding and for sets that are not on the list (None).
+    """
+    T = len(positions_of_sets)
+    K = max([1, *(len(s) for s in positions_of_sets)])
+    sets = np.zeros((T, K, N), dtype=bool)
+    present = np.zeros((T, K), dtype=bool)
+    for i, task_sets in enumerate(positions_of_sets):
+        for k, pos in enumerate(task_sets):
+            if pos is None:
+                continue
+            pos = np.asarray(pos, dtype=np.int64)
+            if len(pos) and (pos.min() < 0 or pos.max() >= N):
+                raise ValueError(f"positions_of_sets[{i}][{k}]: positions must lie in [0, {N}), got {pos.tolist()}")
+            sets[i, k, pos] = True
+            present[i, k] = True
+    return sets, present
+
+
+def prefix_masks(depth: np.ndarray, N: int) -> np.ndarray:
+    """The masks of ranked prefixes: ``mask[i, j] = j < depth[i]``, shape (T, N)."""
+    return np.arange(N)[None, :] < np.asarray(depth)[:, None]
+
+
+def set_success(mask: np.ndarray, sets: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Exact success: some present sufficient set lies inside the mask.
+
+    Parameters
+    ----------
+    mask : bool, shape (..., T, N)
+        Any leading batch shape (e.g. M candidate masks per task as (M, T, N)).
+    sets : bool, shape (T, K, N)
+    present : bool, shape (T, K)
+
+    Returns
+    -------
+    bool, shape (..., T)
+        ``OR_k present[k] AND (sets[k] subset of mask)``.
+    """
+    outside = sets & ~np.asarray(mask, dtype=bool)[..., None, :]
+    return (present & ~outside.any(axis=-1)).any(axis=-1)
+
+
+def set_partial(mask: np.ndarray, member: np.ndarray, g_size: np.ndarray | None = None) -> np.ndarray:
+    """Partial value |G_x & A| / |G_x| of each mask, 1 where G_x is empty.
+
+    Parameters
+    ----------
+    mask : bool, shape (..., T, N)
+    member : bool, shape (T, N)
+        Whether each ranked position is in G_x.
+    g_size : int, shape (T,), optional
+        |G_x| counting required tools that are not on the list (as after
+        :func:`camdf.core.instances.truncate`); default ``member.sum(axis=1)``.
+
+    Returns
+    -------
+    float, shape (..., T)
+    """
+    g = member.sum(axis=1) if g_size is None else np.asarray(g_size)
+    hit = (np.asarray(mask, dtype=bool) & member).sum(axis=-1)
+    return np.where(g > 0, hit / np.maximum(g, 1), 1.0)
+
+
+def set_cost(mask: np.ndarray, costs: np.ndarray) -> np.ndarray:
+    """C(A) = sum of the exposed candidates' costs, shape (..., T); padding costs 0."""
+    return np.where(mask, costs, 0.0).sum(axis=-1)
+
+
+def set_payoffs(
+    mask: np.ndarray,
+    costs: np.ndarray,
+    lam: float,
+    kind: str = "exact",
+    sets: np.ndarray | None = None,
+    present: np.ndarray | None = None,
+    member: np.ndarray | None = None,
+    g_size: np.ndarray | None = None,
+) -> np.ndarray:
+    """The true payoff U(A) = v(A) - lam * C(A) of each mask.
+
+    Parameters
+    ----------
+    mask : bool, shape (..., T, N)
+    costs : float, shape (T, N)
+    lam : float
+        Cost pressure lambda >= 0.
+    kind : {"exact", "partial"}
+        v = :func:`set_success` (needs ``sets`` and ``present``: alternatives count) or
+        :func:`set_partial` (needs ``member``; ``g_size`` as there).
+
+    Returns
+    -------
+    float, shape (..., T)
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    if not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"lam: must be a finite number >= 0, got {lam}")
+    if kind == "exact":
+        if sets is None or present is None:
+            raise ValueError("sets, present: the exact payoff needs the sufficient sets (see sufficient_sets)")
+        value = set_success(mask, sets, present).astype(float)
+    else:
+        if member is None:
+            raise ValueError("member: the partial payoff needs the (T, N) membership of G_x")
+        value = set_partial(mask, member, g_size)
+    return value - lam * set_cost(mask, costs)
+
+
+# ---------------------------------------------------------------- plug-in objective
+
+
+def _log_q(p: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log(1 - p_j) of valid positions with p_j < 1 (0 elsewhere), and where p_j = 1 (a sure member)."""
+    p = np.clip(np.where(valid, p, 0.0), 0.0, 1.0)
+    sure = valid & (p >= 1.0)
+    with np.errstate(divide="ignore"):
+        lq = np.where(sure, 0.0, np.log1p(-p))
+    return lq, sure
+
+
+def partial_weights(p: np.ndarray, valid: np.ndarray, estimate: str = "ratio") -> tuple[np.ndarray, np.ndarray]:
+    """The plug-in partial value is modular: E_hat[v(A)] = base + sum_{j in A} w_j.
+
+    Parameters
+    ----------
+    p : float, shape (T, N)
+        Membership probabilities.
+    valid : bool, shape (T, N)
+    estimate : {"ratio", "independent"}
+        ``"ratio"``: w_j = p_j / sum_k p_k, base = 0 (1 and w = 0 when sum p = 0), as
+        :func:`camdf.core.features.expected_partial_curve` estimates prefixes.
+        ``"independent"``: the exact expectation of |G & A| / |G| (1 when G is empty)
+        when memberships are independent Bernoulli(p): base = P(G empty) = prod (1 - p_k)
+        and ``w_j = p_j E[1 / (1 + S_-j)] = p_j int_0^1 prod_{k != j} (1 - p_k (1 - x)) dx``
+        with S_-j the number of other members (E[x^S] integrated over x gives E[1/(1+S)]);
+        the integral by 64-node Gauss-Legendre quadrature, exact for lists of up to 128
+        candidates (the integrand is a polynomial of degree n - 1).
+
+    Returns
+    -------
+    base : float, shape (T,)
+    w : float, shape (T, N)
+        0 in padding.
+    """
+    pv = np.clip(np.where(valid, p, 0.0), 0.0, 1.0)
+    if estimate == "ratio":
+        total = pv.sum(axis=1)
+        w = np.where(total[:, None] > 0, pv / np.where(total > 0, total, 1.0)[:, None], 0.0)
+        return np.where(total > 0, 0.0, 1.0), w
+    if estimate != "independent":
+        raise ValueError(f"estimate: expected 'ratio' or 'independent', got {estimate!r}")
+    x, wq = np.polynomial.legendre.leggauss(64)
+    x, wq = (x + 1.0) / 2.0, wq / 2.0
+    # factor_k(x) = 1 - p_k (1 - x) >= x > 0 at the interior nodes, so the logs are finite.
+    log_f = np.log1p(-pv[:, :, None] * (1.0 - x)[None, None, :])  # (T, N, m)
+    others = np.exp(log_f.sum(axis=1, keepdims=True) - log_f)      # prod over k != j
+    w = pv * (others * wq).sum(axis=2)
+    base = np.prod(1.0 - pv, axis=1)
+    return base, np.where(valid, w, 0.0)
+
+
+def plugin_values(
+    mask: np.ndarray, p: np.ndarray, costs: np.ndarray, valid: np.ndarray, lam: float, kind: str = "exact",
+    coverage: float | np.ndarray = 1.0, partial: str = "ratio",
+) -> np.ndarray:
+    """The plug-in estimate of each mask's payoff, shape (..., T).
+
+    exact: ``q * prod_{j valid, not in A} (1 - p_j) - lam * C(A)``; partial:
+    ``q * (base + sum_{j in A} w_j) - lam * C(A)`` (:func:`partial_weights`), with q the
+    ``coverage`` (scalar or (T,)): the estimated chance that the list holds G_x, as in
+    :func:`camdf.core.features.plugin_payoffs`.
+    """
+    mask = np.asarray(mask, dtype=bool) & valid
+    if kind == "exact":
+        lq, sure = _log_q(p, valid)
+        out = ~mask
+        value = np.exp(np.where(out, lq, 0.0).sum(axis=-1)) * ~(out & sure).any(axis=-1)
+    elif kind == "partial":
+        base, w = partial_weights(p, valid, partial)
+        value = base + np.where(mask, w, 0.0).sum(axis=-1)
+    else:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    return np.asarray(coverage) * value - lam * set_cost(mask, costs)
+
+
+def nested_order(p: np.ndarray, costs: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Each task's candidates re-ranked by membership evidence per cost, shape (T, N) of positions.
+
+    The key is ``-log(1 - p_j) / c_j`` descending (+inf for p_j = 1 or c_j = 0), ties by the
+    original rank; padding last. ``-log(1 - p_j)`` is how much exposing j raises
+    ``log P(G_x inside A)`` under independent memberships, so the re-ranked prefixes are
+    the greedy path of the exact plug-in objective, and nested by construction.
+    """
+    lq, sure = _log_q(p, valid)
+    c = np.where(valid, costs, 0.0)
+    gain = -lq
+    with np.errstate(divide="ignore", invalid="ignore"):
+        key = np.where(sure | (c <= 0), np.inf, gain / np.where(c > 0, c, 1.0))
+    key = np.where(valid, key, -np.inf)
+    # A stable sort of -key keeps the original rank among equal keys; padding (-inf) sorts last.
+    return np.argsort(-key, axis=1, kind="stable")
+
+
+def nested_masks(order: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """The mask exposing the first ``depth[i]`` candidates of each task's re-ranked ``order``, (T, N)."""
+    T, N = order.shape
+    mask = np.zeros((T, N), dtype=bool)
+    np.put_along_axis(mask, order, prefix_masks(depth, N), axis=1)
+    return mask
+
+
+def _ranks(order: np.ndarray) -> np.ndarray:
+    """Inverse permutation: ``rank[i, order[i, t]] = t``."""
+    T, N = order.shape
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(N), (T, N)), axis=1)
+    return rank
+
+
+def plugin_depths(
+    p: np.ndarray, costs: np.ndarray, valid: np.ndarray, lam: float, coverage: float | np.ndarray = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The exact plug-in optimum as a depth on the re-ranked order: ``(order (T, N), depth (T,))``.
+
+    ``depth`` maximises ``U_hat_t = q * prod_{j beyond t} (1 - p_j) - lam * C(A'_t)`` over the
+    prefixes A'_t of :func:`nested_order` (the smallest maximiser); see :func:`plugin_set`
+    for why that is the optimum over all subsets.
+    """
+    order = nested_order(p, costs, valid)
+    pr = np.take_along_axis(np.where(valid, p, 0.0), order, axis=1)
+    cr = np.take_along_axis(np.where(valid, costs, 0.0), order, axis=1)
+    suff = sufficiency_curve(pr, np.take_along_axis(valid, order, axis=1))
+    cum = np.concatenate([np.zeros((len(p), 1)), np.cumsum(cr, axis=1)], axis=1)
+    u = np.broadcast_to(np.asarray(coverage, dtype=float), (len(p),))[:, None] * suff - lam * cum
+    u = np.where(np.arange(p.shape[1] + 1)[None, :] <= valid.sum(axis=1)[:, None], u, -np.inf)
+    return order, np.argmax(u, axis=1)
+
+
+def plugin_set(
+    p: np.ndarray,
+    costs: np.ndarray,
+    valid: np.ndarray,
+    lam: float,
+    kind: str = "exact",
+    coverage: float | np.ndarray = 1.0,
+    partial: str = "ratio",
+) -> np.ndarray:
+    """The mask of highest plug-in payoff for every task, exact for any list length.
+
+    Maximises :func:`plugin_values` over all 2^n subsets A of each task's candidates.
+
+    exact: ``U_hat(A) = s(A) - lam * C(A)`` with ``s(A) = q * prod_{j not in A} (1 - p_j)``,
+    the chance that no member of G_x is left out under independent memberships. The
+    optimum is a prefix of :func:`nested_order` (key ``a_j / c_j`` with
+    ``a_j = -log(1 - p_j)``), so the best of its n + 1 prefixes (:func:`plugin_depths`)
+    is optimal over all subsets, in O(n log n). Proof: let A* be optimal with s(A*) > 0
+    (if s(A*) = 0 then U_hat(A*) <= 0 <= U_hat({}), and the empty prefix is optimal too).
+    Adding j not in A* does not gain: ``s(A*) (e^{a_j} - 1) <= lam c_j``; dropping i in A*
+    does not gain: ``s(A*) (1 - e^{-a_i}) >= lam c_i``. With ``1 - e^{-a} <= a <= e^a - 1``,
+
+        a_i / c_i >= (1 - e^{-a_i}) / c_i >= lam / s(A*) >= (e^{a_j} - 1) / c_j >= a_j / c_j,
+
+    so every chosen key is at least every unchosen one (equality forces a_i = a_j = 0,
+    where only cost-free tools can tie, and such a swap leaves U_hat unchanged): A* is a
+    prefix of the order up to value-neutral ties. The tests check this against brute force
+    over all subsets of random lists of up to 14 candidates (gap 0). Ties go to the
+    smallest depth, so ties between equal-valued subsets may pick a different but equally
+    valued set than an enumeration would.
+
+    partial: the objective is modular (:func:`partial_weights`), so the optimum is
+    ``A = {j : q * w_j > lam * c_j}``.
+
+    Alternatives. ``p`` are membership probabilities of the primary set G_x; the objective
+    does not model the alternative sufficient sets (a run-time request does not know
+    them). The evaluation (:func:`set_payoffs`) counts an alternative inside A as success,
+    so under independence the plug-in success chance is a lower bound on the true one.
+
+    Parameters
+    ----------
+    p : float, shape (T, N)
+        Membership probabilities of the ranked candidates (0 in padding).
+    costs : float, shape (T, N)
+        c_j >= 0.
+    valid : bool, shape (T, N)
+    lam : float
+        lambda >= 0.
+    kind : {"exact", "partial"}
+    coverage : float or float array of shape (T,)
+        q, the estimated chance the list holds G_x (exact) or listed share of G_x (partial),
+        as in :func:`camdf.core.features.plugin_payoffs`.
+    partial : {"ratio", "independent"}
+        The partial-value estimate (:func:`partial_weights`).
+
+    Returns
+    -------
+    ndarray of bool, shape (T, N)
+        The chosen mask; never exposes padding.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    if not np.isfinite(lam) or lam < 0:
+        raise ValueError(f"lam: must be a finite number >= 0, got {lam}")
+    p, costs, valid = np.asarray(p, dtype=float), np.asarray(costs, dtype=float), np.asarray(valid, dtype=bool)
+    if kind == "partial":
+        q = np.broadcast_to(np.asarray(coverage, dtype=float), (len(p),))
+        _, w = partial_weights(p, valid, partial)
+        return valid & (q[:, None] * w > lam * np.where(valid, costs, 0.0))
+    return nested_masks(*plugin_depths(p, costs, valid, lam, coverage))
+
+
+def _task_order(p: Sequence[float], costs: Sequence[float]) -> tuple[list[int], list[float]]:
+    """:func:`nested_order` of one task in plain Python, and the clipped ``1 - p_j``."""
+    q, key = [], []
+    for x, c in zip(p, costs):
+        x = min(max(float(x), 0.0), 1.0)
+        q.append(1.0 - x)
+        key.append(math.inf if x >= 1.0 or c <= 0 else -math.log1p(-x) / float(c))
+    return sorted(range(len(q)), key=lambda j: -key[j]), q  # sorted is stable: ties keep the rank order
+
+
+def _task_tail(order: list[int], q: list[float]) -> list[float]:
+    """prod_{j beyond t} (1 - p_j) along ``order`` for t = 0..n, multiplied from the end as numpy's cumprod is."""
+    n = len(order)
+    suff, tail = [1.0] * (n + 1), 1.0
+    for t in range(n - 1, -1, -1):
+        tail *= q[order[t]]
+        suff[t] = tail
+    return suff
+
+
+def task_plugin_set(p: Sequence[float], costs: Sequence[float], lam: float, coverage: float = 1.0) -> list[int]:
+    """:func:`plugin_set` (exact payoff) for one task in plain Python: the exposed positions, in re-ranked order.
+
+    The same order, products and sums as :func:`plugin_depths`, so the same set (the
+    run-time fast path, where numpy's per-call overhead dominates a short list).
+    """
+    order, q = _task_order(p, costs)
+    suff = _task_tail(order, q)
+    best, depth, cost = coverage * suff[0], 0, 0.0
+    for t in range(1, len(order) + 1):
+        cost += float(costs[order[t - 1]])
+        u = coverage * suff[t] - lam * cost
+        if u > best:
+            best, depth = u, t
+    return order[:depth]
+
+
+# ---------------------------------------------------------------- nested re-ranked sets and their risk
+
+
+def nested_risk(p: np.ndarray, order: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Estimated miss risk of each re-ranked prefix: ``r_t = 1 - prod_{j beyond t} (1 - p_j)``, (T, N + 1).
+
+    "Beyond t" is in the re-ranked ``order`` (:func:`nested_order`, padding last); 0 at t = n.
+    """
+    pr = np.take_along_axis(np.where(valid, p, 0.0), order, axis=1)
+    return 1.0 - sufficiency_curve(pr, np.take_along_axis(valid, order, axis=1))
+
+
+def nested_success(order: np.ndarray, sets: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """True success of each re-ranked prefix depth, (T, N + 1) bool: ``t >= min_k cover_k``.
+
+    ``cover_k`` = 1 + the largest re-ranked place of a member of set k (0 for an empty set,
+    never for an absent one). With the identity order this is the prefix success curve
+    of :func:`camdf.core.instances.curves_from_sets`.
+    """
+    T, N = order.shape
+    rank = _ranks(order)
+    cover = np.where(sets, rank[:, None, :] + 1, 0).max(axis=2)
+    cover = np.where(present, cover, N + 1).min(axis=1)
+    return np.arange(N + 1)[None, :] >= cover[:, None]
+
+
+def crc_threshold_randomised(m: np.ndarray, alpha: float, u: float) -> float:
+    """The randomised conformal-risk-control threshold for the 0/1 miss loss ``1{m_i < tau}``.
+
+    With n calibration scores, ``k = floor(alpha (n + 1))`` and ``delta = alpha (n + 1) - k``,
+    the rank is ``K = k + 1`` when ``u < delta`` and ``K = k`` otherwise (u ~ U(0, 1) drawn
+    once, independently of the data), and tau is the K-th smallest score (-inf: expose
+    everything, when K = 0; +inf when K > n). A new exchangeable task's score falls strictly
+    below the K-th smallest of the calibration scores with probability at most K / (n + 1),
+    so P(miss) <= E[K] / (n + 1) = alpha, with equality when the scores have no ties. The
+    deterministic rule (:func:`camdf.core.conformal.crc_threshold`) is the case u = 1: it
+    guarantees floor(alpha (n + 1)) / (n + 1), which can be far below alpha for small n.
+    """
+    n = len(m)
+    k = math.floor(alpha * (n + 1) + 1e-12)
+    K = k + (1 if u < alpha * (n + 1) - k else 0)
+    if K < 1:
+        return -math.inf
+    if K > n:
+        return math.inf
+    return float(np.sort(m)[K - 1])
+
+
+class RiskSet:
+    """The cheapest re-ranked nested set whose calibrated miss risk is within ``alpha`` (conformal risk control).
+
+    Construction. Each task's candidates are re-ranked by :func:`nested_order` (a fixed
+    key of p and the costs), which makes its prefixes A'_0 c A'_1 c ... c A'_n a nested
+    family; the rule exposes the shallowest A'_t whose estimated miss risk
+    ``r_t = 1 - prod_{j beyond t} (1 - p_j)`` (:func:`nested_risk`) is below tau, else the
+    whole list. Within the family, shallowest is cheapest (costs are >= 0). tau comes from
+    calibration tasks: task i's score ``m_i = min_{t < t*_i} r_t`` (t*_i its first
+    sufficient re-ranked depth, G_x or an alternative) is the smallest threshold at which
+    the rule misses it (:func:`camdf.core.conformal.miss_scores`), and tau is the randomised
+    CRC quantile of the scores (:func:`crc_threshold_randomised`).
+
+    Guarantee. If the calibration tasks and a new task are exchangeable, their
+    probabilities p come from one model fitted without any of them (e.g. on the other
+    training tasks), and each task's G_x or one of its alternatives is on its candidate
+    list, then ``P(the new task misses) <= alpha`` over the draw of the calibration tasks,
+    the new task and the seeded tie-break u (``<=`` floor(alpha (n + 1)) / (n + 1) with
+    ``randomised=False``). The re-ranking key is a fixed function of (p, costs), so the
+    family stays nested and the miss loss monotone in tau, which is all CRC needs. A task
+    whose list misses every sufficient set misses at every tau: ``list_miss_`` reports how
+    often that happened among the calibration tasks (it breaks the bound by at most that
+    rate). Lambda does not enter: the rule trades tools for a stated miss rate.
+
+    Parameters
+    ----------
+    alpha : float in (0, 1)
+        Target miss rate.
+    randomised : bool
+        Randomise the quantile's rank (exact level alpha) or not (conservative).
+    random_state : int
+        Seed of the tie-break u.
+
+    Attributes
+    ----------
+    scores_ : ndarray, shape (n_calibration,)
+        Sorted calibration miss scores.
+    u_ : float
+        The tie-break draw.
+    threshold_ : float
+        tau at ``alpha``.
+    list_miss_ : float
+        Share of calibration tasks with no sufficient set on their list.
+    """
+
+    def __init__(self, alpha: float = 0.1, randomised: bool = True, random_state: int = 0):
+        self.alpha = alpha
+        self.randomised = randomised
+        self.random_state = random_state
+
+    def fit(self, p: np.ndarray, costs: np.ndarray, valid: np.ndarray, sets: np.ndarray,
+            present: np.ndarray) -> "RiskSet":
+        """Calibrate tau on calibration tasks.
+
+        Parameters
+        ----------
+        p : float, shape (T, N)
+            Membership probabilities of the calibration tasks from a model that did not see them.
+        costs : float, shape (T, N)
+        valid : bool, shape (T, N)
+        sets, present : bool, shapes (T, K, N) and (T, K)
+            Their sufficient sets (:func:`sufficient_sets`).
+        """
+        alpha = check_alpha(self.alpha)
+        if len(p) < 1:
+            raise ValueError("p: RiskSet needs at least one calibration task, got 0")
+        order = nested_order(p, costs, valid)
+        m = miss_scores(nested_risk(p, order, valid), nested_success(order, sets, present), valid.sum(axis=1))
+        self.scores_ = np.sort(m)
+        self.list_miss_ = float(np.isneginf(self.scores_).mean())
+        self.u_ = float(np.random.default_rng(self.random_state).random()) if self.randomised else 1.0
+        self.threshold_ = crc_threshold_randomised(self.scores_, alpha, self.u_)
+        return self
+
+    def threshold(self, alpha: float | None = None) -> float:
+        """tau for ``alpha`` (default: the fitted one) from the kept scores and the same u."""
+        if "scores_" not in vars(self):
+            raise AttributeError("RiskSet: call fit before threshold or predict")
+        return self.threshold_ if alpha is None else crc_threshold_randomised(self.scores_, check_alpha(alpha), self.u_)
+
+    def depths(self, p: np.ndarray, costs: np.ndarray, valid: np.ndarray,
+               alpha: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The re-ranked order (T, N) and the depth exposed in it (T,)."""
+        order = nested_order(p, costs, valid)
+        return order, risk_depths(nested_risk(p, order, valid), valid.sum(axis=1), self.threshold(alpha))
+
+    def predict(self, p: np.ndarray, costs: np.ndarray, valid: np.ndarray, alpha: float | None = None) -> np.ndarray:
+        """The exposed mask of each task, (T, N) bool."""
+        order, depth = self.depths(p, costs, valid, alpha)
+        return nested_masks(order, depth)
+
+
+def task_risk_set(p: Sequence[float], costs: Sequence[float], tau: float) -> list[int]:
+    """:meth:`RiskSet.predict` for one task in plain Python: the exposed positions, in re-ranked order.
+
+    Same key, tie rule and risk arithmetic as :func:`nested_order` and :func:`nested_risk`
+    (the tail product accumulated from the end, as :func:`camdf.core.conformal.task_risk_depth`).
+    """
+    order, q = _task_order(p, costs)
+    suff = _task_tail(order, q)
+    return order[:next((t for t in range(len(order) + 1) if 1.0 - suff[t] < tau), len(order))]

@@ -1,7 +1,11 @@
 """One experiment cell end to end: assemble, evaluate, summarise, plot, and log it as one MLflow run.
 
 :func:`run_cell` takes a plain resolved config (a dict) and explicit paths, and
-returns ``(metrics, artifacts)``; :func:`run_tracked_cell` wires it to the tracker.
+returns ``(metrics, artifacts)``; :func:`run_tracked_cell` wires it to the tracker. The
+run logs the few metrics a person compares across cells (:func:`compared_metrics`) and
+keeps every metric in one table artifact (:func:`metrics_table`), which the tables read;
+it names its data as a dataset input (:func:`log_cell_dataset`) and describes itself in
+one paragraph (:func:`cell_description`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.files import parquet_bytes
+from camdf.common.fingerprint import hash_paths, package_versions
 from camdf.evaluation.cell import evaluate_cell
 from camdf.evaluation.headroom import headroom_metrics
 from camdf.evaluation.summary import summarize_cell
@@ -20,7 +25,9 @@ from camdf.evaluation.verified import verified_curves, verified_outcomes
 from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
 from camdf.pipeline.data_stage import read_manifest
 from camdf.pipeline.identity import cell_key, cell_name
+from camdf.policies import FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.figures import payoff_vs_tools_png
+from camdf.tracking.client import METRICS_TABLE
 
 
 def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[str, bytes]]:
@@ -111,6 +118,82 @@ def cell_tags(cfg: dict[str, Any], experiment: str | None = None) -> dict[str, s
     return tags
 
 
+#: The per-method metrics a cell run logs (the chart and compare views): the rest is in its metrics table.
+METHOD_METRICS = ("payoff_mean", "success", "n_exposed", "diff_vs_ref")
+#: The cell-level metrics a cell run logs (those it has), at most ten.
+CELL_METRICS = ("cell/n_tasks", "cell/n_repeats", "cell/headroom", "cell/degenerate", "cell/payoff_none",
+                "cell/payoff_full", "cell/payoff_best_prefix", "cell/n_tasks_filtered_out", "cell/cost_cv",
+                "ranking/recall_at_3")
+#: Metric prefixes that are not methods.
+NOT_METHODS = ("cell", "ranking", "agreement")
+
+
+def compared_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """The metrics a cell run logs: :data:`METHOD_METRICS` of each method and :data:`CELL_METRICS`.
+
+    Everything else (CIs, p-values, repeat ranges, verified and partial variants, ...) stays in
+    :func:`metrics_table` only, so the UI's chart view opens on a few comparable charts.
+    """
+    return {k: v for k, v in metrics.items()
+            if k in CELL_METRICS or (k.split("/", 1)[0] not in NOT_METHODS and k.split("/", 1)[1] in METHOD_METRICS)}
+
+
+def metrics_table(metrics: dict[str, float]) -> bytes:
+    """Every metric of a cell as a parquet table (``metric``, ``value``; float64, so exact), sorted by name."""
+    keys = sorted(metrics)
+    return parquet_bytes(pd.DataFrame({"metric": keys, "value": np.array([metrics[k] for k in keys], dtype=float)}))
+
+
+def log_cell_dataset(tracker, run_id: str, cfg: dict[str, Any], paths: Paths, n_tasks: float | None = None) -> None:
+    """Log the cell's domain as the run's dataset input: named by the domain, its digest the data
+    fingerprint (the one in the cell key), its source the package that provides it (with its version)
+    or the folder it was read from."""
+    domain = cfg["domain"]
+    folder = Path(paths.data_dir, domain["name"])
+    fingerprint = hash_paths([folder / "catalog.json", folder / "tasks.jsonl"])
+    packages = package_versions(domain.get("packages") or [])
+    inputs = [str(i) for i in domain.get("inputs") or []]
+    if packages:
+        source = {"package": ", ".join(f"{k}=={v}" for k, v in packages.items())}
+    else:
+        source = {"uri": inputs[0] if len(inputs) == 1 else str(folder)}
+    profile = {"fingerprint": fingerprint, "folder": str(folder)}
+    if n_tasks is not None:
+        profile["n_tasks"] = int(n_tasks)
+    tracker.log_dataset(run_id, domain["name"], fingerprint, source, profile)
+
+
+def _ci(metrics: dict[str, float], key: str) -> str:
+    """``+0.012 [-0.003, +0.027]`` of a difference metric and its CI."""
+    return f"{metrics[key]:+.3f} [{metrics[key + '_ci_low']:+.3f}, {metrics[key + '_ci_high']:+.3f}]"
+
+
+def cell_description(cfg: dict[str, Any], metrics: dict[str, float]) -> str:
+    """A cell run's description: what the cell is, its best method, CAM-DF against the best baseline
+    (mean payoff difference with its paired-bootstrap 95% CI) and the tools each exposes."""
+    c = cfg["cost"]
+    text = (f"{cfg['domain']['name']} tasks ranked by {cfg['scorer'].get('label', cfg['scorer']['name'])}, "
+            f"{c['regime']} costs at lambda={float(c['lam']):g}, d={float(c['d']):g}, {cfg['folds']['protocol']} "
+            f"folds, {cfg['payoff']} payoff ({metrics.get('cell/n_tasks', float('nan')):.0f} tasks).")
+    payoffs = {k.split("/")[0]: v for k, v in metrics.items() if k.endswith("/payoff_mean")}
+    real = {m: v for m, v in payoffs.items() if m not in ORACLES}
+    if real:
+        best = max(real, key=real.get)
+        text += f" Best method: {best} (mean payoff {real[best]:.3f})."
+    baseline = next((k.split("/")[0] for k, v in metrics.items() if k.endswith("/is_best_baseline") and v == 1.0),
+                    None)
+    if REFERENCE in payoffs and baseline and f"{REFERENCE}/diff_vs_best_baseline" in metrics:
+        text += (f" CAM-DF ({payoffs[REFERENCE]:.3f}) minus the best baseline, {baseline} ({payoffs[baseline]:.3f}): "
+                 f"{_ci(metrics, f'{REFERENCE}/diff_vs_best_baseline')} (95% CI).")
+    tools = [f"{m} {metrics[f'{m}/n_exposed']:.2f}" for m in dict.fromkeys([REFERENCE, baseline, FULL_ACCESS])
+             if m and f"{m}/n_exposed" in metrics]
+    if tools:
+        text += f" Tools exposed per task: {', '.join(tools)}."
+    if metrics.get("cell/degenerate") == 1.0:
+        text += f" Degenerate cell (headroom {metrics['cell/headroom']:.3f}): no stopper can gain much here."
+    return text
+
+
 #: The tag holding the one-line cause of a cell run that failed after it started.
 FAILURE_TAG = "failure"
 
@@ -182,9 +265,11 @@ def run_tracked_cell(
         with tracker.cell_run(key, cell_name(cfg), cell_params(cfg, unresolved), tags, claim=claim) as run:
             started = rid = run.info.run_id
             metrics, artifacts = run_cell(cfg, paths)
-            tracker.log_metrics(rid, metrics)
+            tracker.log_metrics(rid, compared_metrics(metrics))
             folders = {".hydra": str(hydra_dir)} if hydra_dir is not None else {}
-            tracker.log_files(rid, artifacts, folders)
+            tracker.log_files(rid, {**artifacts, METRICS_TABLE: metrics_table(metrics)}, folders)
+            log_cell_dataset(tracker, rid, cfg, paths, metrics.get("cell/n_tasks"))
+            tracker.describe(rid, cell_description(cfg, metrics))
     except BaseException as err:
         started = started or (claim.run.info.run_id if claim.won else None)
         if started is not None:

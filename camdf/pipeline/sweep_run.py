@@ -8,9 +8,12 @@ on to their workers). Each job records itself on that run: a cell it computes
 becomes a child run (``mlflow.parentRunId``), and the parent's tag
 ``cell.<job number>`` says ``running <cell>``, then ``logged <run id>`` or
 ``reused <run id>`` (a cell some earlier sweep computed). When the sweep ends the
-parent logs ``cells.csv`` (one row per job) and the metrics ``sweep/n_cells``,
-``sweep/n_logged`` and ``sweep/n_reused``, and ends FINISHED; a sweep that dies ends
-its parent FAILED.
+parent logs ``cells.csv`` (one row per job), the sweep's table (``sweep.md``,
+``sweep.csv``: one row per cell, CAM-DF against its cell's best baseline) and, for a
+lambda x d grid, the A18 heatmap (``figures/heatmap.png``); the metrics ``sweep/n_cells``,
+``sweep/n_logged``, ``sweep/n_reused``, ``sweep/n_camdf_above`` and ``sweep/n_camdf_below``
+(cells where CAM-DF's CI against the best baseline lies above / below 0) and a
+description; it ends FINISHED. A sweep that dies ends its parent FAILED.
 
 While the jobs run, a rich progress display in the launching process reads those
 tags (cells done / total, elapsed, ETA, the cell being computed). It is off when
@@ -27,6 +30,7 @@ import os
 import threading
 from typing import Any
 
+import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -59,6 +63,87 @@ def _cells(tags: dict[str, str]) -> dict[int, str]:
 def _done(line: str) -> bool:
     """Whether a job's line says its cell has a run (computed now or by an earlier sweep)."""
     return line.startswith(("logged ", "reused "))
+
+
+def sweep_summary(cells: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
+    """The table of a sweep's cells and its summary metrics.
+
+    Parameters
+    ----------
+    cells : DataFrame
+        The sweep's cell runs as :func:`camdf.reporting.store.runs_frame` rows.
+
+    Returns
+    -------
+    table : DataFrame
+        One row per cell (index: the run name): its grid values, CAM-DF's payoff, the best
+        baseline's, their difference with its 95% CI, and the tools each exposes.
+    metrics : dict
+        ``sweep/n_camdf_above`` / ``sweep/n_camdf_below``: cells whose CI of CAM-DF minus the
+        best baseline lies wholly above / below 0.
+    """
+    from camdf.policies import REFERENCE
+
+    rows, above, below = [], 0, 0
+    for _, run in cells.iterrows():
+        baselines = [c.split("/")[0][2:] for c in run.index
+                     if c.endswith("/is_best_baseline") and run[c] == 1.0]
+        base = baselines[0] if baselines else None
+        diff = f"m:{REFERENCE}/diff_vs_best_baseline"
+        row = {"run": run.get("t:mlflow.runName", run["run_id"]), "domain": run.get("p:domain.name"),
+               "scorer": run.get("p:scorer.label"), "lambda": run.get("p:cost.lam"), "d": run.get("p:cost.d"),
+               "protocol": run.get("p:folds.protocol"), "camdf_payoff": run.get(f"m:{REFERENCE}/payoff_mean"),
+               "best_baseline": base, "baseline_payoff": run.get(f"m:{base}/payoff_mean") if base else None,
+               "camdf_minus_baseline": run.get(diff), "ci_low": run.get(diff + "_ci_low"),
+               "ci_high": run.get(diff + "_ci_high"), "camdf_tools": run.get(f"m:{REFERENCE}/n_exposed"),
+               "baseline_tools": run.get(f"m:{base}/n_exposed") if base else None}
+        above += bool(pd.notna(row["ci_low"]) and row["ci_low"] > 0)
+        below += bool(pd.notna(row["ci_high"]) and row["ci_high"] < 0)
+        rows.append(row)
+    table = pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
+    return table, {"sweep/n_camdf_above": above, "sweep/n_camdf_below": below}
+
+
+def grid_heatmap(cells: pd.DataFrame, title: str) -> bytes | None:
+    """The A18 heatmap (CAM-DF minus predict-then-threshold per lambda x d) of a sweep over lambda or d,
+    else None (a sweep whose cells lack predict-then-threshold, or hold one (lambda, d) only)."""
+    from camdf.reporting.figures import heatmap_png
+    from camdf.reporting.tables.grid import grid_long
+
+    rival = "predict_threshold"
+    if cells.empty or f"m:{rival}/diff_vs_ref" not in cells or "p:cost.lam" not in cells:
+        return None
+    grid = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))
+    grid = grid.drop_duplicates(["lam", "d"], keep="last")
+    if len(grid) < 2:
+        return None
+    return heatmap_png(grid_long(grid, rival), title)
+
+
+def summarise(tracker, run_id: str, experiment: str, run_ids: list[str]) -> None:
+    """Log a sweep's table, heatmap, summary metrics and description to its parent run."""
+    from camdf.common.markdown import markdown_table
+    from camdf.reporting.store import cell_row
+
+    cells = pd.DataFrame([cell_row(tracker, tracker.client.get_run(r)) for r in dict.fromkeys(run_ids)])
+    table, metrics = sweep_summary(cells)
+    files: dict[str, bytes | str] = {}
+    if not table.empty:
+        shown = table.map(lambda v: f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v)))
+        files["sweep.csv"] = table.to_csv(float_format="%.6g", lineterminator="\n")
+        files["sweep.md"] = "\n".join(markdown_table(["run", *shown.columns],
+                                                     ([i, *r.tolist()] for i, r in shown.iterrows()))) + "\n"
+    heatmap = grid_heatmap(cells, f"sweep {experiment}: CAM-DF minus predict-then-threshold")
+    if heatmap is not None:
+        files["figures/heatmap.png"] = heatmap
+    tracker.log_files(run_id, files)
+    tracker.log_metrics(run_id, metrics)
+    n = len(table)
+    tracker.describe(run_id, (
+        f"Sweep of experiment {experiment}: {n} cells. CAM-DF's 95% CI against its cell's best baseline lies "
+        f"above 0 in {metrics['sweep/n_camdf_above']} and below 0 in {metrics['sweep/n_camdf_below']} of them "
+        "(sweep.md has one row per cell; the children are the cells' runs)."
+        + (" figures/heatmap.png: CAM-DF minus predict-then-threshold over the lambda x d grid." if heatmap else "")))
 
 
 class _Progress(threading.Thread):
@@ -153,6 +238,9 @@ class SweepRun(Callback):
         self.tracker.log_files(self.run_id, {"cells.csv": table.getvalue()})
         self.tracker.log_metrics(self.run_id, {"sweep/n_cells": len(cells), "sweep/n_logged": logged,
                                                "sweep/n_reused": reused})
+        experiment = self.tracker.client.get_run(self.run_id).data.tags.get("experiment", "ad hoc")
+        summarise(self.tracker, self.run_id, experiment,
+                  [line.partition(" ")[2] for _, line in sorted(cells.items()) if _done(line)])
         self.tracker.close_kind_run(self.run_id, "FINISHED")
         self.run_id = None
         os.environ.pop(ENV, None)

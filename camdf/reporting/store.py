@@ -7,23 +7,39 @@ from typing import Any
 import pandas as pd
 
 from camdf.policies import methods
+from camdf.tracking.client import METRICS_TABLE
 from camdf.tracking.runs import is_cell
 
 #: Methods in display order (their registry cards' ``order``).
 METHOD_ORDER = methods()
 
 
+def cell_metrics(tracker, run) -> dict[str, float]:
+    """Every metric of a cell run: its :data:`~camdf.tracking.client.METRICS_TABLE` artifact over the
+    few metrics it logged (a run logged before the table existed has all of them logged)."""
+    from mlflow.exceptions import MlflowException
+
+    metrics = dict(run.data.metrics)
+    try:
+        table = tracker.load_table(run.info.run_id, METRICS_TABLE)
+    except (MlflowException, OSError):  # no such artifact: a store older than the table
+        return metrics
+    return {**metrics, **dict(zip(table["metric"], table["value"].astype(float)))}
+
+
+def cell_row(tracker, run) -> dict[str, Any]:
+    """One run as a :func:`runs_frame` row: ``run_id``, ``start``, ``p:<param>``, ``m:<metric>``, ``t:<tag>``."""
+    row: dict[str, Any] = {"run_id": run.info.run_id, "start": run.info.start_time}
+    row.update({f"p:{k}": v for k, v in run.data.params.items()})
+    row.update({f"m:{k}": v for k, v in sorted(cell_metrics(tracker, run).items())})
+    row.update({f"t:{k}": v for k, v in run.data.tags.items()})
+    return row
+
+
 def runs_frame(tracker) -> pd.DataFrame:
-    """One row per FINISHED run: ``run_id``, ``start``, ``p:<param>``, ``m:<metric>``, ``t:<tag>``."""
-    rows = []
-    for run in tracker.runs():
-        if not is_cell(run):  # the tables stage's figures run, a trained policy, a sweep: not a cell
-            continue
-        row: dict[str, Any] = {"run_id": run.info.run_id, "start": run.info.start_time}
-        row.update({f"p:{k}": v for k, v in run.data.params.items()})
-        row.update({f"m:{k}": v for k, v in run.data.metrics.items()})
-        row.update({f"t:{k}": v for k, v in run.data.tags.items()})
-        rows.append(row)
+    """One row per FINISHED cell run (:func:`cell_row`)."""
+    rows = [cell_row(tracker, run) for run in tracker.runs()
+            if is_cell(run)]  # not the tables stage's figures run, a trained policy, a sweep
     return pd.DataFrame(rows)
 
 

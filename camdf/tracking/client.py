@@ -3,13 +3,19 @@
 The default store is an embedded SQLite database under ``outputs/`` with artifacts
 beside it; ``MLFLOW_TRACKING_URI`` overrides it (a shared ``mlflow server``, say).
 A cell whose key already has a FINISHED run is skipped; a FAILED, KILLED or
-unfinished one is run again (claimed first: :mod:`camdf.tracking.claims`). Every
-cell run is tagged with the machine's numeric environment (``numeric.*``: BLAS kernel
-and threads, numpy's CPU features; :func:`camdf.common.machine.numeric_environment`).
+unfinished one is run again (claimed first: :mod:`camdf.tracking.claims`). The
+experiment is tagged as model development (:data:`EXPERIMENT_KIND`), so MLflow's UI opens
+on its runs. A cell run's tags say what it is (experiment, domain, scorer, ...); its
+bookkeeping goes to one artifact, :data:`PROVENANCE`: the machine's numeric environment
+(BLAS kernel and threads, numpy's CPU features:
+:func:`camdf.common.machine.numeric_environment`) and, once the run is FINISHED, the claim
+tags it was computed under (``claim.*``, which the claim protocol needs only while the run is
+RUNNING).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import tempfile
@@ -27,6 +33,17 @@ from camdf.tracking.probe import connect
 from camdf.tracking.runs import CELL_KEY, is_cell
 
 log = logging.getLogger(__name__)
+
+#: The experiment tag MLflow 3's UI reads to open an experiment on its runs (model training), not
+#: on the GenAI overview of traces.
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+#: A cell run's bookkeeping artifact: ``{"numeric": {...}, "claim": {...}}``.
+PROVENANCE = "provenance.json"
+#: A cell run's every metric (``metric``, ``value``): the run logs only the few a person compares
+#: across cells; the tables read this table (:func:`camdf.reporting.store.runs_frame`).
+METRICS_TABLE = "metrics.parquet"
+#: The tag MLflow's UI shows as a run's (and an experiment's) description.
+DESCRIPTION = "mlflow.note.content"
 
 
 class Tracker(ClaimsMixin):
@@ -76,6 +93,8 @@ class Tracker(ClaimsMixin):
                     self.experiment_id = exp.experiment_id
             else:
                 self.experiment_id = exp.experiment_id
+            if exp is None or exp.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+                self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
         self.experiment = experiment
 
     def runs(self, filter_string: str = "", status: str | None = "FINISHED") -> list:
@@ -111,11 +130,11 @@ class Tracker(ClaimsMixin):
         """Start a run for a cell (or use a won ``claim``'s run); FINISHED on success, FAILED on an exception.
 
         With a claim, a run that another worker has meanwhile taken over (it is no longer
-        RUNNING) or whose key got a FINISHED run elsewhere is not marked FINISHED.
-        The run is tagged with :func:`~camdf.common.machine.numeric_environment`
-        (``numeric.*``) besides ``tags``.
+        RUNNING) or whose key got a FINISHED run elsewhere is not marked FINISHED. The run's
+        :data:`PROVENANCE` artifact records :func:`~camdf.common.machine.numeric_environment`;
+        a claimed run that ends FINISHED moves its ``claim.*`` tags there (:meth:`_file_claim`).
         """
-        tags = portable({**numeric_environment(), **tags}, self.roots)
+        tags = portable(tags, self.roots)
         params = portable(params, self.roots)
         if claim is None:
             run = self.client.create_run(self.experiment_id, run_name=name, tags={CELL_KEY: key, **tags})
@@ -133,6 +152,7 @@ class Tracker(ClaimsMixin):
                 self.client.log_batch(rid, tags=[RunTag(k, v) for k, v in tags.items()])
             for i in range(0, len(items), 100):
                 self.client.log_batch(rid, params=[Param(k, v) for k, v in items[i:i + 100]])
+            self.log_files(rid, {PROVENANCE: _provenance_json({})})
             yield run
         except BaseException:
             if claim is not None:
@@ -154,6 +174,49 @@ class Tracker(ClaimsMixin):
             self.client.set_terminated(rid, status="KILLED")
             return
         self.client.set_terminated(rid, status="FINISHED")
+        self._file_claim(rid)
+
+    def _file_claim(self, run_id: str) -> None:
+        """Move a FINISHED run's ``claim.*`` tags into its :data:`PROVENANCE` artifact.
+
+        Only after FINISHED: while the run is RUNNING other workers read its token,
+        ticket and heartbeat (:mod:`camdf.tracking.claims`); a FINISHED run ends any
+        claim on its key by its status alone.
+        """
+        claim = {k: v for k, v in self.client.get_run(run_id).data.tags.items() if k.startswith("claim.")}
+        self.log_files(run_id, {PROVENANCE: _provenance_json(claim)})
+        for key in claim:
+            self.client.delete_tag(run_id, key)
+
+    def log_dataset(self, run_id: str, name: str, digest: str, source: dict[str, str],
+                    profile: dict | None = None) -> None:
+        """Log the data a run read as its MLflow dataset input (the UI's Dataset column and lineage).
+
+        Parameters
+        ----------
+        run_id : str
+        name : str
+            The dataset's name (a cell's domain).
+        digest : str
+            Its fingerprint; MLflow keeps at most 36 characters of a digest, so a longer
+            one is cut there.
+        source : dict
+            ``{"uri": folder}`` (source type ``local``) or ``{"package": "name==version"}``
+            (source type ``package``).
+        profile : dict, optional
+            Shown with the dataset (task counts, the full fingerprint, ...).
+        """
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        kind = "package" if "package" in source else "local"
+        dataset = Dataset(name=name, digest=digest[:36], source_type=kind,
+                          source=json.dumps(portable(source, self.roots), sort_keys=True),
+                          profile=portable({"p": json.dumps(profile or {}, sort_keys=True)}, self.roots)["p"])
+        self.client.log_inputs(run_id, [DatasetInput(dataset, tags=[InputTag("mlflow.data.context", "evaluation")])])
+
+    def describe(self, run_id: str, text: str) -> None:
+        """Set a run's description (the :data:`DESCRIPTION` tag the UI shows on its page)."""
+        self.client.set_tag(run_id, DESCRIPTION, text[:5000])
 
     def open_kind_run(self, kind: str, name: str, tags: dict[str, str], same: tuple[str, ...] = ()) -> str:
         """The id of a RUNNING run of another ``kind`` (tables, sweep) that is updated, not duplicated: the
@@ -206,10 +269,24 @@ class Tracker(ClaimsMixin):
                 self.client.log_artifacts(run_id, folder, artifact_path=dest)
 
     def load_table(self, run_id: str, rel: str) -> pd.DataFrame:
-        """Read a parquet artifact of a run."""
-        with tempfile.TemporaryDirectory() as tmp:
-            path = self.client.download_artifacts(run_id, rel, tmp)
-            return pd.read_parquet(path)
+        """Read a parquet artifact of a run (without MLflow's download progress bar: the tables stage
+        reads one per cell)."""
+        key, before = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
+        os.environ[key] = "false"
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = self.client.download_artifacts(run_id, rel, tmp)
+                return pd.read_parquet(path)
+        finally:
+            if before is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = before
+
+
+def _provenance_json(claim: dict[str, str]) -> str:
+    """The :data:`PROVENANCE` document: the numeric environment and the claim tags (sorted)."""
+    return json.dumps({"numeric": numeric_environment(), "claim": claim}, indent=1, sort_keys=True) + "\n"
 
 
 def store_has_experiment(uri: str, experiment: str) -> bool:

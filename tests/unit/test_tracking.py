@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from camdf.tracking.claims import Claim, _proc_start
-from camdf.tracking.client import Tracker, store_has_experiment
+from camdf.tracking.client import EXPERIMENT_KIND, PROVENANCE, Tracker, store_has_experiment
 from camdf.tracking.probe import PROBE_PATH, TrackingUnreachable, check_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -354,8 +355,23 @@ def test_cell_runs_carry_the_numeric_environment(store, exp):
         pass
     for rid in (claim.run.info.run_id, run.info.run_id):
         tags = t.client.get_run(rid).data.tags
-        numeric = {k: v for k, v in tags.items() if k.startswith("numeric.")}
+        assert not [k for k in tags if k.startswith(("numeric.", "claim."))]  # bookkeeping is not in the tags
+        with tempfile.TemporaryDirectory() as tmp:
+            provenance = json.loads(Path(t.client.download_artifacts(rid, PROVENANCE, tmp)).read_text())
+        numeric = provenance["numeric"]
         assert {"numeric.blas.libraries", "numeric.numpy.cpu_features", "numeric.numpy.version",
                 "numeric.python.version"} <= set(numeric)
         assert numeric == expected
+    # The claimed run's claim tags moved into its provenance once it was FINISHED.
+    with tempfile.TemporaryDirectory() as tmp:
+        moved = json.loads(Path(t.client.download_artifacts(claim.run.info.run_id, PROVENANCE, tmp)).read_text())
+    assert {"claim.token", "claim.ticket", "claim.heartbeat", "claim.pid"} <= set(moved["claim"])
     assert t.client.get_run(run.info.run_id).data.tags["domain"] == "retail"
+
+
+def test_the_experiment_is_tagged_as_model_development(store, exp):
+    t = _tracker(store, exp)
+    assert t.client.get_experiment(t.experiment_id).tags[EXPERIMENT_KIND[0]] == "custom_model_development"
+    t.client.set_experiment_tag(t.experiment_id, EXPERIMENT_KIND[0], "genai_development")
+    _tracker(store, exp)  # opening it again restores the kind
+    assert t.client.get_experiment(t.experiment_id).tags[EXPERIMENT_KIND[0]] == "custom_model_development"

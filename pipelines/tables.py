@@ -13,6 +13,8 @@ from omegaconf import DictConfig
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
 from camdf.reporting.build import build_tables
+from camdf.reporting.evidence import anchor_hints, anchored
+from camdf.reporting.store import cells_of
 from camdf.reporting.registry import experiments
 from camdf.pipeline.identity import code_stamp
 from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
@@ -38,12 +40,16 @@ def main(cfg: DictConfig) -> None:
     keys, missing = experiment_keys(names, paths["data_dir"], [*same_paths, *c["cell_overrides"]])
     tracker = open_tracker(c)
     readme = Path(c["readme"]) if c["update_readme"] else None
-    written, skipped = build_tables(tracker, c["main"], Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp())
+    main = anchored(c["main"], c["cell_overrides"])  # the anchor follows the overrides the cells ran with
+    written, skipped = build_tables(tracker, main, Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp())
     missing += skipped
     for path in written:
         print(f"wrote {path}")
     for what in missing:
         print(f"skipped: {what}")
+    hints = anchor_hints(cells_of(tracker, None), main) if skipped else []  # any cell run, whatever its key
+    if hints:
+        print(f"no cell run at the anchor; the store has main cells with {' or '.join(hints)}")
 
 
 if __name__ == "__main__":

@@ -224,6 +224,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "tables": {
         "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(REGIMES), "main.lam": LAM,
         "main.d": Number(lo=0, hi=MAX_DISPERSION), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
+        "main.payoff": OneOf(KINDS), "main.protocol": OneOf(PROTOCOLS),
         "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
         **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",

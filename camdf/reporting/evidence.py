@@ -17,11 +17,51 @@ from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.reporting.store import select
 
 
+#: The anchor keys of the ``main`` config block, by the cell param each one fixes (``main.protocol`` fixes
+#: ``folds.protocol``); :func:`anchored` moves them with the ``cell_overrides`` of those params.
+ANCHOR = {"domain.name": "domain", "scorer.label": "scorer", "cost.regime": "regime", "cost.lam": "lam",
+          "cost.d": "d", "seed": "seed", "payoff": "payoff", "folds.protocol": "protocol"}
+#: The anchor's defaults for keys an older ``main`` block lacks.
+ANCHOR_DEFAULTS = {"payoff": "exact", "protocol": "kfold"}
+
+
 def main_params(main: dict) -> dict:
     """The :func:`~camdf.reporting.store.select` params of the main cell described by the ``main`` config block."""
+    main = {**ANCHOR_DEFAULTS, **main}
     return dict(domain__name=main["domain"], scorer__label=main["scorer"], cost__regime=main["regime"],
-                cost__lam=main["lam"], cost__d=main["d"], seed=main["seed"], payoff="exact",
-                label_noise=0.0, label_source="data", folds__protocol="kfold")
+                cost__lam=main["lam"], cost__d=main["d"], seed=main["seed"], payoff=main["payoff"],
+                label_noise=0.0, label_source="data", folds__protocol=main["protocol"])
+
+
+def anchored(main: dict, overrides: list[str]) -> dict:
+    """The ``main`` block with the anchor keys the cells' ``overrides`` set (``folds.protocol=split`` ->
+    ``protocol: split``, ``domain=my_shop`` or ``domain.name=my_shop`` -> ``domain: my_shop``), so every
+    selection finds the cells those overrides ran; the other overrides leave the anchor as it is."""
+    out = {**ANCHOR_DEFAULTS, **main}
+    for item in overrides:
+        key, _, value = item.lstrip("+~").partition("=")
+        key = {"domain": "domain.name", "scorer": "scorer.label"}.get(key, key)  # a group file names its cells
+        if key in ANCHOR and "," not in value:  # a swept list (a18's lambdas) fixes no anchor
+            name = ANCHOR[key]
+            out[name] = type(out[name])(value) if isinstance(out[name], (int, float)) else value
+    return out
+
+
+def anchor_hints(runs: pd.DataFrame, main: dict) -> list[str]:
+    """What would find the main cell when the store holds none at the anchor: for each anchor param whose
+    change alone finds cell runs, the ``cell_overrides=['<param>=<value>']`` naming each value they have
+    (the cells' override, which moves the anchor and the cell keys the tables read alike)."""
+    base = main_params(main)
+    if runs.empty or not select(runs, **base).empty:
+        return []
+    hints = []
+    for param in ANCHOR:
+        col, key = "p:" + param, param.replace(".", "__")
+        found = select(runs, **{k: v for k, v in base.items() if k != key})
+        if not found.empty and col in found:
+            values = sorted(set(found[col]) - {str(base[key])})
+            hints += [f"cell_overrides=['{param}={v}']" for v in values]
+    return hints
 
 
 def sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...], methods: str, **fixed: Any) -> pd.DataFrame:
@@ -70,19 +110,25 @@ def main_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     if "p:list_cost" in sel:
         sel = sel[sel["p:list_cost"].isin(["None"])]
     scorers = main_scorers(main)
+    anchor = base["folds__protocol"]
     sel = _latest(sel[sel["p:scorer.label"].isin(scorers)], ["p:scorer.label", "p:folds.protocol"])
-    order = [2 * scorers.index(s) + (p != "kfold") for s, p in zip(sel["p:scorer.label"], sel["p:folds.protocol"])]
-    return sel.assign(order=order).sort_values("order", kind="stable").drop(columns="order")
+    order = [2 * scorers.index(s) + (p != anchor) for s, p in zip(sel["p:scorer.label"], sel["p:folds.protocol"])]
+    out = sel.assign(order=order).sort_values("order", kind="stable").drop(columns="order")
+    out.attrs["protocol"] = anchor  # the protocol :func:`main_cell` reads by default
+    return out
 
 
-def main_cell(cells: pd.DataFrame, what: str, scorer: str, protocol: str = "kfold") -> pd.Series:
-    """The row of :func:`main_cells` for ``scorer`` and ``protocol``; LookupError naming ``what`` when absent."""
+def main_cell(cells: pd.DataFrame, what: str, scorer: str, protocol: str | None = None) -> pd.Series:
+    """The row of :func:`main_cells` for ``scorer`` and ``protocol`` (None: the anchor's, ``main.protocol``);
+    LookupError naming ``what`` and the overrides to check when absent."""
+    protocol = protocol or cells.attrs.get("protocol", ANCHOR_DEFAULTS["protocol"])
     if not cells.empty:
         hit = cells[(cells["p:scorer.label"] == scorer) & (cells["p:folds.protocol"] == protocol)]
         if not hit.empty:
             return hit.iloc[-1]
     raise LookupError(f"{what}: no FINISHED main-cell run in the store with scorer {scorer} and {protocol} folds; "
-                      "run its experiment first")
+                      f"run its experiment first, or pass the anchor your cells ran at (main.domain, main.scorer, "
+                      f"main.protocol, ... or the cells' own cell_overrides)")
 
 
 def ablation_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:

@@ -43,6 +43,14 @@ def runs_frame(tracker) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def cells_of(tracker, keys: set[str] | None) -> pd.DataFrame:
+    """:func:`runs_frame` restricted to the cell keys ``keys`` (None: every cell run)."""
+    runs = runs_frame(tracker)
+    if keys is None or runs.empty:
+        return runs
+    return runs[runs["t:cell_key"].isin(keys)].reset_index(drop=True)
+
+
 def select(runs: pd.DataFrame, **params: Any) -> pd.DataFrame:
     """Runs whose params equal the given values (``cost__lam=0.12`` means param ``cost.lam``)."""
     if runs.empty:

@@ -1,6 +1,7 @@
 """The evidence layer: each sweep selected once, the latest run of a cell counted, tables and claims agreeing."""
 
 import pandas as pd
+import pytest
 
 from camdf.reporting.claims import claims
 from camdf.reporting.evidence import gather, main_cells
@@ -49,3 +50,20 @@ def test_main_cells_one_per_scorer_and_protocol_kfold_first_scaled_costs_left_ou
     ])
     cells = main_cells(runs, MAIN)
     assert cells["t:cell_key"].tolist() == ["k", "g", "s"]
+
+
+def test_the_anchor_follows_the_cells_overrides_and_a_missing_cell_names_the_one_that_finds_it():
+    from camdf.reporting.evidence import anchor_hints, anchored, main_cell
+
+    split = _run("split", 1, MAIN["methods"], -0.05, **{"folds.protocol": "split", "domain.name": "shop"})
+    runs = pd.DataFrame([split])
+    main = anchored(MAIN, ["stats.n_resamples=500", "domain=shop", "cost.lam=0.12"])
+    assert (main["domain"], main["protocol"], main["lam"]) == ("shop", "kfold", 0.12)
+    cells = main_cells(runs, main)
+    with pytest.raises(LookupError, match=r"kfold folds.*main\.protocol"):
+        main_cell(cells, "Table 2", "bm25")
+    assert anchor_hints(runs, main) == ["cell_overrides=['folds.protocol=split']"]
+    main = anchored(MAIN, ["domain.name=shop", "folds.protocol=split", "cost.lam=0.04,0.12"])
+    assert (main["protocol"], main["lam"]) == ("split", 0.12)  # a swept list fixes no anchor
+    assert main_cell(main_cells(runs, main), "Table 2", "bm25")["run_id"] == "split@1"
+    assert anchor_hints(runs, main) == []

@@ -15,6 +15,8 @@ JOBS ?= 1
 TEST_JOBS ?= 2
 # Port of make ui.
 PORT ?= 5000
+# The MLflow experiment make ui opens on (tracking.experiment of the stages).
+EXPERIMENT ?= camdf
 # JOBS > 1 runs each experiment's cells on JOBS local worker processes (conf/hydra/launcher/parallel.yaml);
 # LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
 LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
@@ -71,10 +73,11 @@ tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow 
 results-check: setup ## do the README Results match the checkout's code version? (camdf results check)
 	@$(PY) -m camdf.cli results check
 
-ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRACKING_URI or outputs/mlflow.db
+ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRACKING_URI or outputs/mlflow.db; prints the runs view's URL
 	@store="$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}"; \
-	  $(PY) -c 'import sys; from camdf.tracking.locations import relocate_store; relocate_store(sys.argv[1])' "$$store" \
-	  && echo "MLflow UI for $$store: http://127.0.0.1:$(PORT) (Ctrl-C stops it)" \
+	  runs=$$($(PY) -c 'import sys; from camdf.tracking.client import runs_view; print(runs_view(*sys.argv[1:]))' \
+	    "$$store" "$(EXPERIMENT)") \
+	  && echo "MLflow UI for $$store: http://127.0.0.1:$(PORT)/$$runs (the runs view; Ctrl-C stops it)" \
 	  && exec $(VENV)/bin/mlflow ui --backend-store-uri "$$store" --host 127.0.0.1 --port $(PORT) --workers 1
 
 bench: setup ## run the benchmarks (not part of make test)

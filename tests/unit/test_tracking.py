@@ -375,3 +375,14 @@ def test_the_experiment_is_tagged_as_model_development(store, exp):
     t.client.set_experiment_tag(t.experiment_id, EXPERIMENT_KIND[0], "genai_development")
     _tracker(store, exp)  # opening it again restores the kind
     assert t.client.get_experiment(t.experiment_id).tags[EXPERIMENT_KIND[0]] == "custom_model_development"
+
+
+def test_make_ui_opens_the_runs_view_and_creates_nothing(store, exp, tmp_path):
+    from camdf.tracking.client import runs_view
+
+    missing = tmp_path / "none.db"
+    assert runs_view(f"sqlite:///{missing}", exp) == "" and not missing.exists()
+    t = _tracker(store, exp)
+    t.client.delete_experiment_tag(t.experiment_id, EXPERIMENT_KIND[0])  # a store older than the tag
+    assert runs_view(t.uri, exp) == f"#/experiments/{t.experiment_id}/runs"
+    assert t.client.get_experiment(t.experiment_id).tags[EXPERIMENT_KIND[0]] == EXPERIMENT_KIND[1]

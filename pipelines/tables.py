@@ -1,7 +1,8 @@
 """Tables stage: every registered table with its figures, rebuilt from the MLflow store alone.
 
 Inputs: the FINISHED cell runs of the tracking store (MLFLOW_TRACKING_URI or outputs/mlflow.db).
-Outputs: outputs/tables/<table>.{md,csv,tex}, outputs/tables/*.png (also logged to MLflow), README Results.
+Outputs: outputs/tables/<table>.{md,csv,tex}, outputs/tables/*.png (also logged to MLflow), docs/results.md and
+the README's headline.
 Make target: `make tables` (the last step of `make reproduce`).
 """
 
@@ -14,6 +15,7 @@ import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
 from camdf.reporting.build import build_tables
 from camdf.reporting.evidence import anchor_hints, anchored
+from camdf.reporting.readme import splice_headline
 from camdf.reporting.store import cells_of
 from camdf.reporting.registry import experiments
 from camdf.pipeline.identity import code_stamp
@@ -43,6 +45,8 @@ def main(cfg: DictConfig) -> None:
     main = anchored(c["main"], c["cell_overrides"])  # the anchor follows the overrides the cells ran with
     written, skipped = build_tables(tracker, main, Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp())
     missing += skipped
+    if readme is not None and readme in written:
+        written.append(splice_headline(Path(c["headline"]), readme))
     for path in written:
         print(f"wrote {path}")
     for what in missing:

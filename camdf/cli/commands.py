@@ -131,7 +131,7 @@ EPILOG = """examples:
   camdf data summary data                  the built domains, one row each
   camdf select --input request.json        the prefix to expose for one request (or a list)
   echo '{"query": "...", "tools": [...]}' | camdf select
-  camdf results check                      do the README Results match the checkout?
+  camdf results check                      do the Results (docs/results.md) match the checkout?
 
 exit status: 0 done, 1 the Results are stale (results check) or a fault of the machine or store,
 2 bad input (one line on stderr), 130 interrupted (Ctrl-C).
@@ -175,8 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
     select.set_defaults(func=cmd_select)
     results = sub.add_parser("results", help="the README Results").add_subparsers(dest="cmd", required=True)
     check = results.add_parser("check", help="do the README Results match the checkout's code version?")
-    check.add_argument("readme", nargs="?", default=str(Path(__file__).resolve().parents[2] / "README.md"),
-                       help="README holding the Results (default: the checkout's)")
+    check.add_argument("readme", nargs="?", default=str(Path(__file__).resolve().parents[2] / "docs" / "results.md"),
+                       help="file holding the Results, or a README with their headline block "
+                            "(default: the checkout's docs/results.md)")
     check.set_defaults(func=cmd_results_check)
     return parser
 

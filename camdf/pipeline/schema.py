@@ -249,6 +249,7 @@ CONFINED = {
     "out_dir": "paths.output_dir",
     "cost.params.cache_dir": "paths.output_dir",
     "readme": "paths.root_dir",
+    "headline": "paths.root_dir",
 }
 
 

@@ -1,8 +1,9 @@
-"""The README's Results section: its markdown body and the splice between the results markers."""
+"""The Results page (``docs/results.md``) and the README's headline: their markdown and the splice between markers."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from camdf.reporting.report import Report
 
@@ -23,8 +24,23 @@ def results_markdown(reports: list[Report], command: str, findings: list[str] | 
     return "\n".join(parts)
 
 
+#: The markers of the README's headline block (the findings of the Results page, spliced by the tables stage).
+HEADLINE = ("<!-- headline:start -->", "<!-- headline:end -->")
+
+
+def headline_markdown(results: str, start: str = "<!-- results:start -->", end: str = "<!-- results:end -->") -> str:
+    """The headline of a Results page: its generated block up to the first table (the command, the code
+    version and the findings)."""
+    if start not in results or end not in results:
+        raise ValueError(f"results: markers {start} and {end} are missing")
+    return results.split(start, 1)[1].split(end, 1)[0].split("\n### ", 1)[0].strip()
+
+
 def results_stamp(readme: str, start: str = "<!-- results:start -->", end: str = "<!-- results:end -->") -> str | None:
-    """The code version the README's Results were generated at; None when they carry none."""
+    """The code version the Results (or, in a file without results markers, its headline block) were
+    generated at; None when they carry none."""
+    if (start not in readme or end not in readme) and all(m in readme for m in HEADLINE):
+        start, end = HEADLINE
     if start not in readme or end not in readme:
         raise ValueError(f"readme: markers {start} and {end} are missing")
     found = STAMP.search(readme.split(start, 1)[1].split(end, 1)[0])
@@ -39,3 +55,12 @@ def update_readme(readme: str, body: str, start: str = "<!-- results:start -->",
     head, rest = readme.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{body.rstrip()}\n{end}{tail}"
+
+
+def splice_headline(readme: str | Path, results: str | Path) -> Path:
+    """Write the headline of the Results page ``results`` (:func:`headline_markdown`) between the
+    :data:`HEADLINE` markers of ``readme``; returns ``readme``."""
+    readme, results = Path(readme), Path(results)
+    body = headline_markdown(results.read_text(encoding="utf-8"))
+    readme.write_text(update_readme(readme.read_text(encoding="utf-8"), body, *HEADLINE), encoding="utf-8")
+    return readme

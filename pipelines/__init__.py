@@ -7,7 +7,7 @@ BFCL cell even after rounding. Every stage therefore runs OpenBLAS with one kern
 every x86-64 CPU has (``Nehalem``; OpenBLAS ignores the setting elsewhere), set before
 numpy loads. ``CAMDF_OPENBLAS_CORETYPE`` chooses another kernel; ``native`` leaves
 OpenBLAS's own choice (and ``OPENBLAS_CORETYPE``) alone. The kernel in use is in every
-run's ``numeric.blas.architecture`` tag. The BLAS work of a cell is small (logistic fits
+cell run's ``provenance.json`` artifact (``numeric.blas.architecture``). The BLAS work of a cell is small (logistic fits
 and the bootstrap's resample means), so the older kernel costs little time.
 """
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.stats import binomtest, norm
@@ -49,6 +50,14 @@ def min_detectable_difference(sd, n, alpha: float = 0.05, power: float = 0.8):
     return float(out) if out.ndim == 0 else out
 
 
+@lru_cache(maxsize=64)
+def _indices(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """One seed's bootstrap index matrix, drawn once per process (every comparison over n tasks shares it)."""
+    idx = bootstrap_indices(n, n_resamples, seed)
+    idx.flags.writeable = False
+    return idx
+
+
 def seed_intervals(differences: np.ndarray, n_resamples: int, seeds: Sequence[int],
                    confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Percentile CIs of the mean of each row of ``differences`` under each bootstrap seed.
@@ -73,7 +82,7 @@ def seed_intervals(differences: np.ndarray, n_resamples: int, seeds: Sequence[in
     lo = np.empty((len(seeds), values.shape[0]))
     hi = np.empty_like(lo)
     for i, seed in enumerate(seeds):
-        idx = bootstrap_indices(values.shape[1], n_resamples, int(seed))
+        idx = _indices(values.shape[1], int(n_resamples), int(seed))
         lo[i], hi[i] = _intervals(values, _resample_means(values, idx), confidence, "percentile")
     return lo, hi
 

@@ -75,7 +75,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
                          f"{rows.loc[top, 'method minus baseline (95% CI)']} ({rows.loc[top, 'verdict']})")
         wins = int((fam["verdict"] == "beats it").sum())
         out.append("Family verdict: " + "; ".join(parts) + f". {wins} of {len(fam)} (cell, member) pairs beat the best "
-                   "tuned baseline with a CI above 0.")
+                   "tuned baseline (CI above 0 and the gain in most fits).")
     if "a26" in built:
         risk = built["a26"].frame
         above = [i for i in risk.index if risk.loc[i, "miss rate above alpha"] == "yes"]

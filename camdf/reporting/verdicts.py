@@ -210,13 +210,12 @@ def _logged(run: pd.Series, a: str, b: str) -> tuple[float, float, float] | None
     def get(m, k):
         v = run.get(f"m:{m}/{k}", np.nan)
         return None if pd.isna(v) else float(v)
-    for m, ref, sign in ((a, b, 1.0), (b, a, -1.0)):
-        if ref == "camdf" and get(m, "diff_vs_ref") is not None:
-            d, lo, hi = get(m, "diff_vs_ref"), get(m, "diff_vs_ref_ci_low"), get(m, "diff_vs_ref_ci_high")
-        elif run.get(f"m:{ref}/is_best_baseline", np.nan) == 1.0 and get(m, "diff_vs_best_baseline") is not None:
-            d, lo, hi = (get(m, "diff_vs_best_baseline"), get(m, "diff_vs_best_baseline_ci_low"),
-                         get(m, "diff_vs_best_baseline_ci_high"))
-        else:
-            continue
-        return (d, lo, hi) if sign > 0 else (-d, -hi, -lo)
+    orientations = ((a, b, 1.0), (b, a, -1.0))
+    # The difference to the reference (CAM-DF) first, then a family member's to the cell's best baseline.
+    for kind, applies in (("diff_vs_ref", lambda ref: ref == "camdf"),
+                          ("diff_vs_best_baseline", lambda ref: run.get(f"m:{ref}/is_best_baseline", np.nan) == 1.0)):
+        for m, ref, sign in orientations:
+            if applies(ref) and get(m, kind) is not None:
+                d, lo, hi = get(m, kind), get(m, f"{kind}_ci_low"), get(m, f"{kind}_ci_high")
+                return (d, lo, hi) if sign > 0 else (-d, -hi, -lo)
     return None

@@ -221,7 +221,7 @@ def rows_e(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         gain, lite = r["m:camdf/payoff_mean"] - floor, r["m:camdf_lite/payoff_mean"] - floor
         share = lite / gain if gain > 0 else np.nan
         verdict = UNSURE if gain <= 0 else (HOLDS if share >= 0.5 else FAILS)
-        c = _try(judge, r, "camdf_lite", floor_m)
+        c = _try(judge, r, "camdf", floor_m)  # the power to show CAM-DF's gain, the claim's premise
         out.append(Row(f"e ({r['p:scorer.label']})", "CAM-DF-lite keeps most of the gain", _cell_label(r),
                        f"gain over max(full, none): CAM-DF {gain:+.3f}, lite {lite:+.3f}"
                        + ("" if gain <= 0 else f" (share {share:.2f})"), verdict,

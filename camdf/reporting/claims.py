@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from camdf.policies import CARDS, ORACLES
+from camdf.policies import CARDS, FAMILY, ORACLES
 from camdf.reporting.evidence import Evidence, is_degenerate, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -249,6 +249,12 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
             verdict = FAILS if shown else (HOLDS if worst.mean <= NOISE_TOLERANCE else UNSURE)
             stat = "clean minus noisy: " + "; ".join(f"epsilon {e:g} {_ci(c)}" for e, c in drops)
             mdd, effect = max(c.mdd for _, c in drops), worst.mean
+            rivals = [m for m in methods_of(clean) if m not in FAMILY and m not in ORACLES]
+            if rivals:  # does the best baseline lose as much? (the same paired drop)
+                b = max(rivals, key=lambda m: clean[f"m:{m}/payoff_mean"])
+                at = dict(noise_drops(evidence, scorer, method=b, judge=judge))
+                stat += "; best noise-free baseline " + b + ": " + "; ".join(
+                    f"epsilon {e:g} {_ci(at[e])}" for e, _ in drops if e in at)
         else:  # the cells' outcomes were not read: the point drops alone
             points = [(e, clean["m:camdf/payoff_mean"] - r["m:camdf/payoff_mean"]) for e, r in
                       zip(sel.eps, (r for _, r in sel.iterrows())) if e > 0]

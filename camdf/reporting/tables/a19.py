@@ -50,7 +50,7 @@ def a19(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
         drops = {}
     frame["CAM-DF clean minus noisy (95% CI)"] = [
         ci_text(drops[e].mean, drops[e].lo, drops[e].hi) if e in drops else "" for e in sel["eps"]]
-    frame["fits lower / higher"] = [fits_text(drops[e]) if e in drops else "" for e in sel["eps"]]
+    frame["fits where noise helps / hurts"] = [fits_text(drops[e]) if e in drops else "" for e in sel["eps"]]
     frame["MDD"] = [drops[e].mdd if e in drops else float("nan") for e in sel["eps"]]
     frame.index.name = "epsilon"
     name = "a19" if scorer == main["scorer"] else f"a19_{scorer}"
@@ -59,8 +59,8 @@ def a19(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
                   note="Each required tool dropped and each other candidate added with probability epsilon in the "
                        "training labels only. CAM-DF clean minus noisy: its payoff at epsilon = 0 minus at epsilon, "
                        "paired over the same tasks and folds (> 0: noise costs payoff, < 0: noise helps), with the "
-                       "paired-bootstrap 95% CI; fits lower / higher: (repeat, fold) fits where the noisy payoff is "
-                       f"above / below the clean one. {MDD_NOTE}. Decisions: {protocol_note(sel.iloc[-1])}.")
+                       "paired-bootstrap 95% CI; fits where noise helps / hurts: (repeat, fold) fits where CAM-DF's "
+                       f"noisy payoff is above / below its clean one. {MDD_NOTE}. Decisions: {protocol_note(sel.iloc[-1])}.")
 
 
 #: One A19 per ranking source of the main cell (``a19``, then ``a19_<scorer>``): claim (f) is judged at each.

@@ -165,3 +165,12 @@ def test_choice_counts_spread_most_frequent_first():
     assert counts.tolist() == [3, 1]
     assert choice_text(counts) == "3/4 leaves 3, trees 50; 1/4 leaves 7"
     assert choice_counts(tuned, "full").empty
+
+
+def test_inconclusive_rows_say_whether_the_data_could_show_the_effect():
+    from camdf.reporting.claims import Row, power_text
+    small = Row("a", "s", "c", "stat", "inconclusive", mdd=0.02, effect=-0.013)
+    large = Row("a", "s", "c", "stat", "inconclusive", mdd=0.02, effect=0.03)
+    assert power_text(small).startswith("no: the observed 0.013 is below the MDD 0.020")
+    assert power_text(large).startswith("yes: the observed 0.030 is at least the MDD 0.020")
+    assert power_text(Row("a", "s", "c", "stat", "holds", mdd=0.02, effect=0.03)) == ""

@@ -68,7 +68,7 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
     runs = runs_frame(tracker)
     if keys is not None and not runs.empty:
         runs = runs[runs["t:cell_key"].isin(keys)].reset_index(drop=True)
-    evidence = gather(runs, main)
+    evidence = gather(runs, main, tracker)  # the tracker: the tables read the cells' outcomes and tuned.csv too
     reports, figures, missing = build_all(evidence, main)
     if out_dir.is_dir():  # a table the store no longer supports must not linger from an older build
         for old in out_dir.iterdir():

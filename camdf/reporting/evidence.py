@@ -8,13 +8,15 @@ the resulting :class:`Evidence`, so they cannot disagree about which runs count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
+from camdf.reporting.artifacts import CellArtifacts
 from camdf.reporting.store import select
+from camdf.reporting.verdicts import Judge
 
 
 #: The anchor keys of the ``main`` config block, by the cell param each one fixes (``main.protocol`` fixes
@@ -146,11 +148,18 @@ def grid_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
 
 
 def noise_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
-    """A19 (and A25's re-scoring, claim f): the label-noise sweep, one row per ``eps``, sorted by it."""
-    sel = sweep(runs, main, ("label_noise",), "noise_methods")
+    """A19 (and A25's re-scoring, claim f): the label-noise sweep, one row per (ranking source, ``eps``).
+
+    Rows come by the ranking sources of :func:`main_scorers`, then by ``eps``.
+    """
+    sel = sweep(runs, main, ("label_noise", "scorer__label"), "noise_methods")
     if sel.empty:
         return sel
-    return _latest(sel.assign(eps=sel["p:label_noise"].astype(float)), "eps").sort_values("eps")
+    scorers = main_scorers(main)
+    sel = sel[sel["p:scorer.label"].isin(scorers)]
+    sel = _latest(sel.assign(eps=sel["p:label_noise"].astype(float)), ["p:scorer.label", "eps"])
+    order = [scorers.index(s) for s in sel["p:scorer.label"]]
+    return sel.assign(order=order).sort_values(["order", "eps"], kind="stable").drop(columns="order")
 
 
 def ranker_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
@@ -202,6 +211,11 @@ class Evidence:
     ablations, grid, noise, rankers, label_sources, domains, risk : DataFrame
         :func:`ablation_cells`, :func:`grid_cells`, :func:`noise_cells`, :func:`ranker_cells`,
         :func:`label_source_cells`, :func:`domain_cells`, :func:`risk_cells`.
+    artifacts : CellArtifacts or None
+        The cell runs' outcomes and tuned parameters (per-fit differences, inner-CV choices,
+        MDDs, seed stability); None: the tables read the logged metrics alone.
+    judge : Judge
+        The comparisons of these cells (:class:`~camdf.reporting.verdicts.Judge` over ``artifacts``).
     """
 
     main: pd.DataFrame
@@ -213,13 +227,27 @@ class Evidence:
     label_sources: pd.DataFrame
     domains: pd.DataFrame
     risk: pd.DataFrame
+    artifacts: CellArtifacts | None = None
+    judge: Judge = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        # One Judge per Evidence, so every table and claim shares what it has read and re-drawn.
+        object.__setattr__(self, "judge", Judge(self.artifacts))
 
 
-def gather(runs: pd.DataFrame, main: dict) -> Evidence:
-    """Select every sweep once from ``runs`` (the frame of :func:`camdf.reporting.store.runs_frame`)."""
+def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifacts | None = None) -> Evidence:
+    """Select every sweep once from ``runs`` (the frame of :func:`camdf.reporting.store.runs_frame`).
+
+    ``tracker`` (:class:`camdf.tracking.client.Tracker`) lets the tables read the cells'
+    artifacts (:class:`~camdf.reporting.artifacts.CellArtifacts`), or ``artifacts`` gives the
+    reader itself; with neither the tables read the logged metrics alone.
+    """
+    if artifacts is None and tracker is not None:
+        artifacts = CellArtifacts.from_tracker(tracker)
     return Evidence(
         main=main_cells(runs, main), homogeneous=main_cells(runs, {**main, "d": 0.0}),
         ablations=ablation_cells(runs, main), grid=grid_cells(runs, main), noise=noise_cells(runs, main),
         rankers=ranker_cells(runs, main), label_sources=label_source_cells(runs, main),
         domains=domain_cells(runs, main), risk=risk_cells(runs, main),
+        artifacts=artifacts,
     )

@@ -9,7 +9,7 @@ from camdf.reporting.evidence import Evidence, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import ci_text, protocol_note
+from camdf.reporting.tables.notes import MDD_NOTE, ci_text, fit_columns, protocol_note
 
 ABLATION_NOTES = (
     "unweighted: labels without |Delta| weights; no_cost / no_membership / no_task: feature groups removed "
@@ -45,12 +45,16 @@ def a20(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
             "success": g("success"),
             "method minus CAM-DF (95% CI)": "" if m == "camdf" else
             ci_text(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high")),
+            **fit_columns(evidence, run, m),
         })
     name = "a20" if scorer == main["scorer"] else f"a20_{scorer}"
     return Report(name, f"A20: the CAM-DF family and its ablations at the main cell (scorer {scorer})",
                   pd.DataFrame(rows).set_index("method"), bold={"payoff": "max"},
                   note=f"{ABLATION_NOTES} Differences are method minus reference, the reference being CAM-DF "
-                       f"(> 0: the method beats CAM-DF). Decisions: {protocol_note(run)}. MLflow run {run['run_id']}.")
+                       f"(> 0: the method beats CAM-DF). Fits lower / higher than CAM-DF: how many (repeat, fold) "
+                       f"fits have a mean paired payoff difference below / above 0; inner-CV choice: the candidate "
+                       f"each fit's inner cross-validation picked. {MDD_NOTE}. Decisions: {protocol_note(run)}. "
+                       f"MLflow run {run['run_id']}.")
 
 
 def a20_lambda(evidence: Evidence, main: dict) -> Report:

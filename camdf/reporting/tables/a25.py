@@ -59,6 +59,8 @@ def a25(evidence: Evidence, main: dict) -> list[Report]:
                "TOST lower one-sided p < 0.05 at margin delta = 0.05 on the per-task success."),
     ]
     noise = evidence.noise
+    if not noise.empty:  # A25 (d) re-scores the main ranking source's noise sweep
+        noise = noise[noise["p:scorer.label"] == main["scorer"]]
     if not noise.empty and "m:camdf/verified_success" in noise and noise["m:camdf/verified_success"].notna().all():
         nm = [m for m in present_methods(noise)
               if f"m:{m}/verified_success" in noise and noise[f"m:{m}/verified_success"].notna().all()]

@@ -5,10 +5,29 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.evaluation.power import miss_rate_test
 from camdf.reporting.evidence import Evidence
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import ci_text, protocol_note
+
+
+#: Level of the one-sided binomial test at which a cell's miss rate counts as shown above alpha.
+MISS_LEVEL = 0.05
+
+
+def binomial_columns(run: pd.Series, miss: float, alpha: float) -> dict[str, object]:
+    """``misses / decisions``, the binomial p and its verdict for one cell (:func:`~camdf.evaluation.power.miss_rate_test`).
+
+    The misses are counted back from the logged miss rate (mean over tasks of each task's miss share
+    over the repeats): every task has one decision per repeat, so misses = rate x tasks x repeats.
+    """
+    n = int(float(run["m:cell/n_tasks"])) * int(float(run.get("m:cell/n_repeats", 1) or 1))
+    if pd.isna(miss) or n < 1:
+        return {"misses / decisions": "", "binomial p (miss > alpha)": "", "miss rate above alpha": ""}
+    test = miss_rate_test(int(round(miss * n)), n, alpha)
+    return {"misses / decisions": f"{test.misses} / {test.n}", "binomial p (miss > alpha)": f"{test.pvalue:.4f}",
+            "miss rate above alpha": "yes" if test.pvalue < MISS_LEVEL else "no"}
 
 
 def a26(evidence: Evidence, main: dict) -> Report:
@@ -24,7 +43,7 @@ def a26(evidence: Evidence, main: dict) -> Report:
         rows.append({
             "domain / scorer / alpha": f"{r['p:domain.name']} / {r['p:scorer.label']} / {alpha:g}",
             "miss rate (95% CI)": ci_text(miss, max(0.0, miss - 1.96 * se), miss + 1.96 * se),
-            "within alpha + 2 SE": "yes" if miss <= alpha + 2 * se + 1e-12 else "NO",
+            **binomial_columns(r, miss, alpha),
             "full-list miss rate": r.get("m:full/miss_rate", np.nan),
             "tools exposed": g("n_exposed"),
             "% fewer than full": g("fewer_tools_vs_full_pct"),
@@ -36,7 +55,7 @@ def a26(evidence: Evidence, main: dict) -> Report:
                 g("verified_noninferior_vs_full")) else g("noninferior_vs_full")) == 1.0 else "no",
         })
     frame = pd.DataFrame(rows).set_index("domain / scorer / alpha")
-    bad = [i for i, row in frame.iterrows() if row["within alpha + 2 SE"] == "NO"]
+    bad = [i for i, row in frame.iterrows() if row["miss rate above alpha"] == "yes"]
     return Report(
         "a26", "A26: the risk-controlled stopper (camdf_risk) at target miss rates alpha", frame, digits=3,
         note="Miss: the exposed prefix does not contain G_x (or an alternative). Miss rate: mean over tasks of each "
@@ -45,8 +64,12 @@ def a26(evidence: Evidence, main: dict) -> Report:
              "full access at margin delta = 0.05 (verified success where the domain executes, else the G_x proxy). "
              f"Costs scaled so every mean candidate list costs {sel['p:list_cost'].iloc[0]}. "
              f"Decisions: {protocol_note(sel.iloc[-1])}. "
-             + ("Every cell's miss rate is within alpha + 2 SE." if not bad else
-                f"Outside alpha + 2 SE: {', '.join(bad)}."))
+             + f"Binomial p: the exact one-sided binomial test (scipy.stats.binomtest, alternative 'greater') of "
+               f"H0 P(miss) <= alpha over the tasks x repeats decisions (misses / decisions); miss rate above alpha: "
+               f"p < {MISS_LEVEL:g}. The test treats a task's repeats as independent draws, so it is somewhat "
+               "anti-conservative when misses cluster by task. "
+             + ("No cell's miss rate is shown above alpha." if not bad else
+                f"Miss rate shown above alpha: {', '.join(bad)}."))
 
 
 TABLE = TableSpec("a26", ("a26", "a26_supervised"), a26)

@@ -9,7 +9,8 @@ from camdf.reporting.evidence import Evidence
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import ci_text
+from camdf.reporting.tables.notes import MDD_NOTE, ci_text, mdd_text
+from camdf.reporting.verdicts import RULE_TEXT, direction, fits_text, wording
 
 FAMILY_MAIN = ("camdf", "camdf_lite", "camdf_argmax", "camdf_risk")
 
@@ -20,7 +21,7 @@ def family_verdict(evidence: Evidence, main: dict) -> Report:
              for _, run in evidence.main.iterrows() if run["p:folds.protocol"] in ("kfold", "group")]
     if not cells:
         raise LookupError("family verdict: no FINISHED main-cell run; run `experiment=table2` first")
-    rows = []
+    rows, directions = [], []
     for label, run in cells:
         best = [m for m in methods_of(run) if run.get(f"m:{m}/is_best_baseline", np.nan) == 1.0]
         if not best:
@@ -29,19 +30,21 @@ def family_verdict(evidence: Evidence, main: dict) -> Report:
         for m in FAMILY_MAIN:
             if pd.isna(run.get(f"m:{m}/diff_vs_best_baseline", np.nan)):
                 continue
-            lo, hi = run[f"m:{m}/diff_vs_best_baseline_ci_low"], run[f"m:{m}/diff_vs_best_baseline_ci_high"]
-            verdict = "beats it" if lo > 0 else ("worse" if hi < 0 else "no difference shown")
+            c = evidence.judge.compare(run, m, b)
             rows.append({"cell / method": f"{label} / {m}", "payoff": run[f"m:{m}/payoff_mean"],
                          "best tuned baseline": f"{b} ({run[f'm:{b}/payoff_mean']:.3f})",
-                         "method minus baseline (95% CI)": ci_text(run[f"m:{m}/diff_vs_best_baseline"], lo, hi),
-                         "verdict": verdict})
+                         "method minus baseline (95% CI)": ci_text(c.mean, c.lo, c.hi),
+                         "fits lower / higher": fits_text(c), "MDD": c.mdd,
+                         "verdict": wording(c, "it")})
+            directions.append(direction(c))
     frame = pd.DataFrame(rows).set_index("cell / method")
-    wins = [r["cell / method"] for r in rows if r["verdict"] == "beats it"]
+    wins = [r["cell / method"] for r, d in zip(rows, directions) if d > 0]
     return Report("family", "Does the CAM-DF family beat the best tuned baseline at the main cells?", frame,
                   digits=3, note="Best tuned baseline: the deployable non-CAM-DF method with the highest mean payoff "
                   "in the cell (chosen on the evaluated tasks, which favours the baseline). Differences are method minus "
                   "reference, the reference being that baseline: paired bootstrap over tasks of the per-task means "
-                  "over the repeats; beats it = CI above 0. "
+                  f"over the repeats. Verdict: {RULE_TEXT}. Fits lower / higher: (repeat, fold) fits whose mean "
+                  f"paired difference is below / above 0. {MDD_NOTE}; here {mdd_text(frame['MDD'])}. "
                   + (f"A family member beats it in: {', '.join(wins)}." if wins else
                      "No member of the family beats the best tuned baseline at any main cell."))
 

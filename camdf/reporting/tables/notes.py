@@ -1,9 +1,14 @@
-"""Text shared by the tables: an estimate with its interval, and how a cell's decisions were made."""
+"""Text shared by the tables: an estimate with its interval, how a cell's decisions were made, power and inner-CV choices."""
 
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 import pandas as pd
+
+from camdf.evaluation.fits import choice_counts
+from camdf.reporting.verdicts import fits_text
 
 
 def ci_text(mean: float, lo: float, hi: float, digits: int = 3) -> str:
@@ -22,3 +27,73 @@ def protocol_note(run: pd.Series) -> str:
                  "bootstrap over tasks applied to those per-task means, and the spread is the min-max of the "
                  "repeat means")
     return text
+
+
+#: Short names of the booster parameters in an inner-CV choice.
+_SHORT = {"num_leaves": "leaves", "n_estimators": "trees", "reg_lambda": "l2", "min_child_samples": "min leaf"}
+
+
+def choice_label(value: str) -> str:
+    """An inner-CV candidate (``tuned.csv``'s ``params`` value, a dict literal) as ``leaves 3, trees 50, ...``."""
+    try:
+        params = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return value
+    if not isinstance(params, dict):
+        return value
+    if params.get("n_estimators") == 0:
+        return "no correction (trees 0)"
+    return ", ".join(f"{_SHORT.get(k, k)} {v:g}" if isinstance(v, (int, float)) else f"{_SHORT.get(k, k)} {v}"
+                     for k, v in params.items())
+
+
+def choice_text(counts: pd.Series) -> str:
+    """``21/25 leaves 3, ...; 4/25 leaves 7, ...``: how many fits picked each candidate (empty when none)."""
+    total = int(counts.sum())
+    return "; ".join(f"{int(k)}/{total} {choice_label(v)}" for v, k in counts.items())
+
+
+def mdd_text(values) -> str:
+    """The range of minimum detectable differences, ``0.019-0.032`` (one value when they agree to 3 decimals)."""
+    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
+    if not len(v):
+        return "n/a (outcomes not read)"
+    lo, hi = f"{v.min():.3f}", f"{v.max():.3f}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+#: How the minimum detectable difference is computed, as every note states it.
+MDD_NOTE = ("MDD: the minimum detectable difference at 80% power (two-sided 5%), (z_0.975 + z_0.8) * SD / sqrt(n) "
+            "= 2.80 SD / sqrt(n) (normal approximation), SD the standard deviation of the n per-task paired "
+            "differences (each task's mean over the repeats)")
+
+#: How a learned ranker's scores are made (camdf.rankers.scoring.score_domain), as the main-cell notes state it.
+NESTED_NOTE = ("A learned ranker (supervised, prior) is scored by nested cross-fitting: fold f's tasks by the "
+               "ranker fitted on every other fold, and the training tasks of fold f by an inner cross-fit among those "
+               "training tasks alone, so no feature the fold-f stopper is fitted on depends on fold f's labels")
+
+
+def fit_columns(evidence, run: pd.Series, method: str) -> dict[str, object]:
+    """The selection-noise and power columns of ``method`` against CAM-DF in one cell run of ``evidence``.
+
+    ``evidence`` is the :class:`~camdf.reporting.evidence.Evidence` the table reads (its judge and artifacts).
+
+    ``fits lower / higher than CAM-DF``: of the cell's (repeat, fold) fits, how many have a
+    negative / positive mean paired payoff difference; ``MDD``: the minimum detectable
+    difference of the paired comparison; ``inner-CV choice``: how many fits picked each candidate
+    (methods that tune a ``params`` choice). Empty where the run's outcomes were not read.
+    """
+    out: dict[str, object] = {"fits lower / higher than CAM-DF": "", "MDD": np.nan, "inner-CV choice (fits)": ""}
+    if method != "camdf":
+        try:
+            c = evidence.judge.compare(run, method, "camdf")
+        except LookupError:
+            c = None
+        if c is not None:
+            out["fits lower / higher than CAM-DF"] = fits_text(c)
+            out["MDD"] = c.mdd
+    tuned = evidence.artifacts.tuned(run["run_id"]) if evidence.artifacts is not None else None
+    if tuned is not None:
+        out["inner-CV choice (fits)"] = choice_text(choice_counts(tuned, method))
+    return out
+

@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.policies import ORACLES
 from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence, is_degenerate, main_cell, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import ci_text, protocol_note
+from camdf.reporting.tables.notes import MDD_NOTE, NESTED_NOTE, ci_text, fit_columns, mdd_text, protocol_note
+from camdf.reporting.verdicts import MOST_FITS, RULE_TEXT
 
 
 def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
@@ -38,8 +40,10 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
             "cost": g("cost"),
             "method minus CAM-DF (95% CI)": diff,
             "Holm p": "" if pd.isna(holm_p) else f"{holm_p:.4f}",
+            **fit_columns(evidence, run, m),
         })
     frame = pd.DataFrame(rows).set_index("method")
+    mdds = frame.loc[[m for m in frame.index if m not in ORACLES], "MDD"]
     return Report(
         "table2" if scorer == main["scorer"] else f"table2_{scorer}",
         f"Table 2: {main['domain']} main cell (lambda = {main['lam']}, d = {main['d']}, scorer {scorer}, "
@@ -54,6 +58,11 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
              f"{run.get('m:cell/headroom', np.nan):.3f}"
              f"{f' (degenerate: < {DEGENERATE_TEXT})' if is_degenerate(run) else ''}; "
              "share of headroom = (method - max(full, none)) / headroom. "
+             "Fits lower / higher than CAM-DF: of the cell's (repeat, fold) fits (each fold's decisions in each "
+             "repeat), how many have a mean paired payoff difference (method minus CAM-DF) below / above 0; a difference "
+             f"whose CI excludes 0 but that holds in no more than {MOST_FITS:.0%} of the fits is selection noise "
+             f"({RULE_TEXT}). {MDD_NOTE}; over the deployable methods here {mdd_text(mdds)}. Inner-CV choice: the "
+             f"candidate each fit's inner cross-validation picked, counted over the fits. {NESTED_NOTE}. "
              f"MLflow run {run['run_id']}.",
     )
 

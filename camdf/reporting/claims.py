@@ -73,6 +73,29 @@ def claim_a(run: pd.Series) -> tuple[str, str]:
                     f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
 
 
+def claim_prefix_restriction(evidence: Evidence) -> list[tuple[str, str, str, str, str]]:
+    """Claim (h), ours (A27): the ranked-prefix restriction costs payoff, one row per ranker's k-fold main cell.
+
+    holds: the best deployable set rule minus the best deployable prefix rule has its paired-bootstrap CI
+    above 0 (``cell/set_minus_prefix``); does not hold: the CI is below 0; inconclusive otherwise. Cells
+    without set rules give no row.
+    """
+    rows = []
+    for _, r in evidence.main.iterrows():
+        d = r.get("m:cell/set_minus_prefix", np.nan)
+        if r["p:folds.protocol"] != "kfold" or pd.isna(d):
+            continue
+        lo, hi = r["m:cell/set_minus_prefix_ci_low"], r["m:cell/set_minus_prefix_ci_high"]
+        best = {flag: next((m for m in methods_of(r) if r.get(f"m:{m}/{flag}", np.nan) == 1.0), "?")
+                for flag in ("is_best_set_rule", "is_best_prefix_rule")}
+        verdict = HOLDS if lo > 0 else (FAILS if hi < 0 else UNSURE)
+        rows.append((f"h ({r['p:scorer.label']})", "the ranked-prefix restriction costs payoff (ours, A27; holds: the "
+                     "best set rule minus the best prefix rule has its CI above 0; does not hold: below 0)",
+                     _cell_label(r), f"{best['is_best_set_rule']} minus {best['is_best_prefix_rule']}: {d:+.3f} "
+                     f"[{lo:+.3f}, {hi:+.3f}]", verdict))
+    return rows
+
+
 def claims(evidence: Evidence, main: dict) -> Report:
     """The claims table (LookupError when the main cell is not in the store)."""
     rows = []
@@ -156,6 +179,7 @@ def claims(evidence: Evidence, main: dict) -> Report:
         rows.append(("f", "robust to G_x noise", f"A19: epsilon in {', '.join(f'{e:g}' for e in noise.eps)}",
                      f"largest drop from the noise-free payoff {drop:.3f}",
                      HOLDS if drop <= NOISE_TOLERANCE else FAILS))
+    rows += claim_prefix_restriction(evidence)
     frame = pd.DataFrame(rows, columns=["claim", "statement", "evidence cells", "statistic", "verdict"])
     frame = frame.assign(key=frame["claim"].str[0]).sort_values("key", kind="stable").drop(columns="key")
     frame = frame.set_index("claim")

@@ -41,6 +41,9 @@ class CellResult:
     #: Per evaluated task, the true payoff of exposing nothing, everything and the best prefix
     #: (columns ``task_id, none, full, best``): what the headroom of the cell is computed from.
     prefix_bounds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per set rule, the ranked positions it exposed for every evaluated task, (T, N) bool in the rows of the
+    #: instances (what the outcome rows, depth -1, do not carry; verified success re-scores these sets).
+    exposed: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def noisy_membership(member: np.ndarray, valid: np.ndarray, epsilon: float, random_state: int) -> np.ndarray:
@@ -137,6 +140,7 @@ def evaluate_cell(
     train_member = noisy_membership(inst.member, inst.valid, label_noise, random_state)
     train_inst = inst if label_noise == 0 else with_membership(inst, train_member)
     rows, coefs, tuned = [], [], []
+    set_masks: dict[str, np.ndarray] = {}
     # The cell's models are small (hundreds to ~10^5 rows, ~20 columns): multi-threaded BLAS only adds
     # hand-offs and spinning workers, which made the logistic fits 10-30x slower on 2 busy cores.
     # Results are unchanged (checked on retail: identical outcomes, thresholds and coefficients).
@@ -173,13 +177,14 @@ def evaluate_cell(
                     rows.append(_outcomes(name, f, idx, exposed.sum(axis=1), inst, u_true, cum_cost))
                 else:
                     rows.append(_set_outcomes(name, f, idx, exposed, inst, lam, kind))
+                    set_masks.setdefault(name, np.zeros(inst.tools.shape, dtype=bool))[idx] = exposed
     outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS)]
     coef_df = pd.concat(coefs, ignore_index=True) if coefs else pd.DataFrame()
     evaluated = np.isin(inst.folds, fold_ids(inst.folds))
     u = u_true[evaluated]  # -inf beyond each task's list, so max() is the best reachable prefix
     bounds = pd.DataFrame({"task_id": inst.task_ids[evaluated], "none": u[:, 0],
                            "full": u[np.arange(len(u)), inst.n[evaluated]], "best": u.max(axis=1)})
-    return CellResult(outcomes, coef_df, pd.DataFrame(tuned), bounds)
+    return CellResult(outcomes, coef_df, pd.DataFrame(tuned), bounds, set_masks)
 
 
 @cache

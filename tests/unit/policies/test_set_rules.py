@@ -168,3 +168,18 @@ def test_a_shipped_set_rule_returns_tools_in_ranked_order_without_a_depth_on_eve
         assert b.to_json()["depth"] is None and b.to_json()["exposed"] == b.exposed
         sizes.append(len(b.exposed))
     assert len(set(sizes)) > 1
+
+
+def test_verified_success_rescores_a_set_rule_by_its_exposed_tools():
+    from camdf.evaluation.verified import verified_outcomes
+
+    inst = _tiny()
+    bit = {"a": 1, "b": 2, "c": 4}
+    codes = np.arange(8)
+    table = np.stack([((codes & 3) == 3) | ((codes & 4) > 0), (codes & 2) > 0])  # q0: {a, b} or {c}; q1: {b}
+    verified = {"prefix": np.zeros((2, 4), bool), "table": table, "bit": bit, "row": np.array([0, 1])}
+    exposed = {"plugin_set": np.array([[False, False, True], [True, False, False]])}  # q0: {c}; q1: {a}
+    outcomes = pd.DataFrame({"task_id": ["q0", "q1"], "method": "plugin_set", "depth": -1})
+    assert verified_outcomes(outcomes, inst, verified, None, exposed).tolist() == [True, False]
+    with pytest.raises(ValueError, match="set rule 'plugin_set' needs its exposed sets"):
+        verified_outcomes(outcomes, inst, verified, None)

@@ -218,7 +218,9 @@ def summarize_cell(
     if "verified" in outcomes:
         # Agreement of the G_x proxy with verified sufficiency over every set any method exposed.
         # Counted over every (task, method, repeat) decision.
-        proxy, ver = raw["success"].astype(bool), raw["verified"].astype(bool)
+        # The paper's decisions only: A27's methods (set rules, peers) are left out, so adding them keeps the counts.
+        paper = ~raw["method"].map(_a27).to_numpy(dtype=bool)
+        proxy, ver = raw["success"].astype(bool)[paper], raw["verified"].astype(bool)[paper]
         metrics.update({"agreement/both": float((proxy & ver).sum()), "agreement/proxy_only": float((proxy & ~ver).sum()),
                         "agreement/verified_only": float((~proxy & ver).sum()),
                         "agreement/neither": float((~proxy & ~ver).sum())})

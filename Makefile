@@ -21,7 +21,7 @@ EXPERIMENT ?= camdf
 # LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
 LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
 
-EXPERIMENTS := table2 table2_group a18 a19 a20 a21 a21_oracle a22 a25 a26 a26_supervised
+EXPERIMENTS := table2 table2_group a18 a19 a20 a21 a21_oracle a22 a25 a26 a26_supervised a27
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 
 .PHONY: help setup data scores test test-full reproduce reproduce-smoke tables results-check ui bench clean

@@ -30,7 +30,7 @@ def main(cfg: DictConfig) -> None:
         table = info["comparison"][["payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed", "success"]]
         print("out-of-fold comparison at the cell (mean over tasks and repeats):")
         print(table.to_string(float_format=lambda v: f"{v:.4f}"))
-    print(f"policy {info['method']}: logged {uri} (in-sample mean depth {info['mean_depth']:.2f})")
+    print(f"policy {info['method']}: logged {uri} (in-sample mean tools exposed {info['mean_exposed']:.2f})")
     if "coefficients" in info:
         print(info["coefficients"].to_string(float_format=lambda v: f"{v:+.4f}"))
 

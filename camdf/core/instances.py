@@ -67,6 +67,8 @@ class Instances:
     tool_ids: np.ndarray
     vocab: list[str] = field(default_factory=list)
     train_views: dict[int, "Instances"] | None = field(default=None, repr=False)
+    sets: np.ndarray | None = field(default=None, repr=False)
+    present: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def T(self) -> int:
@@ -80,6 +82,16 @@ class Instances:
     def valid(self) -> np.ndarray:
         """(T, N) bool: position j holds a real tool."""
         return np.arange(self.N)[None, :] < self.n[:, None]
+
+    def sufficient(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(sets (T, K, N), present (T, K))``: the sufficient sets, or G_x alone (its listed part) without them.
+
+        Without ``sets`` a task whose required tools are not all listed cannot be told apart
+        from one whose G_x is listed; such hand-built instances score G_x's listed part.
+        """
+        if self.sets is not None:
+            return self.sets, self.present
+        return self.member[:, None, :].copy(), np.ones((self.T, 1), dtype=bool)
 
     @property
     def valid_depth(self) -> np.ndarray:
@@ -102,6 +114,8 @@ class Instances:
             text_len=self.text_len[rows],
             tool_ids=self.tool_ids[rows],
             train_views=self.map_views(lambda v: v.subset(rows)),
+            sets=None if self.sets is None else self.sets[rows],
+            present=None if self.present is None else self.present[rows],
         )
 
     def training_view(self, fold: int) -> "Instances":
@@ -155,6 +169,42 @@ def curves_from_sets(
     cum = np.concatenate([np.zeros((T, 1)), np.cumsum(member, axis=1)], axis=1)
     partial = np.where(g[:, None] > 0, cum / np.maximum(g, 1)[:, None], 1.0)
     return success, partial
+
+
+def sufficient_sets(positions_of_sets: Sequence[Sequence[np.ndarray | None]], N: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each task's sufficient sets as a padded bool array.
+
+    Parameters
+    ----------
+    positions_of_sets : list (T) of list of int arrays or None
+        For each task, the ranked positions of each sufficient set (G_x first, then the
+        alternatives), as :func:`camdf.core.instances.curves_from_sets` takes them; a set
+        with a tool outside the ranking is passed as None.
+    N : int
+        Padded width (the instances' number of columns).
+
+    Returns
+    -------
+    sets : ndarray of bool, shape (T, K, N)
+        ``sets[i, k, j]``: position j belongs to the k-th sufficient set of task i;
+        K = the largest number of sets of any task (at least 1).
+    present : ndarray of bool, shape (T, K)
+        False for padding and for sets that are not on the list (None).
+    """
+    T = len(positions_of_sets)
+    K = max([1, *(len(s) for s in positions_of_sets)])
+    sets = np.zeros((T, K, N), dtype=bool)
+    present = np.zeros((T, K), dtype=bool)
+    for i, task_sets in enumerate(positions_of_sets):
+        for k, pos in enumerate(task_sets):
+            if pos is None:
+                continue
+            pos = np.asarray(pos, dtype=np.int64)
+            if len(pos) and (pos.min() < 0 or pos.max() >= N):
+                raise ValueError(f"positions_of_sets[{i}][{k}]: positions must lie in [0, {N}), got {pos.tolist()}")
+            sets[i, k, pos] = True
+            present[i, k] = True
+    return sets, present
 
 
 def build_instances(
@@ -215,6 +265,7 @@ def build_instances(
         for j, name in enumerate(names):
             tool_ids[i, j] = vocab.setdefault(name, len(vocab))
     success, partial = curves_from_sets(member, sets_pos, n)
+    sets, present = sufficient_sets(sets_pos, N)
     texts = texts or {}
     return Instances(
         task_ids=np.asarray(order, dtype=object),
@@ -229,6 +280,8 @@ def build_instances(
         text_len=np.array([len(texts.get(t, "")) for t in order], dtype=float),
         tool_ids=tool_ids,
         vocab=list(vocab),
+        sets=sets,
+        present=present,
     )
 
 
@@ -270,4 +323,7 @@ def truncate(inst: Instances, top_k: int | None) -> Instances:
         n=np.minimum(inst.n, k),
         tool_ids=inst.tool_ids[:, :k],
         train_views=inst.map_views(lambda v: truncate(v, top_k)),
+        # A set with a member cut off the list can no longer be exposed: it is not present any more.
+        sets=None if inst.sets is None else inst.sets[:, :, :k],
+        present=None if inst.present is None else inst.present & ~inst.sets[:, :, k:].any(axis=2),
     )

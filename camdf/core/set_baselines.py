@@ -163,7 +163,8 @@ def hypergeometric_chance(n, g, K) -> np.ndarray:
 
     ok = K >= g
     Ks = np.where(ok, K, g)
-    return np.where(ok, np.exp(log_choose(n - g, Ks - g) - log_choose(n, Ks)), 0.0)
+    with np.errstate(invalid="ignore"):  # depths beyond a list (K > n) give inf - inf; callers mask them
+        return np.where(ok, np.exp(log_choose(n - g, Ks - g) - log_choose(n, Ks)), 0.0)
 
 
 def bor_rewards(success: np.ndarray, n: np.ndarray, g: np.ndarray) -> np.ndarray:

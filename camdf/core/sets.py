@@ -38,47 +38,12 @@ import numpy as np
 
 from camdf.core.conformal import check_alpha, miss_scores, risk_depths
 from camdf.core.features import sufficiency_curve
+from camdf.core.instances import sufficient_sets  # noqa: F401  (defined beside Instances, which builds them)
 
 KINDS = ("exact", "partial")
 
 
 # ---------------------------------------------------------------- sufficient sets and outcomes
-
-
-def sufficient_sets(positions_of_sets: Sequence[Sequence[np.ndarray | None]], N: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each task's sufficient sets as a padded bool array.
-
-    Parameters
-    ----------
-    positions_of_sets : list (T) of list of int arrays or None
-        For each task, the ranked positions of each sufficient set (G_x first, then the
-        alternatives), as :func:`camdf.core.instances.curves_from_sets` takes them; a set
-        with a tool outside the ranking is passed as None.
-    N : int
-        Padded width (the instances' number of columns).
-
-    Returns
-    -------
-    sets : ndarray of bool, shape (T, K, N)
-        ``sets[i, k, j]``: position j belongs to the k-th sufficient set of task i;
-        K = the largest number of sets of any task (at least 1).
-    present : ndarray of bool, shape (T, K)
-        False for padding and for sets that are not on the list (None).
-    """
-    T = len(positions_of_sets)
-    K = max([1, *(len(s) for s in positions_of_sets)])
-    sets = np.zeros((T, K, N), dtype=bool)
-    present = np.zeros((T, K), dtype=bool)
-    for i, task_sets in enumerate(positions_of_sets):
-        for k, pos in enumerate(task_sets):
-            if pos is None:
-                continue
-            pos = np.asarray(pos, dtype=np.int64)
-            if len(pos) and (pos.min() < 0 or pos.max() >= N):
-                raise ValueError(f"positions_of_sets[{i}][{k}]: positions must lie in [0, {N}), got {pos.tolist()}")
-            sets[i, k, pos] = True
-            present[i, k] = True
-    return sets, present
 
 
 def prefix_masks(depth: np.ndarray, N: int) -> np.ndarray:

@@ -23,6 +23,7 @@ from camdf.core.folds import fold_ids
 from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
+from camdf.core.sets import set_success
 from camdf.policies import CARDS, StateBatch, make_policy
 
 OUTCOME_COLUMNS = (
@@ -40,6 +41,9 @@ class CellResult:
     #: Per evaluated task, the true payoff of exposing nothing, everything and the best prefix
     #: (columns ``task_id, none, full, best``): what the headroom of the cell is computed from.
     prefix_bounds: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: Per set rule, the ranked positions it exposed for every evaluated task, (T, N) bool in the rows of the
+    #: instances (what the outcome rows, depth -1, do not carry; verified success re-scores these sets).
+    exposed: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def noisy_membership(member: np.ndarray, valid: np.ndarray, epsilon: float, random_state: int) -> np.ndarray:
@@ -60,7 +64,8 @@ def with_membership(inst: Instances, member: np.ndarray) -> Instances:
     sets = [[np.flatnonzero(row)] for row in member]
     success, partial = curves_from_sets(member, sets, inst.n)
     views = inst.map_views(lambda v: with_membership(v, same_tools(member, inst.tools, v.tools)))
-    return replace(inst, member=member, success=success, partial=partial, train_views=views)
+    return replace(inst, member=member, success=success, partial=partial, train_views=views,
+                   sets=member[:, None, :].copy(), present=np.ones((inst.T, 1), dtype=bool))
 
 
 def same_tools(values: np.ndarray, tools: np.ndarray, other: np.ndarray) -> np.ndarray:
@@ -135,6 +140,7 @@ def evaluate_cell(
     train_member = noisy_membership(inst.member, inst.valid, label_noise, random_state)
     train_inst = inst if label_noise == 0 else with_membership(inst, train_member)
     rows, coefs, tuned = [], [], []
+    set_masks: dict[str, np.ndarray] = {}
     # The cell's models are small (hundreds to ~10^5 rows, ~20 columns): multi-threaded BLAS only adds
     # hand-offs and spinning workers, which made the logistic fits 10-30x slower on 2 busy cores.
     # Results are unchanged (checked on retail: identical outcomes, thresholds and coefficients).
@@ -170,14 +176,15 @@ def evaluate_cell(
                 if policy.picks_prefix:
                     rows.append(_outcomes(name, f, idx, exposed.sum(axis=1), inst, u_true, cum_cost))
                 else:
-                    rows.append(_set_outcomes(name, f, idx, exposed, inst, lam))
+                    rows.append(_set_outcomes(name, f, idx, exposed, inst, lam, kind))
+                    set_masks.setdefault(name, np.zeros(inst.tools.shape, dtype=bool))[idx] = exposed
     outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS)]
     coef_df = pd.concat(coefs, ignore_index=True) if coefs else pd.DataFrame()
     evaluated = np.isin(inst.folds, fold_ids(inst.folds))
     u = u_true[evaluated]  # -inf beyond each task's list, so max() is the best reachable prefix
     bounds = pd.DataFrame({"task_id": inst.task_ids[evaluated], "none": u[:, 0],
                            "full": u[np.arange(len(u)), inst.n[evaluated]], "best": u.max(axis=1)})
-    return CellResult(outcomes, coef_df, pd.DataFrame(tuned), bounds)
+    return CellResult(outcomes, coef_df, pd.DataFrame(tuned), bounds, set_masks)
 
 
 @cache
@@ -205,12 +212,15 @@ def _outcomes(name, fold, idx, depth, inst, u_true, cum_cost) -> pd.DataFrame:
     )
 
 
-def _set_outcomes(name, fold, idx, exposed, inst, lam) -> pd.DataFrame:
+def _set_outcomes(name, fold, idx, exposed, inst, lam, kind="exact") -> pd.DataFrame:
     """Outcomes of a set rule's exposed tools A, (T_f, N) bool over the ranked positions (depth -1).
 
-    A is scored as sufficient when it holds every listed tool of G_x (the oracle set's
-    assumption; alternatives and tools off the list are not seen here), its partial value
-    is the share of the listed G_x it holds (1 when none is listed), and its cost is C(A).
+    ``covers_g``: A holds every listed tool of G_x. ``success``: some sufficient set of the
+    task (G_x or an alternative, :attr:`Instances.sets`) lies inside A, as a prefix's success
+    counts them; a set with a tool off the list never does. Where every G_x is listed and
+    holds no alternative (the oracle set's case) the two agree. The partial value is the
+    share of the listed G_x A holds (1 when none is listed), the cost C(A), and the payoff
+    ``v(A) - lam * C(A)`` with v the success (exact) or the partial value (partial).
     """
     member = inst.member[idx]
     cost = np.where(exposed, inst.costs[idx], 0.0).sum(axis=1)
@@ -218,6 +228,9 @@ def _set_outcomes(name, fold, idx, exposed, inst, lam) -> pd.DataFrame:
     need = member.sum(axis=1)
     covers = held == need
     partial = np.where(need > 0, held / np.maximum(need, 1), 1.0)
+    sets, present = inst.sufficient()
+    success = set_success(exposed, sets[idx], present[idx])
+    value = success if kind == "exact" else partial
     return pd.DataFrame(
         {
             "task_id": inst.task_ids[idx],
@@ -226,9 +239,9 @@ def _set_outcomes(name, fold, idx, exposed, inst, lam) -> pd.DataFrame:
             "depth": -1,
             "n_exposed": exposed.sum(axis=1),
             "cost": cost,
-            "success": covers,
+            "success": success,
             "success_partial": partial,
             "covers_g": covers,
-            "payoff": covers.astype(float) - lam * cost,
+            "payoff": value.astype(float) - lam * cost,
         }
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import FAMILY, FULL_ACCESS, ORACLES, REFERENCE
+from camdf.policies import CARDS, FAMILY, FULL_ACCESS, ORACLES, REFERENCE
 from camdf.evaluation.bootstrap import bootstrap_indices, bootstrap_mean_ci, paired_bootstrap
 from camdf.evaluation.classical import holm, mcnemar_exact, tost_paired
 from camdf.evaluation.permutation import sign_flip_test
@@ -59,6 +59,37 @@ def paired_success_p(a: np.ndarray, b: np.ndarray, n_resamples: int, random_stat
     if binary:
         return mcnemar_exact(a, b).pvalue
     return sign_flip_test(a, b, n_resamples=n_resamples, random_state=random_state).pvalue
+
+
+def _family(method: str) -> str | None:
+    return CARDS[method].family if method in CARDS else None
+
+
+def _a27(method: str) -> bool:
+    """A set rule or one of the field's peers (A27's methods)."""
+    return method in CARDS and (not CARDS[method].picks_prefix or CARDS[method].family == "peer")
+
+
+def _prefix_vs_set(payoff: pd.DataFrame, rows: dict, idx: np.ndarray, n_resamples: int) -> dict[str, float]:
+    """A27: the best deployable set rule minus the best deployable prefix rule, paired over tasks.
+
+    Each best is picked by mean payoff on these tasks (as the best baseline is; ties: the first in the
+    cell's order) among the non-oracle methods of its kind (the card's ``picks_prefix``); the rows of
+    the two get ``is_best_prefix_rule`` / ``is_best_set_rule`` = 1. Empty without both kinds.
+    """
+    deployable = [m for m in payoff.columns if m in CARDS and m not in ORACLES]
+    prefix = [m for m in deployable if CARDS[m].picks_prefix]
+    sets = [m for m in deployable if not CARDS[m].picks_prefix]
+    if not prefix or not sets:
+        return {}
+    best_prefix = max(prefix, key=lambda m: (rows[m]["payoff_mean"], -prefix.index(m)))
+    best_set = max(sets, key=lambda m: (rows[m]["payoff_mean"], -sets.index(m)))
+    rows[best_prefix]["is_best_prefix_rule"] = 1.0
+    rows[best_set]["is_best_set_rule"] = 1.0
+    d = paired_bootstrap({m: payoff[m].to_numpy() for m in (best_prefix, best_set)}, reference=best_prefix,
+                         n_resamples=n_resamples, indices=idx).set_index("method").loc[best_set]
+    return {"cell/set_minus_prefix": float(d["diff"]), "cell/set_minus_prefix_ci_low": float(d["ci_low"]),
+            "cell/set_minus_prefix_ci_high": float(d["ci_high"])}
 
 
 def summarize_cell(
@@ -125,8 +156,12 @@ def summarize_cell(
         others = [m for m in methods if m != reference]
         pvals = {m: sign_flip_test(payoff[m].to_numpy(), payoff[reference].to_numpy(),
                                    n_resamples=n_resamples, random_state=random_state).pvalue for m in others}
-        baselines = [m for m in others if m not in ORACLES]
+        # Holm within two families of hypotheses: the paper's comparisons, and A27's (the set rules and the
+        # field's peers), so that adding A27's methods to a cell leaves the paper's adjusted p-values as they were.
+        baselines = [m for m in others if m not in ORACLES and not _a27(m)]
         adjusted = dict(zip(baselines, holm([pvals[m] for m in baselines]))) if baselines else {}
+        a27 = [m for m in others if m not in ORACLES and _a27(m)]
+        adjusted.update(dict(zip(a27, holm([pvals[m] for m in a27]))) if a27 else {})
         for m in others:
             rows[m].update(
                 {
@@ -137,7 +172,8 @@ def summarize_cell(
                     "p_holm_vs_ref": float(adjusted.get(m, np.nan)),
                 }
             )
-    baselines = [m for m in methods if m not in FAMILY and m not in ORACLES]
+    # The paper's baselines: the field's peers (A27) are compared in the prefix-vs-set block below instead.
+    baselines = [m for m in methods if m not in FAMILY and m not in ORACLES and _family(m) != "peer"]
     family = [m for m in methods if m in FAMILY]
     if baselines and family:
         # The best baseline of the cell by mean payoff (picked on these tasks: a choice that favours the
@@ -150,6 +186,7 @@ def summarize_cell(
             rows[m].update({"diff_vs_best_baseline": float(vs_best.loc[m, "diff"]),
                             "diff_vs_best_baseline_ci_low": float(vs_best.loc[m, "ci_low"]),
                             "diff_vs_best_baseline_ci_high": float(vs_best.loc[m, "ci_high"])})
+    metrics_kinds = _prefix_vs_set(payoff, rows, idx, n_resamples)
     if FULL_ACCESS in methods:
         for m in methods:
             if m == FULL_ACCESS:
@@ -177,10 +214,13 @@ def summarize_cell(
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "method"
     metrics = {f"{m}/{k}": float(v) for m, r in rows.items() for k, v in r.items() if pd.notna(v)} | spread
+    metrics.update(metrics_kinds)
     if "verified" in outcomes:
         # Agreement of the G_x proxy with verified sufficiency over every set any method exposed.
         # Counted over every (task, method, repeat) decision.
-        proxy, ver = raw["success"].astype(bool), raw["verified"].astype(bool)
+        # The paper's decisions only: A27's methods (set rules, peers) are left out, so adding them keeps the counts.
+        paper = ~raw["method"].map(_a27).to_numpy(dtype=bool)
+        proxy, ver = raw["success"].astype(bool)[paper], raw["verified"].astype(bool)[paper]
         metrics.update({"agreement/both": float((proxy & ver).sum()), "agreement/proxy_only": float((proxy & ~ver).sum()),
                         "agreement/verified_only": float((~proxy & ver).sum()),
                         "agreement/neither": float((~proxy & ~ver).sum())})

@@ -30,16 +30,25 @@ def verified_curves(domain: Domain, inst: Instances) -> dict | None:
     return {"prefix": table[rows[:, None], masks], "table": table, "bit": bit, "row": rows}
 
 
-def verified_outcomes(outcomes: pd.DataFrame, inst: Instances, verified: dict, domain: Domain) -> np.ndarray:
-    """Verified success of the set each outcome row exposed (a prefix, or G_x for an oracle set rule, depth -1)."""
+def verified_outcomes(outcomes: pd.DataFrame, inst: Instances, verified: dict, domain: Domain,
+                      exposed: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Verified success of the set each outcome row exposed (a prefix, or, depth -1, G_x for an oracle set rule
+    and for another set rule its sets ``exposed[method]``, (T, N) bool in the rows of ``inst``)."""
     pos = {tid: i for i, tid in enumerate(inst.task_ids)}
     i = outcomes["task_id"].map(pos).to_numpy()
     depth = outcomes["depth"].to_numpy()
     out = verified["prefix"][i, np.maximum(depth, 0)]
     sets = depth < 0  # a set rule's row: the rows do not carry the set, only the oracle's (G_x) is known here
     oracle = sets & outcomes["method"].isin(methods(family="oracle")).to_numpy()
-    if (sets & ~oracle).any():
-        raise ValueError(f"outcomes: verified success of the set rule {outcomes['method'][sets & ~oracle].iloc[0]!r} "
+    exposed = exposed or {}
+    chosen = sets & ~oracle & outcomes["method"].isin(list(exposed)).to_numpy()
+    if chosen.any():
+        names = outcomes["method"].to_numpy()
+        gmask = np.array([sum(verified["bit"].get(n, 0) for n in inst.tools[k][exposed[m][k]])
+                          for k, m in zip(i[chosen], names[chosen])], dtype=np.int64)
+        out[chosen] = verified["table"][verified["row"][i[chosen]], gmask]
+    if (sets & ~oracle & ~chosen).any():
+        raise ValueError(f"outcomes: verified success of the set rule {outcomes['method'][sets & ~oracle & ~chosen].iloc[0]!r} "
                          "needs its exposed sets, which outcome rows do not carry")
     if oracle.any():
         gmask = np.array([sum(verified["bit"].get(n, 0) for n in inst.tools[k][inst.member[k]]) for k in i[oracle]])

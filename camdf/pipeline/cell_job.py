@@ -67,7 +67,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
         )
         verified = verified_curves(domain, inst)
         if verified is not None:
-            result.outcomes["verified"] = verified_outcomes(result.outcomes, inst, verified, domain)
+            result.outcomes["verified"] = verified_outcomes(result.outcomes, inst, verified, domain, result.exposed)
         outcomes.append(result.outcomes.assign(repeat=r))
         bounds.append(result.prefix_bounds.assign(repeat=r))
         tuned.append(result.tuned.assign(repeat=r))

@@ -52,7 +52,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     metrics ``candidate/<method>/...``). The model is registered as ``policy.registered_name``
     with the alias ``policy.alias`` moved to the new version (``models:/camdf-stopper@champion``) when
     it was chosen out of fold (``auto``); an explicitly named method is registered without moving it.
-    The run also records the policy's decision for every task (``decisions.parquet``)
+    The candidates may be prefix and set rules alike. The run also records the policy's decision for
+    every task (``decisions.parquet``: its depth, null for a set rule, and its exposed tools)
     and the matching run-time requests (``requests.jsonl``), so a loaded policy can be
     checked against what the pipeline decided.
 
@@ -62,8 +63,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
         ``models:/<name>@<alias>`` (auto), ``models:/<name>/<version>`` (a named method), or the
         logged model's URI when not registered.
     info : dict
-        ``run_id``, ``method``, ``mean_depth`` (in-sample), ``comparison`` (auto) and
-        ``coefficients`` (camdf_lite).
+        ``run_id``, ``method``, ``mean_exposed`` and (a prefix rule) ``mean_depth`` (in-sample),
+        ``comparison`` (auto) and ``coefficients`` (camdf_lite).
     """
     import mlflow
 
@@ -85,7 +86,9 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
                         lam_grid=pol.get("lam_grid") or None, random_state=int(cfg["seed"]),
                         alpha=float(cfg["method"].get("alpha", 0.05)))
     policy.fit(inst, costs=costs.to_dict())
-    depth = policy.depths(inst)
+    # A prefix rule's decision is a depth; a set rule's any subset of the ranking (its depth is null).
+    exposed = policy.exposed(inst)
+    depth = policy.depths(inst) if policy.picks_prefix else None
     requests = task_requests(domain, inst)
     mlflow.set_tracking_uri(tracker.uri)
     mlflow.set_registry_uri(tracker.uri)
@@ -97,10 +100,14 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
                           tags=tags) as run:
         mlflow.log_params(portable(flatten(cfg), tracker.roots))
         uri = log_policy(policy, example=requests[0], registered_model_name=name)
-        decisions = pd.DataFrame({"task_id": inst.task_ids, "depth": depth})
+        decisions = pd.DataFrame({"task_id": inst.task_ids,
+                                  "depth": depth if depth is not None else pd.array([None] * inst.T, dtype="Int64"),
+                                  "exposed": [list(inst.tools[i][row]) for i, row in enumerate(exposed)]})
         files = {"decisions.parquet": parquet_bytes(decisions),
                  "requests.jsonl": "".join(json.dumps(r) + "\n" for r in requests)}
-        info = {"run_id": run.info.run_id, "method": method, "mean_depth": float(depth.mean())}
+        info = {"run_id": run.info.run_id, "method": method, "mean_exposed": float(exposed.sum(axis=1).mean())}
+        if depth is not None:
+            info["mean_depth"] = float(depth.mean())
         if comparison is not None:
             files["candidates.csv"] = comparison.to_csv(float_format="%.6g")
             mlflow.log_metrics({f"candidate/{m}/{k}": float(comparison.loc[m, k]) for m in comparison.index
@@ -112,7 +119,7 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
             mlflow.log_metrics({f"lite_coef/{k}": float(v) for k, v in coefficients.items()})
             info["coefficients"] = coefficients
         tracker.log_files(run.info.run_id, files)
-        mlflow.log_metric("policy/mean_depth", info["mean_depth"])
+        mlflow.log_metrics({f"policy/{k}": info[k] for k in ("mean_depth", "mean_exposed") if k in info})
     if name:
         client = mlflow.MlflowClient(tracking_uri=tracker.uri, registry_uri=tracker.uri)
         version = max(client.search_model_versions(f"run_id = '{run.info.run_id}'"), key=lambda v: int(v.version))

@@ -82,6 +82,13 @@ def concat_batches(batches: list[StateBatch]) -> StateBatch:
         partial=cat(lambda b: b.inst.partial), n=cat(lambda b: b.inst.n), folds=cat(lambda b: b.inst.folds),
         text_len=cat(lambda b: b.inst.text_len), tool_ids=cat(lambda b: b.inst.tool_ids), vocab=first.inst.vocab,
     )
+    if all(b.inst.sets is not None for b in batches):
+        # Tasks may hold different numbers of sufficient sets: pad each batch's to the largest K (not present).
+        K = max(b.inst.sets.shape[1] for b in batches)
+        pad = lambda a, value: np.pad(a, [(0, 0), (0, K - a.shape[1])] + [(0, 0)] * (a.ndim - 2),  # noqa: E731
+                                      constant_values=value)
+        inst.sets = np.concatenate([pad(b.inst.sets, False) for b in batches], axis=0)
+        inst.present = np.concatenate([pad(b.inst.present, False) for b in batches], axis=0)
     return StateBatch(
         inst, cat(lambda b: b.p), first.lam, first.kind, {k: cat(lambda b: b.feats[k]) for k in first.feats},
         cat(lambda b: b.u), cat(lambda b: b.delta), cat(lambda b: b.label), cat(lambda b: b.weight),

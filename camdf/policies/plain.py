@@ -8,6 +8,7 @@ fitted rule, so the lean ``camdf select`` and the full policy give the same dept
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -91,3 +92,96 @@ class PortableRisk:
 
     def decide_task(self, task: OneTask, alpha: float | None = None) -> int:
         return risk_task_depth(self.membership, self.threshold(alpha), task)
+
+
+# ---------------------------------------------------------------- set rules
+
+
+def calibrate_task(calibrator: dict | None, p: list[float], ids: list[int]) -> list[float]:
+    """:meth:`camdf.core.calibration.ToolCalibrator.predict` for one task in plain Python.
+
+    ``calibrator`` holds ``global`` (a, b), ``coef`` (per tool id) and ``counts`` (None: no
+    calibration); a tool id that is -1, beyond the fitted ids or unseen in fitting gets the
+    global map. Same clipping, logit and ``0.5 * (1 + tanh(x / 2))`` as the array version.
+    """
+    if calibrator is None:
+        return list(p)
+    from camdf.core.calibration import EPS
+
+    (ga, gb), coef, counts = calibrator["global"], calibrator["coef"], calibrator["counts"]
+    out = []
+    for x, i in zip(p, ids):
+        a, b = (coef[i][0], coef[i][1]) if 0 <= i < len(coef) and counts[i] > 0 else (ga, gb)
+        x = min(max(float(x), EPS), 1.0 - EPS)
+        out.append(0.5 * (1.0 + math.tanh(0.5 * (a * (math.log(x) - math.log1p(-x)) + b))))
+    return out
+
+
+def plugin_task_set(p: list[float], costs: list[float], lam: float, kind: str, coverage: float) -> list[int]:
+    """The plug-in set of one task (:func:`camdf.core.sets.plugin_set`): exposed ranked positions, ascending.
+
+    exact: :func:`camdf.core.sets.task_plugin_set`; partial: ``{j : q * w_j > lam * c_j}`` with
+    the ratio weights ``w_j = p_j / sum p`` (:func:`camdf.core.sets.partial_weights`).
+    """
+    from camdf.core.sets import task_plugin_set
+
+    if kind == "exact":
+        return sorted(task_plugin_set(p, costs, lam, coverage))
+    pv = [min(max(float(x), 0.0), 1.0) for x in p]
+    total = sum(pv)
+    if total <= 0:
+        return []
+    return [j for j, (x, c) in enumerate(zip(pv, costs)) if coverage * (x / total) > lam * c]
+
+
+def risk_task_set(membership: dict, calibrator: dict | None, tau: float, task: OneTask) -> list[int]:
+    """The risk-controlled set of one task: its own model's probabilities, calibrated, then
+    :func:`camdf.core.sets.task_risk_set` at ``tau``; exposed ranked positions, ascending."""
+    from camdf.core.sets import task_risk_set
+
+    p = calibrate_task(calibrator, membership_task(membership, task.z, task.scores, task.ids), task.ids)
+    return sorted(task_risk_set(p, task.costs, tau))
+
+
+class PortablePluginSet:
+    """A fitted :class:`camdf.policies.sets.PluginSet` (or ``LearnedSet``) from its ``to_numbers()``: the one-task path."""
+
+    dials = ()
+
+    def __init__(self, membership: dict, calibrator: dict, coverage: float):
+        self.membership, self.calibrator, self.coverage = membership, calibrator, float(coverage)
+
+    @classmethod
+    def from_numbers(cls, numbers: dict[str, Any]) -> "PortablePluginSet":
+        return cls(numbers["membership"], numbers["calibrator"], numbers["coverage"])
+
+    def decide_task(self, task: OneTask) -> list[int]:
+        p = calibrate_task(self.calibrator, membership_task(self.membership, task.z, task.scores, task.ids), task.ids)
+        return plugin_task_set(p, task.costs, task.lam, task.kind, self.coverage)
+
+
+class PortableRiskSet:
+    """A fitted :class:`camdf.policies.sets.RiskSetRule` from its ``to_numbers()``: the one-task path, alpha a dial."""
+
+    dials = ("alpha",)
+
+    def __init__(self, membership: dict, calibrator: dict | None, threshold: float, calibration_scores: list[float],
+                 u: float):
+        self.membership, self.calibrator = membership, calibrator
+        self.threshold_ = float(threshold)
+        self.scores_ = np.asarray(calibration_scores, dtype=float)
+        self.u = float(u)
+
+    @classmethod
+    def from_numbers(cls, numbers: dict[str, Any]) -> "PortableRiskSet":
+        return cls(numbers["membership"], numbers["calibrator"], numbers["threshold"], numbers["calibration_scores"],
+                   numbers["u"])
+
+    def threshold(self, alpha: float | None = None) -> float:
+        from camdf.core.sets import crc_threshold_randomised
+
+        # The fitted rule's kept draw u makes both give one tau for every alpha.
+        return self.threshold_ if alpha is None else crc_threshold_randomised(self.scores_, alpha, self.u)
+
+    def decide_task(self, task: OneTask, alpha: float | None = None) -> list[int]:
+        return risk_task_set(self.membership, self.calibrator, self.threshold(alpha), task)

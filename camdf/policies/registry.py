@@ -69,6 +69,9 @@ class Card:
     portable : callable or None
         ``portable()`` returns the class whose ``from_numbers`` rebuilds the fitted rule from its
         ``to_numbers()`` without scikit-learn (the lean loader of ``camdf select``).
+    picks_prefix : bool
+        The rule exposes a prefix of the ranking (a depth); False for a set rule, which exposes
+        any subset of it (the rule class's ``picks_prefix``; tables and figures tell the kinds apart by it).
     """
 
     name: str
@@ -83,6 +86,7 @@ class Card:
     across_lambdas: str | None = None
     anchor: bool = False
     portable: Callable[[], type] | None = field(default=None, repr=False)
+    picks_prefix: bool = True
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -140,6 +144,24 @@ def _portable_risk() -> type:
     return PortableRisk
 
 
+def _set_rule(rs: int, cls: str, **params) -> Any:
+    from camdf.policies import sets
+
+    return getattr(sets, cls)(random_state=rs, **params)
+
+
+def _peer(rs: int, cls: str, **params) -> Any:
+    from camdf.policies import peers
+
+    return getattr(peers, cls)(**params)
+
+
+def _portable(cls: str) -> type:
+    from camdf.policies import plain
+
+    return getattr(plain, cls)
+
+
 def _base(name: str, cls: str, order: int, colour: str | None = None, marker: str | None = None, **kw) -> Card:
     return Card(name, partial(_baseline, name=cls), order=order, colour=colour, marker=marker, **kw)
 
@@ -178,7 +200,23 @@ def _builtin_cards() -> list[Card]:
         _base("plugin_argmax", "PluginArgmax", 230, "#8c6d31", "D"),
         # Drawn with a spare colour and marker by name, as before the cards (figures styled a dead "marginal" key).
         _base("marginal_rule", "MarginalRule", 240),
-        _base("oracle_set", "OracleSet", 250, "#000000", "s", family="oracle"),
+        # Set rules (A27): any subset of the ranked candidates, ours.
+        Card("plugin_set", partial(_set_rule, cls="PluginSet"), family="camdf", ours=True, order=152,
+             colour="#d62728", marker="s", shippable=True, picks_prefix=False,
+             portable=partial(_portable, "PortablePluginSet")),
+        Card("learned_set", partial(_set_rule, cls="LearnedSet"), family="camdf", ours=True, order=154,
+             colour="#e377c2", marker="D", shippable=True, picks_prefix=False,
+             portable=partial(_portable, "PortablePluginSet")),
+        Card("risk_set", partial(_set_rule, cls="RiskSetRule"), family="camdf", ours=True, order=156,
+             colour="#8c564b", marker="H", shippable=True, dials=(ALPHA,), picks_prefix=False,
+             portable=partial(_portable, "PortableRiskSet")),
+        # The field's own baselines (A27): always-loaded tools, the product default of five, Bits-over-Random.
+        Card("static_set", partial(_peer, cls="StaticSetRule"), family="peer", order=242, colour="#17becf",
+             marker="P", picks_prefix=False),
+        Card("top5", partial(_peer, cls="TopK", k=5), family="peer", order=244, colour="#9edae5", marker="1"),
+        Card("bor_depth", partial(_peer, cls="BoRDepthRule"), family="peer", order=246, colour="#c5b0d5",
+             marker="2"),
+        _base("oracle_set", "OracleSet", 250, "#000000", "s", family="oracle", picks_prefix=False),
         _base("best_prefix", "BestPrefix", 260, "#555555", "s", family="oracle", anchor=True),
     ]
 

@@ -53,6 +53,9 @@ RULES = {
          "otherwise (without the cells' outcomes: the point drop alone decides)",
     "g": "A24 falsifier: the claim that CAM-DF beats a tuned score-per-cost rule holds if CAM-DF beats it (wording "
          "rule) in more than half the non-degenerate cells; it does not hold (falsified) otherwise",
+    "h": "ours (A27), per ranking source at the k-fold main cell: the best deployable set rule minus the best "
+         "deployable prefix rule; holds if the set rule beats it (wording rule: CI above 0 and in most fits); does "
+         "not hold if the prefix rule beats the set rule; inconclusive otherwise",
 }
 
 
@@ -98,9 +101,10 @@ def _median(values) -> float:
     return float(np.median(v)) if v else np.nan
 
 
-#: Our own rules and their ablations (beyond the paper; their cards say ``ours``): not rivals in the paper's
-#: claims (the family verdict compares them).
-OURS = tuple(c.name for c in CARDS.values() if c.ours)
+#: Our own rules and their ablations (beyond the paper; their cards say ``ours``) and the field's peer baselines
+#: (A27): not rivals in the paper's claims, which compare CAM-DF with the paper's baselines (the family verdict
+#: and A27 compare the others).
+OURS = tuple(c.name for c in CARDS.values() if c.ours or c.family == "peer")
 
 
 def claim_a(run: pd.Series, judge: Judge | None = None) -> tuple[str, str, Comparison]:
@@ -284,8 +288,31 @@ def rows_g(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
                 float(np.mean([c.mean for c in comps])) if comps else np.nan)]
 
 
+def _flagged(run: pd.Series, flag: str) -> str | None:
+    """The method the cell flagged with ``flag`` (``is_best_set_rule`` / ``is_best_prefix_rule``), else None."""
+    return next((m for m in methods_of(run) if run.get(f"m:{m}/{flag}", np.nan) == 1.0), None)
+
+
+def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
+    """(h), ours: the ranked-prefix restriction costs payoff (A27), per ranker's k-fold main cell.
+
+    Cells without a deployable set rule give no row.
+    """
+    out = []
+    for r in _kfold_mains(evidence):
+        best_set, best_prefix = _flagged(r, "is_best_set_rule"), _flagged(r, "is_best_prefix_rule")
+        if best_set is None or best_prefix is None:
+            continue
+        c = judge.compare(r, best_set, best_prefix)
+        verdict = HOLDS if direction(c) > 0 else (FAILS if direction(c) < 0 else UNSURE)
+        out.append(Row(f"h ({r['p:scorer.label']})", "the ranked-prefix restriction costs payoff (ours, A27)",
+                       _cell_label(r), f"{best_set} minus {best_prefix}: {_ci(c)} ({reason(c)})", verdict,
+                       c.mdd, c.mean))
+    return out
+
+
 #: Every claim, in table order; a new claim is one :data:`RowsFn` and its line here.
-ROWS: tuple[RowsFn, ...] = (rows_a, rows_b, rows_c, rows_d, rows_e, rows_f, rows_g)
+ROWS: tuple[RowsFn, ...] = (rows_a, rows_b, rows_c, rows_d, rows_e, rows_f, rows_g, rows_h)
 
 
 def power_text(row: Row) -> str:

@@ -25,6 +25,11 @@ def method_style(method: str) -> tuple[str, str]:
     return _SPARE[h % len(_SPARE)], _SPARE_MARKERS[h % len(_SPARE_MARKERS)]
 
 
+def _card_fact(method: str, fact: str, default=None):
+    """A fact of a method's registry card (``default`` for a method without a card)."""
+    return getattr(CARDS[method], fact) if method in CARDS else default
+
+
 def overlapping(table: pd.DataFrame, x: str, y: str, rel: float = 0.015) -> list[list[str]]:
     """Groups of methods whose points lie within ``rel`` of the axis ranges of each other (greedy, sorted)."""
     xs, ys = table[x].to_numpy(float), table[y].to_numpy(float)
@@ -47,7 +52,9 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
     """Scatter of mean payoff (with CI) against mean tools exposed, one colour and marker per method.
 
     Methods whose points coincide are labelled together beside the point (the legend alone
-    cannot tell five methods on one point apart).
+    cannot tell five methods on one point apart). When a deployable set rule is present, prefix
+    rules (filled markers), set rules (hollow markers, dashed bars) and oracles (ringed in black)
+    are drawn as distinct families and named so in the legend.
     """
     import matplotlib
 
@@ -56,11 +63,25 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
 
     table = table.sort_index()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+    # With a deployable set rule present the two kinds are drawn apart: set rules hollow with dashed bars,
+    # oracles ringed in black; without one the figure is drawn as it always was.
+    kinds = any(not _card_fact(m, "picks_prefix", True) and _card_fact(m, "family") != "oracle" for m in table.index)
     for method, row in table.iterrows():
         err = np.maximum(0.0, [[row.payoff_mean - row.payoff_ci_low], [row.payoff_ci_high - row.payoff_mean]])
         colour, marker = method_style(method)
-        ax.errorbar(row.n_exposed, row.payoff_mean, yerr=err, fmt=marker, color=colour, ecolor=colour,
-                    markersize=9 if marker == "*" else 6, capsize=3, label=method, alpha=0.9)
+        if not kinds:
+            ax.errorbar(row.n_exposed, row.payoff_mean, yerr=err, fmt=marker, color=colour, ecolor=colour,
+                        markersize=9 if marker == "*" else 6, capsize=3, label=method, alpha=0.9)
+            continue
+        is_set = not _card_fact(method, "picks_prefix", True)
+        oracle = _card_fact(method, "family") == "oracle"
+        kind = "oracle" if oracle else ("set" if is_set else "prefix")
+        bars = ax.errorbar(row.n_exposed, row.payoff_mean, yerr=err, fmt=marker, color=colour, ecolor=colour,
+                           markersize=9 if marker == "*" or oracle else 7, capsize=3, label=f"{method} ({kind})",
+                           alpha=0.9, markerfacecolor="none" if is_set and not oracle else colour,
+                           markeredgecolor="black" if oracle else colour, markeredgewidth=1.6 if is_set else 1.0)
+        if is_set and not oracle:
+            bars[-1][0].set_linestyle("--")
     shared = [g for g in overlapping(table, "n_exposed", "payoff_mean") if len(g) > 1]
     for n, group in enumerate(shared, 1):
         row = table.loc[group[0]]

@@ -94,6 +94,13 @@ class FrontDoor:
         return order, task
 
     @staticmethod
-    def selection(r: Request, order: list[int], depth: int) -> Selection:
-        """The first ``depth`` tools of the ranking ``order`` of a request."""
-        return Selection([r.tools[j] for j in order[:depth]], depth, [r.names[j] for j in order])
+    def selection(r: Request, order: list[int], decision: int | list[int]) -> Selection:
+        """The tools a rule's ``decision`` exposes from the ranking ``order`` of a request.
+
+        ``decision`` is a prefix rule's depth (the first ``depth`` ranked tools) or a set rule's
+        exposed ranked positions (a list, ascending: the tools in ranked order, depth None).
+        """
+        ranked = [r.names[j] for j in order]
+        if isinstance(decision, list):
+            return Selection([r.tools[order[k]] for k in decision], None, ranked, decision)
+        return Selection([r.tools[j] for j in order[:decision]], decision, ranked)

@@ -99,7 +99,8 @@ class StopPolicy(BaseEstimator):
                 have = [m for m in shippable if card(m).across_lambdas]
                 raise ValueError(f"method: the lambda-conditioned policy is the full {' / '.join(have)} model, "
                                  f"not {self.method}")
-        return make_policy(name, self.random_state, predict_jobs=self.n_jobs,
+        # A set rule carries a membership model of its own, which its portable form (to_numbers) ships.
+        return make_policy(name, self.random_state, predict_jobs=self.n_jobs, carry_membership=True,
                            **{"alpha": self.alpha, **(self.dials or {})})
 
     def fit(self, inst: Instances, costs: dict[str, float] | None = None) -> "StopPolicy":
@@ -136,13 +137,29 @@ class StopPolicy(BaseEstimator):
         state.pop("_door", None)  # rebuilt on use, with the loading process's registry
         return state
 
-    def depths(self, inst: Instances, lam: float | None = None, **dials: Any) -> np.ndarray:
-        """Depth for every task of ``inst`` (its ranking and costs; labels are not read)."""
-        check_is_fitted(self)
+    @property
+    def picks_prefix(self) -> bool:
+        """Whether the shipped rule exposes a prefix of the ranking (a depth) rather than any subset of it."""
+        check_fitted(self, "rule_")
+        return self.rule_.picks_prefix
+
+    def _batch(self, inst: Instances, lam: float | None) -> StateBatch:
         lam = self.lam if lam is None else lam
         p = self.membership_.predict_proba(inst)
         feats = state_features(inst, p, lam, self.kind, names=self.rule_.feature_names())
-        return self.rule_.decide(StateBatch(inst, p, lam, self.kind, feats), **dials)
+        return StateBatch(inst, p, lam, self.kind, feats)
+
+    def depths(self, inst: Instances, lam: float | None = None, **dials: Any) -> np.ndarray:
+        """Depth for every task of ``inst`` (its ranking and costs; labels are not read); a prefix rule only."""
+        check_is_fitted(self)
+        if not self.rule_.picks_prefix:
+            raise ValueError(f"method: {self.method} is a set rule (no depth); use exposed()")
+        return self.rule_.decide(self._batch(inst, lam), **dials)
+
+    def exposed(self, inst: Instances, lam: float | None = None, **dials: Any) -> np.ndarray:
+        """The exposed ranked positions of every task of ``inst``, (T, N) bool (a prefix for a prefix rule)."""
+        check_is_fitted(self)
+        return self.rule_.select(self._batch(inst, lam), **dials)
 
     def dial_defaults(self) -> dict[str, Any]:
         """The fitted rule's default value of each of its dials (e.g. ``{"alpha": 0.05}``)."""
@@ -201,7 +218,8 @@ class StopPolicy(BaseEstimator):
 
     def select(self, tools: list, scores=None, costs=None, lam: float | None = None, query: str | None = None,
                **dials: Any) -> Selection:
-        """The prefix of the ranking to expose for one task (``dials``: the rule's, e.g. camdf_risk's ``alpha``)."""
+        """The tools to expose for one task (``dials``: the rule's, e.g. camdf_risk's ``alpha``): a prefix of the
+        ranking and its depth for a prefix rule, any subset of it (in ranked order, depth None) for a set rule."""
         request = {"tools": tools, "scores": scores, "costs": costs, "query": query}
         return self.select_batch([request], lam=lam, **dials)[0]
 
@@ -224,10 +242,15 @@ class StopPolicy(BaseEstimator):
         groups: dict[tuple, list[int]] = {}
         for i, (lv, dv) in enumerate(settings):
             groups.setdefault((lv, tuple(sorted(dv.items()))), []).append(i)
+        decide = self.depths if self.rule_.picks_prefix else self.exposed
         if len(groups) == 1:
-            depth = self.depths(inst, settings[0][0], **settings[0][1])
+            out = decide(inst, settings[0][0], **settings[0][1])
         else:
-            depth = np.zeros(inst.T, dtype=np.int64)
+            out = np.zeros(inst.T if self.rule_.picks_prefix else inst.tools.shape, dtype=np.int64)
             for (lv, dv), rows in groups.items():
-                depth[rows] = self.depths(inst.subset(np.array(rows)), lv, **dict(dv))
-        return [door.selection(r, row[: len(r.names)], d) for r, row, d in zip(parsed, order.tolist(), depth.tolist())]
+                out[rows] = decide(inst.subset(np.array(rows)), lv, **dict(dv))
+        if self.rule_.picks_prefix:
+            decisions = out.tolist()
+        else:  # a set rule: each request's exposed ranked positions, ascending
+            decisions = [np.flatnonzero(row).tolist() for row in out]
+        return [door.selection(r, row[: len(r.names)], d) for r, row, d in zip(parsed, order.tolist(), decisions)]

@@ -137,15 +137,27 @@ class Request:
 
 @dataclass(slots=True)
 class Selection:
-    """What to expose: the tools (in the caller's format, ranked order), the depth and the ranking."""
+    """What to expose: the tools (in the caller's format, ranked order), the depth and the ranking.
+
+    A prefix rule's selection is the first ``depth`` ranked tools; a set rule's is any subset of
+    the ranking (``depth`` None, ``positions`` the exposed ranked positions, ascending).
+    """
 
     tools: list
-    depth: int
+    depth: int | None
     ranked: list[str]
+    positions: list[int] | None = None
+
+    @property
+    def exposed(self) -> list[str]:
+        """The exposed tools' names, in ranked order."""
+        if self.depth is not None:
+            return self.ranked[: self.depth]
+        return [self.ranked[j] for j in self.positions]
 
     def to_json(self) -> dict:
-        return {"tools": self.tools, "depth": self.depth, "ranked": self.ranked,
-                "exposed": self.ranked[: self.depth]}
+        """``tools``, ``depth`` (null for a set rule), ``ranked`` and ``exposed`` (names, ranked order)."""
+        return {"tools": self.tools, "depth": self.depth, "ranked": self.ranked, "exposed": self.exposed}
 
 
 def parse_request(request: Any, where: str, index: dict[str, int], default_costs: dict[str, float],

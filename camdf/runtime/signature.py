@@ -29,15 +29,17 @@ def signature(policy):
     doubles, optional), ``query`` (string, optional). Params: ``lam`` (default: the lambda
     the policy was trained at) and every registered rule's dial (:func:`dial_params`; e.g.
     ``alpha``, camdf_risk's target miss rate): the policy's own default where its rule has the
-    dial, else None (the rule refuses it). Outputs: ``depth``, ``exposed`` and
-    ``ranked`` (tool names) and ``tools`` (the exposed tools as given).
+    dial, else None (the rule refuses it). Outputs: ``depth`` (optional, absent for a set rule),
+    ``exposed`` and ``ranked`` (tool names) and ``tools`` (the exposed tools as given).
     """
     from mlflow.models import ModelSignature
     from mlflow.types.schema import AnyType, Array, ColSpec, ParamSchema, ParamSpec, Schema
 
     inputs = Schema([ColSpec(Array(AnyType()), "tools"), ColSpec(Array("double"), "scores", required=False),
                      ColSpec(Array("double"), "costs", required=False), ColSpec("string", "query", required=False)])
-    outputs = Schema([ColSpec("long", "depth"), ColSpec(Array("string"), "exposed"), ColSpec(Array("string"), "ranked"),
+    # depth is absent (null) when the shipped rule is a set rule: its exposed tools are any subset of the ranking.
+    depth = ColSpec("long", "depth") if policy.picks_prefix else ColSpec("long", "depth", required=False)
+    outputs = Schema([depth, ColSpec(Array("string"), "exposed"), ColSpec(Array("string"), "ranked"),
                       ColSpec(Array(AnyType()), "tools")])
     defaults = policy.dial_defaults()
     params = ParamSchema([ParamSpec("lam", "double", float(policy.lam)),
@@ -75,7 +77,7 @@ def selections_frame(selections):
     import pandas as pd
 
     return pd.DataFrame({"depth": [s.depth for s in selections],
-                         "exposed": [s.ranked[: s.depth] for s in selections],
+                         "exposed": [s.exposed for s in selections],
                          "ranked": [s.ranked for s in selections], "tools": [s.tools for s in selections]})
 
 

@@ -110,6 +110,6 @@ def test_a_registered_rule_runs_through_evaluate_train_and_select(data_dir, tmp_
         assert json.loads(capsys.readouterr().out)["depth"] == uncapped
         # A dial the rule does not have is refused with its name; the toy's dial on another rule too.
         assert camdf_cli(["select", "--policy", uri, "--input", str(path), "--alpha", "0.1"]) == 2
-        assert "alpha: only the camdf_risk policy has a target miss rate; this one is toy_cap" in capsys.readouterr().err
+        assert "alpha: only the camdf_risk / risk_set policy has a target miss rate; this one is toy_cap" in capsys.readouterr().err
     with pytest.raises(ValueError, match="toy_cap"):  # unregistered on leaving the block
         card(TOY.name)

@@ -141,7 +141,7 @@ def test_stop_policy_risk_dial_and_refusals():
     with pytest.raises(ValueError, match=r"^alpha: must be a number in \(0, 1\)"):
         policy.select(tools, scores=scores, alpha=1.5)
     lite = StopPolicy(method="camdf_lite").fit(inst)
-    with pytest.raises(ValueError, match="^alpha: only the camdf_risk policy has a target miss rate; this one is camdf_lite"):
+    with pytest.raises(ValueError, match="^alpha: only the camdf_risk / risk_set policy has a target miss rate; this one is camdf_lite"):
         lite.select(tools, scores=scores, alpha=0.1)
-    with pytest.raises(ValueError, match=r"^requests\[1\]\.alpha: only the camdf_risk policy"):
+    with pytest.raises(ValueError, match=r"^requests\[1\]\.alpha: only the camdf_risk / risk_set policy"):
         lite.select_batch([{"tools": tools, "scores": scores}, {"tools": tools, "scores": scores, "alpha": 0.1}])

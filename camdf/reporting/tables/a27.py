@@ -1,0 +1,93 @@
+"""A27: beyond the ranked prefix: the best set rule against the best prefix rule at the main cells, the grid and the domains."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from camdf.policies import CARDS
+from camdf.reporting.evidence import Evidence, is_degenerate
+from camdf.reporting.figures import heatmap_png, payoff_vs_tools_png
+from camdf.reporting.report import Report
+from camdf.reporting.store import methods_of
+from camdf.reporting.tables.base import Figure, TableSpec
+from camdf.reporting.tables.notes import protocol_note
+
+DIFF = "m:cell/set_minus_prefix"
+
+
+def best_of_kind(run: pd.Series, flag: str) -> str | None:
+    """The method of ``run`` whose row carries ``flag`` (``is_best_prefix_rule`` / ``is_best_set_rule``), else None."""
+    hit = [m for m in methods_of(run) if run.get(f"m:{m}/{flag}", np.nan) == 1.0]
+    return hit[0] if hit else None
+
+
+def kinds_row(run: pd.Series) -> dict | None:
+    """Best prefix rule, best set rule and their paired difference in one cell (None when the cell has no set rule)."""
+    if pd.isna(run.get(DIFF, np.nan)):
+        return None
+    prefix, sets = best_of_kind(run, "is_best_prefix_rule"), best_of_kind(run, "is_best_set_rule")
+    verified = "verified_success" if pd.notna(run.get(f"m:{prefix}/verified_success", np.nan)) else "success"
+    row = {"best prefix rule": prefix, "prefix payoff": run[f"m:{prefix}/payoff_mean"],
+           "prefix tools": run[f"m:{prefix}/n_exposed"], f"prefix {verified}": run[f"m:{prefix}/{verified}"],
+           "best set rule": sets, "set payoff": run[f"m:{sets}/payoff_mean"], "set tools": run[f"m:{sets}/n_exposed"],
+           f"set {verified}": run[f"m:{sets}/{verified}"],
+           "set minus prefix": f"{run[DIFF]:+.3f} [{run[DIFF + '_ci_low']:+.3f}, {run[DIFF + '_ci_high']:+.3f}]"}
+    for oracle in ("best_prefix", "oracle_set"):
+        row[oracle] = run.get(f"m:{oracle}/payoff_mean", np.nan)
+    row["degenerate"] = is_degenerate(run)
+    return row
+
+
+def a27(evidence: Evidence, main: dict) -> list[Report | Figure]:
+    """The A27 table (main cells and the other domains) and the heatmap over the lambda x d grid."""
+    rows, marks = {}, {}
+    for _, run in evidence.main.iterrows():
+        row = kinds_row(run)
+        if row is not None and run["p:folds.protocol"] == "kfold":
+            label = f"{run['p:domain.name']}/{run['p:scorer.label']} (main cell)"
+            rows[label], marks[label] = row, run[DIFF + "_ci_low"] > 0 or run[DIFF + "_ci_high"] < 0
+    domains = evidence.domains
+    for _, run in (domains[domains["p:payoff"] == "exact"] if not domains.empty else domains).iterrows():
+        row = kinds_row(run)
+        if row is not None:
+            label = f"{run['p:domain.name']}/{run['p:scorer.label']}"
+            rows[label], marks[label] = row, run[DIFF + "_ci_low"] > 0 or run[DIFF + "_ci_high"] < 0
+    if not rows:
+        raise LookupError("a27: no FINISHED main-cell run with set rules in the store; run `experiment=table2` "
+                          "(and a22, a18) first")
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "cell"
+    mark = pd.DataFrame(False, index=frame.index, columns=frame.columns)
+    mark["set minus prefix"] = pd.Series(marks)
+    kinds = ", ".join(m for m in CARDS if not CARDS[m].picks_prefix and CARDS[m].family != "oracle")
+    note = (f"Per cell, the deployable prefix rule and the deployable set rule ({kinds}) of highest mean payoff "
+            "(each picked on the cell's own tasks, as the best baseline is), their tools exposed and success "
+            "(verified where the domain has execution-verified sufficiency), and set minus prefix with its "
+            "paired-bootstrap 95% CI († where it excludes 0); best_prefix (the clairvoyant depth) and oracle_set "
+            f"(A = G_x) bound the two kinds. Decisions: {protocol_note(evidence.main.iloc[-1])}.")
+    out: list[Report | Figure] = [Report("a27", "A27: the best set rule against the best prefix rule", frame,
+                                         marks=mark, note=note)]
+    for _, run in evidence.main.iterrows():
+        if run["p:folds.protocol"] != "kfold" or pd.isna(run.get(DIFF, np.nan)):
+            continue
+        points = pd.DataFrame.from_dict({m: {k: run[f"m:{m}/{k}"] for k in ("payoff_mean", "payoff_ci_low",
+                                                                             "payoff_ci_high", "n_exposed")}
+                                         for m in methods_of(run)}, orient="index")
+        out.append(Figure(f"a27_payoff_vs_tools_{run['p:scorer.label']}.png", payoff_vs_tools_png(
+            points, f"{main['domain']}/{run['p:scorer.label']}: lambda = {main['lam']}, d = {main['d']}: "
+                    "prefix rules, set rules and oracles")))
+    grid = evidence.grid
+    if not grid.empty and DIFF in grid and grid[DIFF].notna().any():
+        sel = grid[grid[DIFF].notna()]
+        long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "diff": sel[DIFF], "lo": sel[DIFF + "_ci_low"],
+                             "hi": sel[DIFF + "_ci_high"],
+                             "degenerate": [is_degenerate(r) for _, r in sel.iterrows()]})
+        long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate
+        out.append(Figure("a27_heatmap.png", heatmap_png(
+            long, f"A27: {main['domain']} lambda x d grid, best set rule minus best prefix rule",
+            "best set rule minus best prefix rule (> 0 favours a set)")))
+    return out
+
+
+TABLE = TableSpec("a27", ("table2", "a18", "a22", "a27"), a27)

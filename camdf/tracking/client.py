@@ -26,7 +26,9 @@ import pandas as pd
 
 from camdf.common.machine import numeric_environment
 from camdf.tracking.claims import CLAIM_POLL, CLAIM_TIMEOUT, Claim, ClaimsMixin, _Heartbeat, owner_alive, owner_tags
-from camdf.tracking.locations import default_artifact_root, portable, relocate_store, store_init_lock
+from camdf.tracking.locations import (
+    check_store_file, default_artifact_root, portable, relocate_store, store_init_lock,
+)
 from camdf.tracking.probe import connect
 from camdf.tracking.runs import CELL_KEY, is_cell
 
@@ -61,6 +63,7 @@ class Tracker(ClaimsMixin):
         artifact_root = artifact_root or default_artifact_root(uri)
         self.claim_timeout = float(claim_timeout or os.environ.get("CAMDF_CLAIM_TIMEOUT") or CLAIM_TIMEOUT)
         self.claim_poll = float(claim_poll or CLAIM_POLL)
+        check_store_file(uri)  # a 0-byte or corrupt SQLite file: one line naming it, not an empty store
         with store_init_lock(uri):
             self.client = connect(uri)  # raises TrackingUnreachable when a tracking server does not answer
             relocate_store(uri)
@@ -265,4 +268,5 @@ def store_has_experiment(uri: str, experiment: str) -> bool:
     """
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
         return False
+    check_store_file(uri)
     return connect(uri).get_experiment_by_name(experiment) is not None

@@ -25,7 +25,7 @@ def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "train")
     tracker = open_tracker(resolved)
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
-    uri, info = train_policy(resolved, paths, tracker, Path(cfg.paths.root_dir))
+    uri, info = train_policy(resolved, paths, tracker, Path(cfg.paths.root_dir), unresolved=cfg)
     if "comparison" in info:
         table = info["comparison"][["payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed", "success"]]
         print("out-of-fold comparison at the cell (mean over tasks and repeats):")

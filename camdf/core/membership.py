@@ -30,6 +30,10 @@ def round_proba(p):
     return np.round(p, PROBA_DECIMALS)
 
 
+#: The ranker-signal columns of the design, in order (the identity one-hot columns follow them).
+_SIGNAL_COLUMNS = ("normalised_score", "score", "relative_position", "reciprocal_rank", "log_catalog_size")
+
+
 def _signal(inst: Instances, valid: np.ndarray) -> list[np.ndarray]:
     """The ranker-signal columns of the design, each (T, N): normalised score, raw score,
     relative position, reciprocal rank, log catalog size."""
@@ -119,6 +123,42 @@ class MembershipModel:
             cached = self._numbers = {"coef": coef, "base_rate": float(self.base_rate_),
                                       "intercept": 0.0 if self.model_ is None else float(self.model_.intercept_[0])}
         return cached
+
+    def to_numbers(self) -> dict:
+        """The fitted model as JSON-ready numbers: :meth:`numbers` plus ``C`` and ``n_vocab``
+        (:meth:`from_numbers` reads them back; its probabilities are then bit for bit these)."""
+        return {**self.numbers(), "C": float(self.C), "n_vocab": int(self.n_vocab_)}
+
+    @classmethod
+    def from_numbers(cls, numbers: dict) -> "MembershipModel":
+        """The fitted model of :meth:`to_numbers` (plain coefficients: nothing is unpickled).
+
+        Raises ValueError naming the field when the numbers do not describe a model of
+        ``n_vocab`` tool-identity columns.
+        """
+        model = cls(C=float(numbers.get("C", 1.0)))
+        model.n_vocab_ = int(numbers["n_vocab"])
+        model.base_rate_ = float(numbers["base_rate"])
+        coef = numbers["coef"]
+        if coef is None:
+            model.model_ = None
+            return model
+        coef = np.asarray(coef, dtype=float)
+        n_signal = len(_SIGNAL_COLUMNS)
+        if coef.ndim != 1 or len(coef) != n_signal + model.n_vocab_ or model.n_vocab_ < 0:
+            raise ValueError(f"membership.coef: expected {n_signal} + n_vocab ({model.n_vocab_}) numbers, "
+                             f"got shape {coef.shape}")
+        from sklearn.linear_model import LogisticRegression
+
+        # The estimator's learned attributes, set as fit would: predict_proba of either reads only these.
+        lr = LogisticRegression(C=model.C, max_iter=2000, solver="lbfgs")
+        lr.coef_ = coef[None, :]
+        lr.intercept_ = np.array([float(numbers["intercept"])])
+        lr.classes_ = np.array([0, 1])
+        lr.n_features_in_ = len(coef)
+        lr.n_iter_ = np.array([0], dtype=np.int32)
+        model.model_ = lr
+        return model
 
 
 def membership_task(numbers: dict, z: list[float], scores: list[float], ids: list[int]) -> list[float]:

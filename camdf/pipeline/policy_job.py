@@ -43,7 +43,7 @@ def compare_candidates(cfg: dict[str, Any], paths: Paths, candidates: list[str])
     return pd.read_csv(io.BytesIO(artifacts["summary.csv"]), index_col="method")
 
 
-def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tuple[str, dict]:
+def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresolved: Any = None) -> tuple[str, dict]:
     """Fit the run-time stopper on every task of the cell, log it as an MLflow model and register it.
 
     With ``policy.method: auto`` each of ``policy.candidates`` is first evaluated out of fold
@@ -55,7 +55,11 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     The candidates may be prefix and set rules alike. The run also records the policy's decision for
     every task (``decisions.parquet``: its depth, null for a set rule, and its exposed tools)
     and the matching run-time requests (``requests.jsonl``), so a loaded policy can be
-    checked against what the pipeline decided.
+    checked against what the pipeline decided. It is held with a heartbeat
+    (:meth:`~camdf.tracking.client.Tracker.kind_run`): it ends FAILED on an error, KILLED on
+    Ctrl-C, and a run left RUNNING by a killed train stage is ended by the next one. Its params
+    are the cell's (:func:`~camdf.pipeline.cell_job.cell_params`: values taken from the
+    environment redacted, given ``unresolved``, the config before interpolation).
 
     Returns
     -------
@@ -69,8 +73,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     import mlflow
 
     from camdf.runtime import StopPolicy, log_policy
-    from camdf.pipeline.cell_job import cell_tags
-    from camdf.pipeline.provenance import flatten, git_commit
+    from camdf.pipeline.cell_job import cell_params, cell_tags
+    from camdf.pipeline.provenance import git_commit
     from camdf.tracking.locations import portable
 
     pol = cfg["policy"]
@@ -93,12 +97,11 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tupl
     mlflow.set_tracking_uri(tracker.uri)
     mlflow.set_registry_uri(tracker.uri)
     key = cell_key(cfg, paths.data_dir)
-    tags = portable({**cell_tags(cfg), "kind": "policy", "git_commit": git_commit(root), "cell_key": key,
-                     "policy_method": method}, tracker.roots)
+    tags = {**cell_tags(cfg), "git_commit": git_commit(root), "cell_key": key, "policy_method": method}
     name = pol.get("registered_name") or None
-    with mlflow.start_run(experiment_id=tracker.experiment_id, run_name=f"policy/{method}/{cell_name(cfg)}",
-                          tags=tags) as run:
-        mlflow.log_params(portable(flatten(cfg), tracker.roots))
+    with tracker.kind_run("policy", f"policy/{method}/{cell_name(cfg)}", tags) as held, \
+            mlflow.start_run(run_id=held.info.run_id) as run:
+        mlflow.log_params(portable(cell_params(cfg, unresolved), tracker.roots))
         uri = log_policy(policy, example=requests[0], registered_model_name=name)
         decisions = pd.DataFrame({"task_id": inst.task_ids,
                                   "depth": depth if depth is not None else pd.array([None] * inst.T, dtype="Int64"),

@@ -67,6 +67,37 @@ BASE_PARAMS = {
 }
 
 
+def _booster(model) -> lgb.Booster:
+    """The booster of a fitted LightGBM estimator, or the booster itself (a rule read back by ``from_numbers``)."""
+    return model if isinstance(model, lgb.Booster) else model.booster_
+
+
+def _booster_numbers(model) -> str | None:
+    """A fitted model in LightGBM's text model format (None: no booster)."""
+    return None if model is None else _booster(model).model_to_string()
+
+
+def _read_booster(text, field: str) -> lgb.Booster | None:
+    """The booster of :func:`_booster_numbers` (LightGBM parses its text format; nothing is unpickled)."""
+    if text is None:
+        return None
+    if not isinstance(text, str) or not text.startswith("tree\n"):
+        raise ValueError(f"{field}: expected LightGBM's text model format")
+    try:
+        return lgb.Booster(model_str=text)
+    except lgb.basic.LightGBMError as err:
+        raise ValueError(f"{field}: LightGBM cannot read the model: {str(err).strip()[:200]}") from None
+
+
+def _rule_params(cls, numbers: dict) -> dict:
+    """``numbers["params"]`` checked against ``cls``'s parameters (ValueError naming an unknown one)."""
+    params = dict(numbers["params"])
+    unknown = sorted(set(params) - set(cls._get_param_names()))
+    if unknown:
+        raise ValueError(f"params: {unknown} are not parameters of {cls.__name__}")
+    return params
+
+
 class _StateBooster(StoppingRule):
     """What the LightGBM rules share: their state features, design matrix and inner cross-validation."""
 
@@ -126,8 +157,9 @@ class CamDF(_StateBooster):
     ----------
     params_ : dict
         The grid candidate the model was fitted with.
-    model_ : lightgbm.LGBMClassifier, lightgbm.LGBMRegressor or ("constant", bool)
-        The fitted model, or the constant decision when the training states have one class.
+    model_ : lightgbm.LGBMClassifier, lightgbm.LGBMRegressor, lightgbm.Booster or ("constant", bool)
+        The fitted model (its booster when read back by :meth:`from_numbers`), or the constant
+        decision when the training states have one class.
     """
 
     def __init__(
@@ -180,7 +212,7 @@ class CamDF(_StateBooster):
         threads = 1
         if len(X) >= PARALLEL_ROWS:
             threads = (os.cpu_count() or 1) if self.predict_jobs == -1 else max(1, self.predict_jobs)
-        return model.booster_.predict(X, raw_score=True, num_threads=threads) >= 0
+        return _booster(model).predict(X, raw_score=True, num_threads=threads) >= 0
 
     def decide_task(self, task: OneTask) -> int:
         """:meth:`decide` for one ranked task in plain Python and one model call (the run-time fast path)."""
@@ -199,6 +231,28 @@ class CamDF(_StateBooster):
     def tuned_parameters(self) -> dict[str, object]:
         check_is_fitted(self)
         return {"params": self.params_}
+
+    def to_numbers(self) -> dict:
+        """The fitted rule as JSON-ready data: its parameters, the chosen grid candidate and the booster in
+        LightGBM's text model format (or the constant decision); :meth:`from_numbers` reads it back."""
+        check_is_fitted(self)
+        constant = isinstance(self.model_, tuple)
+        return {"params": self.get_params(), "chosen": dict(self.params_),
+                "constant": bool(self.model_[1]) if constant else None,
+                "booster": None if constant else _booster_numbers(self.model_)}
+
+    @classmethod
+    def from_numbers(cls, numbers: dict) -> "CamDF":
+        """The fitted rule of :meth:`to_numbers`: the same decisions (the booster's own text format)."""
+        rule = cls(**_rule_params(cls, numbers))
+        rule.params_ = dict(numbers["chosen"])
+        if numbers.get("constant") is not None:
+            rule.model_ = ("constant", bool(numbers["constant"]))
+        else:
+            rule.model_ = _read_booster(numbers["booster"], "rule.booster")
+            if rule.model_ is None:
+                raise ValueError("rule.booster: a CamDF rule needs a booster or a constant decision")
+        return rule
 
     def stop_matrix(self, batch: StateBatch) -> np.ndarray:
         check_is_fitted(self)
@@ -272,6 +326,45 @@ class CamDFLite(StoppingRule):
     def feature_names(self) -> tuple[str, ...]:
         return tuple(self.features)
 
+    def to_numbers(self) -> dict:
+        """The fitted rule as plain coefficients: the scaler's means and scales, the logistic model's
+        coefficients and intercept (None, with ``constant``, for a one-class fit)."""
+        check_is_fitted(self)
+        params = self.get_params()
+        return {"params": {**params, "features": list(params["features"])},
+                "mean": self.scaler_.mean_.tolist(), "scale": self.scaler_.scale_.tolist(),
+                "coef": None if self.model_ is None else self.model_.coef_[0].tolist(),
+                "intercept": None if self.model_ is None else float(self.model_.intercept_[0]),
+                "constant": bool(self.constant_) if self.model_ is None else None}
+
+    @classmethod
+    def from_numbers(cls, numbers: dict) -> "CamDFLite":
+        """The fitted rule of :meth:`to_numbers`, deciding with the same arithmetic (ValueError on a shape
+        that does not match its features)."""
+        params = _rule_params(cls, numbers)
+        params["features"] = tuple(params.get("features", LITE_FEATURES))
+        rule = cls(**params)
+        k = len(rule.features)
+        mean, scale = np.asarray(numbers["mean"], dtype=float), np.asarray(numbers["scale"], dtype=float)
+        if mean.shape != (k,) or scale.shape != (k,):
+            raise ValueError(f"rule.mean, rule.scale: expected {k} numbers each (one per feature)")
+        rule.scaler_ = StandardScaler()
+        rule.scaler_.mean_, rule.scaler_.scale_, rule.scaler_.var_ = mean, scale, scale ** 2
+        rule.scaler_.n_features_in_ = k
+        if numbers["coef"] is None:
+            rule.model_ = None
+            rule.constant_ = bool(numbers["constant"])
+            coef, intercept = np.zeros(k), np.inf if rule.constant_ else -np.inf
+        else:
+            coef, intercept = np.asarray(numbers["coef"], dtype=float), float(numbers["intercept"])
+            if coef.shape != (k,):
+                raise ValueError(f"rule.coef: expected {k} numbers (one per feature), got shape {coef.shape}")
+            rule.model_ = LogisticRegression(C=rule.C, max_iter=5000)
+            rule.model_.coef_, rule.model_.intercept_ = coef[None, :], np.array([intercept])
+            rule.model_.classes_, rule.model_.n_features_in_ = np.array([0, 1]), k
+        rule.coefficients_ = pd.Series([*coef, intercept], index=[*rule.features, "intercept"], name="coefficient")
+        return rule
+
     def coefficients(self) -> pd.Series:
         check_is_fitted(self)
         return self.coefficients_
@@ -338,8 +431,9 @@ class CamDFArgmax(_StateBooster):
     params_ : dict
     coverage_ : float
         The training list coverage q of the plug-in estimate.
-    model_ : lightgbm.LGBMRegressor or None
-        None when the chosen candidate is the plug-in estimate alone.
+    model_ : lightgbm.LGBMRegressor, lightgbm.Booster or None
+        None when the chosen candidate is the plug-in estimate alone (a booster when read back by
+        :meth:`from_numbers`).
     """
 
     def __init__(self, features=None, tool_identity: bool = False, base_margin: bool = True, grid=ARGMAX_GRID,
@@ -374,7 +468,7 @@ class CamDFArgmax(_StateBooster):
         rel = self._margin(batch, coverage)
         if model is not None:
             rel = rel.copy()
-            rel[inst.valid] += model.booster_.predict(self._matrix(batch), raw_score=True, num_threads=1)
+            rel[inst.valid] += _booster(model).predict(self._matrix(batch), raw_score=True, num_threads=1)
         if not self.base_margin and model is None:
             return inst.n.copy()  # nothing learnt: every relative payoff is 0, the reference (full) wins ties
         value = np.concatenate([np.where(inst.valid, rel, -np.inf), np.full((inst.T, 1), -np.inf)], axis=1)
@@ -397,6 +491,22 @@ class CamDFArgmax(_StateBooster):
     def _depths(self, batch: StateBatch) -> np.ndarray:
         check_is_fitted(self)
         return self._argmax_depths(self.model_, batch, self.coverage_)
+
+    def to_numbers(self) -> dict:
+        """The fitted rule as JSON-ready data: parameters, chosen candidate, list coverage and the booster in
+        LightGBM's text model format (None: the plug-in estimate alone)."""
+        check_is_fitted(self)
+        return {"params": self.get_params(), "chosen": dict(self.params_), "coverage": float(self.coverage_),
+                "booster": _booster_numbers(self.model_)}
+
+    @classmethod
+    def from_numbers(cls, numbers: dict) -> "CamDFArgmax":
+        """The fitted rule of :meth:`to_numbers`: the same decisions."""
+        rule = cls(**_rule_params(cls, numbers))
+        rule.params_ = dict(numbers["chosen"])
+        rule.coverage_ = float(numbers["coverage"])
+        rule.model_ = _read_booster(numbers["booster"], "rule.booster")
+        return rule
 
     def tuned_parameters(self) -> dict[str, object]:
         check_is_fitted(self)

@@ -134,9 +134,25 @@ class CamDFRisk(StoppingRule):
     def to_numbers(self) -> dict[str, Any]:
         """The fitted rule as JSON-ready numbers (:class:`camdf.policies.plain.PortableRisk` reads them back)."""
         check_is_fitted(self)
-        return {"membership": self.membership_.numbers(), "threshold": float(self.threshold_),
-                "calibration_scores": [float(x) for x in self.scores_],
-                "tie_seed": int(self.random_state)}
+        return {"params": self.get_params(), "membership": self.membership_.to_numbers(),
+                "threshold": float(self.threshold_), "calibration_scores": [float(x) for x in self.scores_],
+                "list_miss": float(self.list_miss_), "tie_seed": int(self.random_state)}
+
+    @classmethod
+    def from_numbers(cls, numbers: dict[str, Any]) -> "CamDFRisk":
+        """The fitted rule of :meth:`to_numbers` (its membership model's plain coefficients): the same decisions."""
+        params = dict(numbers["params"])
+        unknown = sorted(set(params) - set(cls._get_param_names()))
+        if unknown or not params.get("split", True):
+            raise ValueError(f"rule.params: expected the parameters of a split CamDFRisk, got {sorted(params)}")
+        rule = cls(**params)
+        rule.membership_ = MembershipModel.from_numbers(numbers["membership"])
+        rule.scores_ = np.sort(np.asarray(numbers["calibration_scores"], dtype=float))
+        if rule.scores_.ndim != 1:
+            raise ValueError("rule.calibration_scores: expected a list of numbers")
+        rule.threshold_ = float(numbers["threshold"])
+        rule.list_miss_ = float(numbers.get("list_miss", np.isneginf(rule.scores_).mean()))
+        return rule
 
     def _depths(self, batch: StateBatch, alpha: float | None = None) -> np.ndarray:
         check_is_fitted(self)

@@ -93,12 +93,13 @@ class Report:
     def to_csv(self) -> str:
         return self.frame.to_csv(float_format=f"%.{max(self.digits, 6)}g", lineterminator="\n")
 
+    def files(self) -> dict[str, str]:
+        """The table's files by name: ``<name>.md``, ``<name>.csv`` and ``<name>.tex``."""
+        return {f"{self.name}.md": self.to_markdown(), f"{self.name}.csv": self.to_csv(),
+                f"{self.name}.tex": self.to_latex()}
+
     def write(self, folder: str | Path) -> list[Path]:
-        """Write ``<name>.md``, ``<name>.csv`` and ``<name>.tex`` into ``folder``."""
+        """Write :meth:`files` into ``folder``, each atomically (a set of tables: :func:`camdf.reporting.build.write_set`)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        out = []
-        for ext, text in (("md", self.to_markdown()), ("csv", self.to_csv()), ("tex", self.to_latex())):
-            path = folder / f"{self.name}.{ext}"
-            out.append(write_atomic(path, text))
-        return out
+        return [write_atomic(folder / name, text) for name, text in self.files().items()]

@@ -1,11 +1,11 @@
 """A shipped stopper without scikit-learn: one request decided from the rule's portable numbers.
 
-Loading a :class:`camdf.runtime.StopPolicy` unpickles scikit-learn estimators, and importing
+Loading a full :class:`camdf.runtime.StopPolicy` rebuilds scikit-learn estimators, and importing
 scikit-learn takes about 2 s on a small machine: more than a shell call to ``camdf select``
 should. A rule with a portable form (``to_numbers()``; today camdf_risk: the membership
 model's coefficients, the conformal threshold and the calibration scores) decides one request
-from a handful of numbers. :func:`lean_numbers` writes them beside the pickled policy when the
-model is logged (``artifacts/lean.json``); :class:`LeanPolicy` rebuilds the rule with its
+from a handful of numbers. :func:`lean_numbers` writes them beside the full policy's numbers
+(:mod:`camdf.runtime.portable`) when the model is logged (``artifacts/lean.json``); :class:`LeanPolicy` rebuilds the rule with its
 card's portable class (``from_numbers``) and decides a single request of up to
 :data:`~camdf.runtime.requests.SHORT_RANKING` tools through the same front door
 (:class:`~camdf.runtime.door.FrontDoor`) and the same one-task arithmetic as the full policy,
@@ -34,8 +34,9 @@ def lean_numbers(policy) -> dict | None:
     """The JSON-ready numbers of a fitted :class:`~camdf.runtime.StopPolicy` whose rule has a portable form
     (``to_numbers``), else None."""
     rule = policy.rule_
-    if not hasattr(rule, "to_numbers"):
-        return None
+    known = CARDS.get(policy.method)
+    if known is None or known.portable is None or not hasattr(rule, "to_numbers"):
+        return None  # no class of the card reads the numbers without scikit-learn
     return {"format": FORMAT, "method": policy.method, "kind": policy.kind, "lam": float(policy.lam),
             "dials": list(rule.dials), "vocab": list(policy.vocab_),
             "costs": {k: float(v) for k, v in policy.costs_.items()}, "rule": rule.to_numbers()}

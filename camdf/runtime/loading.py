@@ -2,13 +2,14 @@
 
 :func:`load_policy` reads a local model (a folder, or a ``models:/`` URI in a SQLite
 store whose artifacts are local files) without importing MLflow, so that ``camdf
-select`` starts in about a second; every other URI goes through MLflow.
+select`` starts in about a second; every other URI is downloaded through MLflow and read the
+same way. Nothing is unpickled: the policy is read from its JSON numbers
+(:mod:`camdf.runtime.portable`), and an artifact path leading out of the model folder is refused.
 """
 
 from __future__ import annotations
 
 import os
-import pickle
 from pathlib import Path
 
 #: The shipped policy's registered name and alias (the train stage registers it): ``models:/camdf-stopper@champion``.
@@ -80,9 +81,30 @@ def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> Path:
     return folder
 
 
+def _artifact(folder: Path, artifacts: dict, name: str, uri: str, mlmodel: Path) -> Path | None:
+    """The file of artifact ``name`` that ``MLmodel`` names, inside ``folder`` (None when it names none).
+
+    A path that leads outside the model folder (``..``, an absolute path, a link out of it) is refused:
+    a model folder is read as data, and only its own files."""
+    entry = artifacts.get(name)
+    if entry is None:
+        return None
+    rel = entry.get("path") if isinstance(entry, dict) else None
+    if not isinstance(rel, str) or not rel:
+        raise ValueError(f"policy: cannot load {uri!r}: {mlmodel}: artifact {name!r} names no path")
+    root = folder.resolve()
+    path = (folder / rel).resolve()
+    if not path.is_relative_to(root) or path == root:
+        raise ValueError(f"policy: cannot load {uri!r}: {mlmodel}: artifact {name!r} path {rel!r} leads outside "
+                         "the model folder")
+    return path
+
+
 def _read_policy(folder: Path, uri: str, lean: bool = False):
-    """The StopPolicy of a local model folder (its ``MLmodel`` names the pickled policy); with ``lean``,
-    the :class:`~camdf.runtime.lean.LeanPolicy` of its ``lean.json`` when it has one."""
+    """The StopPolicy of a local model folder (its ``MLmodel`` names the policy's numbers, ``policy.json``);
+    with ``lean``, the :class:`~camdf.runtime.lean.LeanPolicy` of its ``lean.json`` when it has one.
+
+    Only JSON is read (:mod:`camdf.runtime.portable`): a pickle in the folder is refused, never loaded."""
     import yaml
 
     mlmodel = folder / "MLmodel"
@@ -91,25 +113,29 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
     try:
         meta = yaml.safe_load(mlmodel.read_text(encoding="utf-8"))
         artifacts = meta["flavors"]["python_function"]["artifacts"]
-        rel = artifacts["policy"]["path"]
+        if not isinstance(artifacts, dict) or "policy" not in artifacts:
+            raise KeyError("policy")
     except (yaml.YAMLError, KeyError, TypeError, UnicodeDecodeError):
         raise ValueError(f"policy: cannot load {uri!r}: {mlmodel} does not describe a camdf policy model") from None
-    if lean and isinstance(artifacts.get("lean"), dict) and "path" in artifacts["lean"]:
+    from camdf.runtime.portable import POLICY_ARTIFACT
+
+    path = _artifact(folder, artifacts, POLICY_ARTIFACT, uri, mlmodel)
+    lean_path = _artifact(folder, artifacts, "lean", uri, mlmodel) if lean else None
+    if lean_path is not None:
         from camdf.runtime.lean import LeanPolicy
 
-        found = LeanPolicy.read(folder / artifacts["lean"]["path"], full=lambda: _read_policy(folder, uri))
+        found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri))
         if found is not None:
             return found
-    try:
-        policy = pickle.loads((folder / rel).read_bytes())
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
-        raise ValueError(f"policy: cannot load {uri!r}: {folder / rel}: {type(err).__name__}: {err}") from None
-    from camdf.runtime.policy import StopPolicy
+    if path.suffix == ".pkl":
+        raise ValueError(f"policy: cannot load {uri!r}: {path} is a pickle (a model logged by an older camdf); "
+                         "camdf never unpickles a model: log it again with `python -m pipelines.train`")
+    from camdf.runtime.portable import read_policy
 
-    if not isinstance(policy, StopPolicy):
-        raise ValueError(f"policy: cannot load {uri!r}: {folder / rel} holds a {type(policy).__name__}, "
-                         "not a StopPolicy")
-    return policy
+    try:
+        return read_policy(path)
+    except ValueError as err:
+        raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
 
 
 def load_policy(uri: str = CHAMPION_URI, lean: bool = False):
@@ -143,19 +169,30 @@ def load_policy(uri: str = CHAMPION_URI, lean: bool = False):
 
 
 def _load_with_mlflow(uri: str, tracking: str | None, where: str, hint: str):
-    import mlflow.pyfunc
+    """The policy of a URI only MLflow resolves (a remote store, ``models:/name/latest``): its files are
+    downloaded into a temporary folder and read as a local folder is (MLflow loads no model object)."""
+    import tempfile
 
-    from camdf.runtime.policy import StopPolicy
+    import mlflow
+    import mlflow.artifacts
 
     if tracking is not None:
         mlflow.set_tracking_uri(tracking)
         mlflow.set_registry_uri(tracking)
-    try:
-        policy = getattr(mlflow.pyfunc.load_model(uri).unwrap_python_model(), "policy", None)
-    except Exception as err:  # noqa: BLE001  the boundary: whatever MLflow raises, the URI is what is wrong
-        text = str(err).strip()
-        first = text.splitlines()[0] if text else type(err).__name__
-        raise ValueError(f"policy: cannot load {uri!r}{where}: {first}{hint}") from None
-    if not isinstance(policy, StopPolicy):
-        raise ValueError(f"policy: cannot load {uri!r}{where}: not a camdf policy model")
-    return policy
+    bar = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # one line on failure, no bars on success
+    with tempfile.TemporaryDirectory(prefix="camdf-policy-") as tmp:
+        try:
+            folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp))
+        except Exception as err:  # noqa: BLE001  the boundary: whatever MLflow raises, the URI is what is wrong
+            text = str(err).strip()
+            first = text.splitlines()[0] if text else type(err).__name__
+            raise ValueError(f"policy: cannot load {uri!r}{where}: {first}{hint}") from None
+        finally:
+            if bar is None:
+                os.environ.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
+            else:
+                os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = bar
+        if not (folder / "MLmodel").is_file():
+            raise ValueError(f"policy: cannot load {uri!r}{where}: not a camdf policy model")
+        return _read_policy(folder, uri)

@@ -1,8 +1,11 @@
-"""The pyfunc model class of a logged StopPolicy (imported only where MLflow is: logging, loading, serving)."""
+"""The pyfunc model class of a logged StopPolicy (imported only where MLflow is: logging, loading, serving).
+
+The model is logged from code (:mod:`camdf.runtime.served`), so MLflow pickles no instance of it;
+:meth:`StopPolicyModel.load_context` reads the policy from its JSON numbers
+(:mod:`camdf.runtime.portable`), never from a pickle.
+"""
 
 from __future__ import annotations
-
-import pickle
 
 import mlflow.pyfunc
 from mlflow.exceptions import MlflowException
@@ -70,8 +73,9 @@ class StopPolicyModel(mlflow.pyfunc.PythonModel):
     """
 
     def load_context(self, context):
-        with open(context.artifacts["policy"], "rb") as fh:
-            self.policy = pickle.load(fh)
+        from camdf.runtime.portable import POLICY_ARTIFACT, read_policy
+
+        self.policy = read_policy(context.artifacts[POLICY_ARTIFACT])
         guard_scoring_server()
 
     def predict(self, context, model_input, params=None):

@@ -1,17 +1,17 @@
 """Log a fitted StopPolicy as an MLflow pyfunc model, with the camdf wheel its requirements install.
 
-The model carries the typed signature (:mod:`camdf.runtime.signature`), the pickled policy,
-the lean numbers of a rule with a portable form (:mod:`camdf.runtime.lean`) and the
-checkout's camdf built as a wheel (``artifacts/camdf-<version>-py3-none-any.whl``), named by
+The model carries the typed signature (:mod:`camdf.runtime.signature`), the policy as JSON
+numbers (``artifacts/policy.json``, :mod:`camdf.runtime.portable`), the lean numbers of a rule
+with a lean form (:mod:`camdf.runtime.lean`) and the checkout's camdf built as a wheel (``artifacts/camdf-<version>-py3-none-any.whl``), named by
 that relative path in ``requirements.txt``, which MLflow's environment managers install from
-the model's folder.
+the model's folder. It is logged from code (:mod:`camdf.runtime.served`): nothing of camdf's is
+pickled into it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -19,6 +19,10 @@ import tempfile
 from pathlib import Path
 
 from camdf.runtime.signature import INPUT_COLUMNS, signature
+
+#: The models-from-code file MLflow copies into a logged model and runs on load (not imported here: it sets
+#: MLflow's current model as it runs).
+SERVED = Path(__file__).with_name("served.py")
 
 def build_wheel(dst: Path) -> Path:
     """Build the checkout's camdf as a wheel into ``dst`` and return its path.
@@ -76,17 +80,16 @@ def log_policy(policy, name: str = "policy", example: dict | None = None,
 
 
 def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_model_name: str | None) -> str:
-    import cloudpickle
     import mlflow
     import pandas as pd
 
     from camdf.runtime.lean import LEAN_ARTIFACT, lean_numbers
-    from camdf.runtime.model import StopPolicyModel
 
-    path = Path(tmp, "policy.pkl")
-    path.write_bytes(pickle.dumps(policy))
+    from camdf.runtime.portable import POLICY_ARTIFACT, POLICY_FILE, write_policy
+
+    path = write_policy(policy, Path(tmp, POLICY_FILE))  # data, not a pickle: refused before anything is logged
     wheel = build_wheel(Path(tmp, "wheel"))
-    artifacts = {"policy": str(path), "wheel": str(wheel)}
+    artifacts = {POLICY_ARTIFACT: str(path), "wheel": str(wheel)}
     lean = lean_numbers(policy)
     if lean is not None:  # what camdf select reads without scikit-learn (camdf.runtime.lean)
         artifacts[LEAN_ARTIFACT] = str(Path(tmp, "lean.json"))
@@ -95,11 +98,11 @@ def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_mo
     if example is not None:
         frame = pd.DataFrame([{k: example[k] for k in INPUT_COLUMNS if example.get(k) is not None}])
     info = mlflow.pyfunc.log_model(
-        name=name, python_model=StopPolicyModel(), artifacts=artifacts,
+        # Models from code: MLflow copies served.py and runs it on load, pickling no instance of ours.
+        name=name, python_model=str(SERVED), artifacts=artifacts,
         signature=signature(policy), input_example=frame, registered_model_name=registered_model_name,
         # MLflow's environment managers install these from the model's folder, where the wheel is.
-        pip_requirements=[f"mlflow=={mlflow.__version__}", f"cloudpickle=={cloudpickle.__version__}",
-                          f"artifacts/{wheel.name}"],
+        pip_requirements=[f"mlflow=={mlflow.__version__}", f"artifacts/{wheel.name}"],
     )
     return info.model_uri
 

@@ -89,12 +89,30 @@ def _node() -> str:
     return "|".join(parts)
 
 
-class _Heartbeat(threading.Thread):
-    """Refreshes ``claim.heartbeat`` of a run every ``every`` seconds until stopped."""
+def owner_tags(prefix: str) -> dict[str, str]:
+    """Who holds a run, as tags ``<prefix>.host``, ``.node``, ``.pid``, ``.pid_start`` and ``.heartbeat`` (now)."""
+    return {f"{prefix}.host": socket.gethostname(), f"{prefix}.node": _node(), f"{prefix}.pid": str(os.getpid()),
+            f"{prefix}.pid_start": _proc_start(os.getpid()) or "", f"{prefix}.heartbeat": f"{time.time():.3f}"}
 
-    def __init__(self, uri: str, run_id: str, every: float):
+
+def owner_alive(tags: dict[str, str], prefix: str, timeout: float, now: float) -> bool:
+    """Whether the holder named by :func:`owner_tags` may still be at work: its heartbeat is younger than
+    ``timeout`` and, when it ran on this machine, its process still exists (the same one, not a reused pid)."""
+    if now - float(tags.get(f"{prefix}.heartbeat", 0)) > timeout:
+        return False
+    if tags.get(f"{prefix}.node") == _node():
+        start = _proc_start(int(tags.get(f"{prefix}.pid", -1)))
+        if start is None or (start and tags.get(f"{prefix}.pid_start") and start != tags[f"{prefix}.pid_start"]):
+            return False  # the process is gone, or its pid now belongs to another one
+    return True
+
+
+class _Heartbeat(threading.Thread):
+    """Refreshes the tag ``<prefix>.heartbeat`` of a run every ``every`` seconds until stopped."""
+
+    def __init__(self, uri: str, run_id: str, every: float, prefix: str = "claim"):
         super().__init__(name=f"camdf-heartbeat-{run_id[:8]}", daemon=True)
-        self.uri, self.run_id, self.every = uri, run_id, every
+        self.uri, self.run_id, self.every, self.tag = uri, run_id, every, f"{prefix}.heartbeat"
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -103,7 +121,7 @@ class _Heartbeat(threading.Thread):
         client = mlflow.MlflowClient(tracking_uri=self.uri)
         while not self._halt.wait(self.every):
             try:
-                client.set_tag(self.run_id, "claim.heartbeat", f"{time.time():.3f}")
+                client.set_tag(self.run_id, self.tag, f"{time.time():.3f}")
             except Exception as exc:  # a missed beat only matters after the whole timeout
                 log.warning("heartbeat of run %s failed: %s", self.run_id, exc)
 
@@ -147,13 +165,7 @@ class ClaimsMixin:
         tags = run.data.tags
         if run.info.status != "RUNNING" or "claim.token" not in tags:
             return False
-        if now - float(tags.get("claim.heartbeat", 0)) > timeout:
-            return False
-        if tags.get("claim.node") == _node():
-            start = _proc_start(int(tags.get("claim.pid", -1)))
-            if start is None or (start and tags.get("claim.pid_start") and start != tags["claim.pid_start"]):
-                return False  # the process is gone, or its pid now belongs to another one
-        return True
+        return owner_alive(tags, "claim", timeout, now)
 
     def _withdraw(self, run_id: str) -> None:
         self.client.set_terminated(run_id, status="KILLED")
@@ -212,40 +224,54 @@ class ClaimsMixin:
                 CELL_KEY: key, **tags, **ident, "claim.token": uuid.uuid4().hex,
                 "claim.heartbeat": f"{beat:.3f}"})
             rid = run.info.run_id
-            seen = self._key_runs(key)
-            tickets = [int(r.data.tags["claim.ticket"]) for r in seen if "claim.ticket" in r.data.tags]
-            ticket = 1 + max(tickets, default=0)
-            self.client.set_tag(rid, "claim.ticket", str(ticket))
-            while True:
-                runs = self._key_runs(key)
-                done = [r for r in runs if r.info.status == "FINISHED"]
-                if done:
+            try:
+                outcome = self._contend(key, rid, beat, beat_every, timeout)
+            except BaseException:  # Ctrl-C (or a store error) while contending: the claim run ends KILLED
+                try:
                     self._withdraw(rid)
-                    return Claim(done[-1], won=False)
-                mine = next((r for r in runs if r.info.run_id == rid), None)
-                if mine is None or mine.info.status != "RUNNING":  # taken for dead by another worker
-                    break
-                now = time.time()
-                if now - beat > beat_every:
-                    beat = now
-                    self.client.set_tag(rid, "claim.heartbeat", f"{beat:.3f}")
-                others = [r for r in runs if r.info.run_id != rid and self._live(r, timeout, now)]
-                if any("claim.ticket" not in r.data.tags for r in others):
-                    time.sleep(0.05)  # someone is still drawing a ticket
-                    continue
-                rank = lambda r: (int(r.data.tags["claim.ticket"]), r.info.run_id)  # noqa: E731
-                winner = min([mine, *others], key=rank)
-                if winner is mine:
-                    live = {rid, *(r.info.run_id for r in others)}
-                    for r in runs:  # dead claims and unclaimed leftovers of killed workers
-                        if r.info.status == "RUNNING" and r.info.run_id not in live:
-                            self.client.set_tag(r.info.run_id, "claim.taken_over_by", rid)
-                            self.client.set_terminated(r.info.run_id, status="KILLED")
-                    heartbeat = _Heartbeat(self.uri, rid, beat_every)
-                    heartbeat.start()
-                    return Claim(mine, won=True, _heartbeat=heartbeat)
+                except Exception:  # noqa: BLE001  the store is gone too; a dead claim is taken over later
+                    pass
+                raise
+            if outcome is not None:
+                return outcome
+
+    def _contend(self, key: str, rid: str, beat: float, beat_every: float, timeout: float) -> Claim | None:
+        """Steps 2 and 3 of the protocol for this worker's claim run ``rid``: the claim's outcome, or None
+        to claim afresh (the winner failed or died, or this claim was taken for dead)."""
+        seen = self._key_runs(key)
+        tickets = [int(r.data.tags["claim.ticket"]) for r in seen if "claim.ticket" in r.data.tags]
+        ticket = 1 + max(tickets, default=0)
+        self.client.set_tag(rid, "claim.ticket", str(ticket))
+        while True:
+            runs = self._key_runs(key)
+            done = [r for r in runs if r.info.status == "FINISHED"]
+            if done:
                 self._withdraw(rid)
-                finished = self._await(winner.info.run_id, timeout)
-                if finished is not None:
-                    return Claim(finished, won=False)
-                break  # the winner failed or died: claim afresh
+                return Claim(done[-1], won=False)
+            mine = next((r for r in runs if r.info.run_id == rid), None)
+            if mine is None or mine.info.status != "RUNNING":  # taken for dead by another worker
+                return None
+            now = time.time()
+            if now - beat > beat_every:
+                beat = now
+                self.client.set_tag(rid, "claim.heartbeat", f"{beat:.3f}")
+            others = [r for r in runs if r.info.run_id != rid and self._live(r, timeout, now)]
+            if any("claim.ticket" not in r.data.tags for r in others):
+                time.sleep(0.05)  # someone is still drawing a ticket
+                continue
+            rank = lambda r: (int(r.data.tags["claim.ticket"]), r.info.run_id)  # noqa: E731
+            winner = min([mine, *others], key=rank)
+            if winner is mine:
+                live = {rid, *(r.info.run_id for r in others)}
+                for r in runs:  # dead claims and unclaimed leftovers of killed workers
+                    if r.info.status == "RUNNING" and r.info.run_id not in live:
+                        self.client.set_tag(r.info.run_id, "claim.taken_over_by", rid)
+                        self.client.set_terminated(r.info.run_id, status="KILLED")
+                heartbeat = _Heartbeat(self.uri, rid, beat_every)
+                heartbeat.start()
+                return Claim(mine, won=True, _heartbeat=heartbeat)
+            self._withdraw(rid)
+            finished = self._await(winner.info.run_id, timeout)
+            if finished is not None:
+                return Claim(finished, won=False)
+            return None  # the winner failed or died: claim afresh

@@ -3,14 +3,17 @@
 The default store is an embedded SQLite database under ``outputs/`` with artifacts
 beside it; ``MLFLOW_TRACKING_URI`` overrides it (a shared ``mlflow server``, say).
 A cell whose key already has a FINISHED run is skipped; a FAILED, KILLED or
-unfinished one is run again (claimed first: :mod:`camdf.tracking.claims`). The
-experiment is tagged as model development (:data:`EXPERIMENT_KIND`), so MLflow's UI opens
-on its runs. A cell run's tags say what it is (experiment, domain, scorer, ...); its
-bookkeeping goes to one artifact, :data:`PROVENANCE`: the machine's numeric environment
-(BLAS kernel and threads, numpy's CPU features:
-:func:`camdf.common.machine.numeric_environment`) and, once the run is FINISHED, the claim
-tags it was computed under (``claim.*``, which the claim protocol needs only while the run is
-RUNNING).
+unfinished one is run again (claimed first: :mod:`camdf.tracking.claims`). A run of
+another kind (a policy, a sweep, the tables) is held with a heartbeat too (``owner.*``
+tags): the next stage that opens a run of that kind ends the stale ones, whose holder
+died or went silent (KILLED, tagged ``stale.ended_by``), so a SIGKILLed stage leaves no
+RUNNING run behind for longer than that. The experiment is tagged as model development
+(:data:`EXPERIMENT_KIND`), so MLflow's UI opens on its runs. A cell run's tags say what
+it is (experiment, domain, scorer, ...); its bookkeeping goes to one artifact,
+:data:`PROVENANCE`: the machine's numeric environment (BLAS kernel and threads, numpy's CPU
+features: :func:`camdf.common.machine.numeric_environment`) and, once the run is FINISHED,
+the claim tags it was computed under (``claim.*``, which the claim protocol needs only
+while the run is RUNNING).
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ from typing import Iterator
 import pandas as pd
 
 from camdf.common.machine import numeric_environment
-from camdf.tracking.claims import CLAIM_POLL, CLAIM_TIMEOUT, Claim, ClaimsMixin
-from camdf.tracking.locations import default_artifact_root, portable, relocate_store, store_init_lock
+from camdf.tracking.claims import CLAIM_POLL, CLAIM_TIMEOUT, Claim, ClaimsMixin, _Heartbeat, owner_alive, owner_tags
+from camdf.tracking.locations import (
+    check_store_file, default_artifact_root, portable, relocate_store, store_init_lock,
+)
 from camdf.tracking.probe import connect
 from camdf.tracking.runs import CELL_KEY, is_cell
 
@@ -74,6 +79,7 @@ class Tracker(ClaimsMixin):
         artifact_root = artifact_root or default_artifact_root(uri)
         self.claim_timeout = float(claim_timeout or os.environ.get("CAMDF_CLAIM_TIMEOUT") or CLAIM_TIMEOUT)
         self.claim_poll = float(claim_poll or CLAIM_POLL)
+        check_store_file(uri)  # a 0-byte or corrupt SQLite file: one line naming it, not an empty store
         with store_init_lock(uri):
             self.client = connect(uri)  # raises TrackingUnreachable when a tracking server does not answer
             relocate_store(uri)
@@ -218,32 +224,72 @@ class Tracker(ClaimsMixin):
         """Set a run's description (the :data:`DESCRIPTION` tag the UI shows on its page)."""
         self.client.set_tag(run_id, DESCRIPTION, text[:5000])
 
+    def end_stale(self, kind: str, timeout: float | None = None) -> list[str]:
+        """End the stale RUNNING runs of ``kind``: KILLED, tagged ``stale.ended_by``; returns their ids.
+
+        A run is stale when its holder (``owner.*`` tags, :func:`~camdf.tracking.claims.owner_tags`)
+        is gone (this machine, no such process) or silent for ``timeout`` seconds (default
+        ``claim_timeout``); a run without an owner (logged by an older camdf) when it started more
+        than ``timeout`` ago. Cell runs are the claims' business (:mod:`camdf.tracking.claims`).
+        """
+        timeout = float(timeout or self.claim_timeout)
+        now = time.time()
+        ended = []
+        for run in self.runs(f"tags.kind = '{kind}'", status="RUNNING"):
+            tags = run.data.tags
+            if "owner.pid" in tags:
+                if owner_alive(tags, "owner", timeout, now):
+                    continue
+            elif now - run.info.start_time / 1000 <= timeout:
+                continue
+            rid = run.info.run_id
+            self.client.set_tag(rid, "stale.ended_by", f"pid {os.getpid()} at {time.strftime('%Y-%m-%dT%H:%M:%S')}")
+            self.client.set_terminated(rid, status="KILLED")
+            ended.append(rid)
+        if ended:
+            log.warning("ended %d stale %s run(s) whose stage was killed or went silent: %s", len(ended), kind,
+                        ", ".join(ended))
+        return ended
+
     def open_kind_run(self, kind: str, name: str, tags: dict[str, str], same: tuple[str, ...] = ()) -> str:
-        """The id of a RUNNING run of another ``kind`` (tables, sweep) that is updated, not duplicated: the
-        latest run of the kind whose tags ``same`` equal ``tags``'s is reopened, else one is created."""
+        """The id of a RUNNING run of another ``kind`` (a policy, tables, a sweep), held with a heartbeat until
+        :meth:`close_kind_run`; stale runs of the kind are ended first (:meth:`end_stale`).
+
+        With ``same``, the latest run of the kind whose tags ``same`` equal ``tags``'s is reopened
+        (updated, not duplicated), else one is created."""
         from mlflow.entities import RunTag
 
+        self.end_stale(kind)
         tags = portable({**tags, "kind": kind}, self.roots)
         clauses = [f"tags.kind = '{kind}'", *(f"tags.`{k}` = '{tags[k]}'" for k in same)]
         found = self.runs(" and ".join(clauses), status=None) if same else []
+        owner = owner_tags("owner")
         if not found:
-            return self.client.create_run(self.experiment_id, run_name=name, tags=tags).info.run_id
-        rid = found[-1].info.run_id
-        self.client.update_run(rid, status="RUNNING", name=name)
-        self.client.log_batch(rid, tags=[RunTag(k, v) for k, v in tags.items()])
+            rid = self.client.create_run(self.experiment_id, run_name=name, tags={**tags, **owner}).info.run_id
+        else:
+            rid = found[-1].info.run_id
+            self.client.update_run(rid, status="RUNNING", name=name)
+            self.client.log_batch(rid, tags=[RunTag(k, v) for k, v in {**tags, **owner}.items()])
+        beat = _Heartbeat(self.uri, rid, max(0.5, min(30.0, self.claim_timeout / 5)), prefix="owner")
+        beat.start()
+        self.__dict__.setdefault("_beats", {})[rid] = beat
         return rid
 
     def close_kind_run(self, run_id: str, status: str = "FINISHED") -> None:
+        """End a run of :meth:`open_kind_run` with ``status`` (its heartbeat stops)."""
+        beat = self.__dict__.get("_beats", {}).pop(run_id, None)
+        if beat is not None:
+            beat.stop()
         self.client.set_terminated(run_id, status=status)
 
     @contextmanager
     def kind_run(self, kind: str, name: str, tags: dict[str, str], same: tuple[str, ...] = ()) -> Iterator:
-        """:meth:`open_kind_run` as a context: FINISHED on success, FAILED on an exception."""
+        """:meth:`open_kind_run` as a context: FINISHED on success, FAILED on an exception, KILLED on Ctrl-C."""
         rid = self.open_kind_run(kind, name, tags, same)
         try:
             yield self.client.get_run(rid)
-        except BaseException:
-            self.close_kind_run(rid, "FAILED")
+        except BaseException as err:
+            self.close_kind_run(rid, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
             raise
         self.close_kind_run(rid, "FINISHED")
 
@@ -316,4 +362,5 @@ def store_has_experiment(uri: str, experiment: str) -> bool:
     """
     if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
         return False
+    check_store_file(uri)
     return connect(uri).get_experiment_by_name(experiment) is not None

@@ -47,6 +47,35 @@ def default_artifact_root(uri: str) -> str | None:
     return str(db.resolve().parent / "mlartifacts") if db is not None else None
 
 
+#: The first 16 bytes of every SQLite database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_store_file(uri: str) -> None:
+    """Refuse a SQLite store file that is not a database (0 bytes, random bytes, a truncated copy).
+
+    MLflow would silently make an empty store of a 0-byte file, and fail deep inside SQLAlchemy
+    on any other; this names the file first. A missing file is not refused (MLflow creates it).
+    Raises :class:`sqlite3.DatabaseError` (a fault of the store: the stages exit 1).
+    """
+    import sqlite3
+
+    db = sqlite_path(uri)
+    if db is None or not db.exists():
+        return
+    if db.is_dir():
+        raise sqlite3.DatabaseError(f"{db}: is a folder, not an MLflow SQLite store")
+    try:
+        with open(db, "rb") as fh:
+            head = fh.read(len(_SQLITE_HEADER))
+    except OSError as err:
+        raise sqlite3.DatabaseError(f"{db}: cannot read: {err.strerror or err}") from None
+    if head != _SQLITE_HEADER:
+        what = "0 bytes" if not head else "not a SQLite database"
+        raise sqlite3.DatabaseError(f"{db}: {what}, not an MLflow store (restore it from a copy, or move it "
+                                    "away to start an empty store)")
+
+
 #: Columns of an MLflow SQLite store that hold artifact locations (table, column).
 _LOCATION_COLUMNS = (("experiments", "artifact_location"), ("runs", "artifact_uri"),
                      ("model_versions", "source"), ("model_versions", "storage_location"),
@@ -58,9 +87,12 @@ def relocate_store(uri: str) -> bool:
 
     MLflow records artifact locations as absolute ``file://`` URIs. A store folder copied or
     moved whole (``mlflow.db`` with ``mlartifacts/`` beside it) keeps the old ones; when an
-    experiment's recorded location does not exist but ``mlartifacts/<experiment>`` beside the
-    database does, every location under the old root is rewritten to the new one. Stores
-    whose artifacts are elsewhere (a server, object storage) are left alone.
+    experiment's recorded location is not under the ``mlartifacts/`` beside the database, but
+    ``mlartifacts/<experiment>`` is there or the old location was another store's
+    ``mlartifacts/``, every location under the old root is rewritten to the new one. So a copy
+    (whose original still exists) writes its new runs' artifacts into its own folder, as a
+    moved store does. Stores whose artifacts are elsewhere (a server, object storage, a
+    configured ``artifact_root``) are left alone.
     """
     import sqlite3
 
@@ -79,8 +111,8 @@ def relocate_store(uri: str) -> bool:
                 continue
             old = Path(_file_uri_path(location))
             new = here / old.name
-            if old.exists() or not new.is_dir() or old.parent == here:
-                continue
+            if old.parent == here or not (new.is_dir() or old.parent.name == "mlartifacts"):
+                continue  # already here, or artifacts kept elsewhere on purpose
             old_root, new_root = old.parent.as_uri(), here.as_uri()
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             for table, column in _LOCATION_COLUMNS:
@@ -89,7 +121,7 @@ def relocate_store(uri: str) -> bool:
                                  (new_root, len(old_root) + 1, old_root + "/%"))
             changed = True
     if changed:
-        log.warning("tracking store %s was moved: its artifact locations now point to %s", db, here)
+        log.warning("tracking store %s was moved or copied: its artifact locations now point to %s", db, here)
     return changed
 
 

@@ -386,3 +386,78 @@ def test_make_ui_opens_the_runs_view_and_creates_nothing(store, exp, tmp_path):
     t.client.delete_experiment_tag(t.experiment_id, EXPERIMENT_KIND[0])  # a store older than the tag
     assert runs_view(t.uri, exp) == f"#/experiments/{t.experiment_id}/runs"
     assert t.client.get_experiment(t.experiment_id).tags[EXPERIMENT_KIND[0]] == EXPERIMENT_KIND[1]
+
+
+# -- runs of other kinds: held with a heartbeat, ended by the next stage when stale --------------------------
+
+def test_a_killed_stage_run_is_ended_by_the_next_stage_of_its_kind(store, exp, tmp_path):
+    uri = f"sqlite:///{store}/mlflow.db"
+    code = ("import time; from camdf.tracking.client import Tracker; "
+            f"t = Tracker({uri!r}, {exp!r}, {str(store / 'artifacts')!r}); "
+            "print(t.open_kind_run('policy', 'policy/x', {}), flush=True); time.sleep(120)")
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    dead = child.stdout.readline().strip()
+    t = _tracker(store, exp, claim_timeout=300)
+    assert t.end_stale("policy") == []  # its process lives: not stale
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait(timeout=30)
+    with t.kind_run("tables", "tables", {}):  # another kind leaves it alone
+        pass
+    assert t.client.get_run(dead).info.status == "RUNNING"
+    with t.kind_run("policy", "policy/y", {}) as run:
+        assert run.info.status == "RUNNING"
+    old = t.client.get_run(dead)
+    assert old.info.status == "KILLED" and "stale.ended_by" in old.data.tags
+    assert {r.info.status for r in t.runs("tags.kind = 'policy'", status=None)} == {"KILLED", "FINISHED"}
+
+
+def test_a_silent_stage_run_from_another_machine_is_ended_after_the_timeout(store, exp):
+    t = _tracker(store, exp)
+    silent = t.client.create_run(t.experiment_id, run_name="sweep", tags={
+        "kind": "sweep", "owner.node": "elsewhere", "owner.pid": "1", "owner.heartbeat": f"{time.time():.3f}"})
+    legacy = t.client.create_run(t.experiment_id, run_name="sweep", tags={"kind": "sweep"})  # no owner tags
+    assert t.end_stale("sweep", timeout=60) == []
+    time.sleep(1.2)
+    assert sorted(t.end_stale("sweep", timeout=1)) == sorted([silent.info.run_id, legacy.info.run_id])
+
+
+def test_a_held_stage_run_keeps_its_heartbeat_fresh(store, exp):
+    t = _tracker(store, exp, claim_timeout=2.5)  # a beat every 0.5 s
+    rid = t.open_kind_run("policy", "policy/x", {})
+    time.sleep(3.0)
+    assert t.end_stale("policy") == [] and t.client.get_run(rid).info.status == "RUNNING"
+    t.close_kind_run(rid)
+    assert t.client.get_run(rid).info.status == "FINISHED"
+
+
+def test_ctrl_c_in_a_stage_run_ends_it_killed(store, exp):
+    t = _tracker(store, exp)
+    with pytest.raises(KeyboardInterrupt):
+        with t.kind_run("policy", "policy/x", {}) as run:
+            raise KeyboardInterrupt
+    assert t.client.get_run(run.info.run_id).info.status == "KILLED"
+
+
+def test_ctrl_c_while_claiming_ends_the_claim_run(store, exp, monkeypatch):
+    t = _tracker(store, exp)
+    created = []
+    make = t.client.create_run
+
+    def create(*args, **kwargs):
+        created.append(make(*args, **kwargs))
+        return created[-1]
+
+    set_tag = t.client.set_tag
+
+    def interrupted(run_id, key, value):
+        if key == "claim.ticket":  # Ctrl-C as the claim run, just created, draws its ticket
+            raise KeyboardInterrupt
+        return set_tag(run_id, key, value)
+
+    monkeypatch.setattr(t.client, "create_run", create)
+    monkeypatch.setattr(t.client, "set_tag", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        t.claim("k", "cell", {})
+    assert len(created) == 1
+    assert t.client.get_run(created[0].info.run_id).info.status == "KILLED"
+    assert t.runs(status="RUNNING") == []

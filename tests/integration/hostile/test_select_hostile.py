@@ -139,14 +139,14 @@ def _folder(tmp_path: Path, kind: str) -> str:
         (folder / "MLmodel").write_text("flavors: [unclosed\n")
     elif kind == "not-camdf":
         (folder / "MLmodel").write_text("flavors:\n  python_function:\n    loader_module: x\n")
-    elif kind == "garbage-pickle":
+    elif kind == "garbage-json":
         (folder / "MLmodel").write_text(
-            "flavors:\n  python_function:\n    artifacts:\n      policy:\n        path: artifacts/policy.pkl\n")
+            "flavors:\n  python_function:\n    artifacts:\n      policy:\n        path: artifacts/policy.json\n")
         (folder / "artifacts").mkdir()
-        (folder / "artifacts" / "policy.pkl").write_bytes(b"not a pickle")
-    elif kind == "missing-pickle":
+        (folder / "artifacts" / "policy.json").write_bytes(b"not json")
+    elif kind == "missing-json":
         (folder / "MLmodel").write_text(
-            "flavors:\n  python_function:\n    artifacts:\n      policy:\n        path: artifacts/policy.pkl\n")
+            "flavors:\n  python_function:\n    artifacts:\n      policy:\n        path: artifacts/policy.json\n")
     return str(folder)
 
 
@@ -155,8 +155,8 @@ def _folder(tmp_path: Path, kind: str) -> str:
     ("no-mlmodel", "holds no MLmodel file"),
     ("bad-yaml", "does not describe a camdf policy model"),
     ("not-camdf", "does not describe a camdf policy model"),
-    ("garbage-pickle", "policy.pkl: UnpicklingError"),
-    ("missing-pickle", "policy.pkl: FileNotFoundError"),
+    ("garbage-json", "policy.json: not JSON"),
+    ("missing-json", "policy.json: cannot read: No such file"),
 ])
 def test_bad_policy_folder_is_refused_naming_it(kind, phrase, tmp_path, capsys, monkeypatch):
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))

@@ -141,6 +141,25 @@ class ToolCalibrator:
             if V else np.zeros((0, 2))
         return self
 
+    def to_numbers(self) -> dict:
+        """The fitted maps as JSON-ready numbers: ``global`` (a, b), ``coef`` per tool id, ``counts``."""
+        if "coef_" not in vars(self):
+            raise AttributeError("ToolCalibrator: call fit before to_numbers")
+        return {"global": [float(x) for x in self.global_], "coef": [[float(a), float(b)] for a, b in self.coef_],
+                "counts": [int(c) for c in self.counts_], "shrinkage": float(self.shrinkage)}
+
+    @classmethod
+    def from_numbers(cls, numbers: dict) -> "ToolCalibrator":
+        """The fitted calibrator of :meth:`to_numbers` (ValueError naming the field on a wrong shape)."""
+        cal = cls(shrinkage=float(numbers.get("shrinkage", 10.0)))
+        cal.global_ = np.asarray(numbers["global"], dtype=float)
+        cal.coef_ = np.asarray(numbers["coef"], dtype=float).reshape(-1, 2) if len(numbers["coef"]) else np.zeros((0, 2))
+        cal.counts_ = np.asarray(numbers["counts"], dtype=np.int64)
+        if cal.global_.shape != (2,) or cal.coef_.shape != (len(cal.counts_), 2):
+            raise ValueError(f"calibrator: expected global (2,) and one (a, b) and count per tool id, got "
+                             f"{cal.global_.shape}, {cal.coef_.shape}, {cal.counts_.shape}")
+        return cal
+
     def predict(self, p: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
         """Calibrated probabilities, same shape as ``p``; 0 in padding when ``valid`` is given.
 

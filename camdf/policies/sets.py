@@ -33,9 +33,19 @@ __all__ = ["LearnedSet", "PluginSet", "RiskSetRule"]
 
 def _calibrator_numbers(cal: ToolCalibrator) -> dict[str, Any]:
     """A fitted calibrator as JSON-ready numbers (:func:`camdf.policies.plain.calibrate_task` reads them)."""
-    return {"global": [float(x) for x in cal.global_],
-            "coef": [[float(a), float(b)] for a, b in cal.coef_],
-            "counts": [int(c) for c in cal.counts_]}
+    return cal.to_numbers()
+
+
+def _params(cls, numbers: dict[str, Any]) -> dict[str, Any]:
+    """The rule's parameters from its numbers, refused (ValueError naming the field) when they are not its own."""
+    params = dict(numbers.get("params", {}))
+    unknown = sorted(set(params) - set(cls._get_param_names()))
+    if unknown:
+        raise ValueError(f"rule.params: not parameters of {cls.__name__}: {unknown}")
+    for key, value in params.items():  # JSON turns tuples into lists
+        if isinstance(value, list):
+            params[key] = tuple(value)
+    return params
 
 
 def _carries(rule: "PluginSet") -> bool:
@@ -118,8 +128,21 @@ class PluginSet(StoppingRule):
     def to_numbers(self) -> dict[str, Any]:
         """The fitted rule as JSON-ready numbers (:class:`camdf.policies.plain.PortablePluginSet` reads them)."""
         check_is_fitted(self)
-        return {"membership": self.membership_.numbers(), "calibrator": _calibrator_numbers(self.calibrator_),
-                "coverage": float(self.coverage_)}
+        fitted = {k: float(v) for k, v in vars(self).items() if k in ("shrinkage_", "scale_", "inner_payoff_")}
+        return {"params": self.get_params(), "membership": self.membership_.to_numbers(),
+                "calibrator": _calibrator_numbers(self.calibrator_), "coverage": float(self.coverage_), **fitted}
+
+    @classmethod
+    def from_numbers(cls, numbers: dict[str, Any]) -> "PluginSet":
+        """The fitted rule of :meth:`to_numbers` (plain numbers, nothing unpickled): the same decisions."""
+        rule = cls(**_params(cls, numbers))
+        rule.membership_ = MembershipModel.from_numbers(numbers["membership"])
+        rule.calibrator_ = ToolCalibrator.from_numbers(numbers["calibrator"])
+        rule.coverage_ = float(numbers["coverage"])
+        for key in ("shrinkage_", "scale_", "inner_payoff_"):
+            if key in numbers:
+                setattr(rule, key, float(numbers[key]))
+        return rule
 
     def tuned_parameters(self) -> dict[str, object]:
         check_is_fitted(self)
@@ -298,10 +321,26 @@ class RiskSetRule(StoppingRule):
     def to_numbers(self) -> dict[str, Any]:
         """The fitted rule as JSON-ready numbers (:class:`camdf.policies.plain.PortableRiskSet` reads them)."""
         check_fitted(self, "risk_")
-        return {"membership": self.membership_.numbers(),
+        return {"params": self.get_params(), "membership": self.membership_.to_numbers(),
                 "calibrator": None if self.calibrator_ is None else _calibrator_numbers(self.calibrator_),
                 "threshold": float(self.risk_.threshold_), "calibration_scores": [float(x) for x in self.risk_.scores_],
-                "u": float(self.risk_.u_)}
+                "u": float(self.risk_.u_), "list_miss": float(self.list_miss_)}
+
+    @classmethod
+    def from_numbers(cls, numbers: dict[str, Any]) -> "RiskSetRule":
+        """The fitted rule of :meth:`to_numbers` (plain numbers, nothing unpickled): the same decisions."""
+        rule = cls(**_params(cls, numbers))
+        rule.membership_ = MembershipModel.from_numbers(numbers["membership"])
+        rule.calibrator_ = None if numbers["calibrator"] is None else ToolCalibrator.from_numbers(numbers["calibrator"])
+        risk = RiskSet(float(rule.alpha), randomised=True, random_state=rule.random_state)
+        risk.scores_ = np.sort(np.asarray(numbers["calibration_scores"], dtype=float))
+        if risk.scores_.ndim != 1:
+            raise ValueError("rule.calibration_scores: expected a list of numbers")
+        risk.u_ = float(numbers["u"])
+        risk.threshold_ = float(numbers["threshold"])
+        risk.list_miss_ = rule.list_miss_ = float(numbers.get("list_miss", np.isneginf(risk.scores_).mean()))
+        rule.risk_ = risk
+        return rule
 
     def tuned_parameters(self) -> dict[str, object]:
         check_is_fitted(self)

@@ -303,7 +303,9 @@ def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         best_set, best_prefix = _flagged(r, "is_best_set_rule"), _flagged(r, "is_best_prefix_rule")
         if best_set is None or best_prefix is None:
             continue
-        c = judge.compare(r, best_set, best_prefix)
+        c = _try(judge, r, best_set, best_prefix)
+        if c is None:  # no outcomes read: the difference and CI the cell logged
+            c = Comparison(*(float(r[f"m:cell/set_minus_prefix{s}"]) for s in ("", "_ci_low", "_ci_high")))
         verdict = HOLDS if direction(c) > 0 else (FAILS if direction(c) < 0 else UNSURE)
         out.append(Row(f"h ({r['p:scorer.label']})", "the ranked-prefix restriction costs payoff (ours, A27)",
                        _cell_label(r), f"{best_set} minus {best_prefix}: {_ci(c)} ({reason(c)})", verdict,

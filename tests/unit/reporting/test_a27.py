@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from camdf.evaluation.summary import summarize_cell
-from camdf.reporting.claims import HOLDS, UNSURE, claim_prefix_restriction
+from camdf.reporting.claims import HOLDS, UNSURE, rows_h
 from camdf.reporting.evidence import Evidence
 from camdf.reporting.tables.a27 import a27
 from camdf.reporting.tables.base import Figure
@@ -63,6 +63,6 @@ def test_a27_table_heatmap_and_figures(evidence):
 
 
 def test_claim_h_per_ranker(evidence):
-    rows = {r[0]: r for r in claim_prefix_restriction(evidence)}
-    assert rows["h (bm25)"][-1] == HOLDS and "plugin_set minus predict_threshold: +0.100" in rows["h (bm25)"][3]
-    assert rows["h (supervised)"][-1] == UNSURE
+    rows = {r.claim: r for r in rows_h(evidence, MAIN, evidence.judge)}
+    assert rows["h (bm25)"].verdict == HOLDS and "plugin_set minus predict_threshold: +0.100" in rows["h (bm25)"].statistic
+    assert rows["h (supervised)"].verdict == UNSURE

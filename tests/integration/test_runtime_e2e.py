@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from .test_pipeline import ROOT, _run
@@ -30,8 +31,12 @@ def test_train_stage_prints_the_ten_lite_coefficients_and_a_named_method_does_no
 
 
 def test_the_shipped_policy_is_the_best_candidate_out_of_fold_and_registered_as_champion(trained):
+    from omegaconf import OmegaConf
+
     table, method = trained["candidates"], trained["method"]
-    candidates = ["camdf_lite", "camdf", "camdf_argmax", "camdf_risk"]
+    candidates = list(OmegaConf.load(ROOT / "conf" / "train.yaml").policy.candidates)
+    # Both kinds compete: prefix rules (a depth) and set rules (any subset of the ranking).
+    assert {"camdf_lite", "camdf_risk"} <= set(candidates) and {"plugin_set", "risk_set"} <= set(candidates)
     assert set(candidates) <= set(table.index)
     assert table.loc[method, "payoff_mean"] == table.loc[candidates, "payoff_mean"].max()
     assert trained["model_uri"] == "models:/camdf-stopper@champion"
@@ -39,8 +44,8 @@ def test_the_shipped_policy_is_the_best_candidate_out_of_fold_and_registered_as_
     assert version.run_id == trained["run_id"] and version.tags["method"] == method
     # It helps: out of fold it exposes fewer tools than full access on average, but not none.
     assert 0 < table.loc[method, "n_exposed"] < table.loc["full", "n_exposed"] == 7
-    depths = trained["decisions"]["depth"]
-    assert len(depths) == 110 and depths.nunique() > 1
+    exposed = trained["decisions"]["exposed"].map(tuple)
+    assert len(exposed) == 110 and exposed.nunique() > 1
 
 
 @pytest.mark.parametrize("how", ["runs", "models", "folder", "default"])
@@ -58,10 +63,12 @@ def test_loaded_policy_makes_the_recorded_decisions(trained, how, monkeypatch):
     elif how == "folder":
         uri = mlflow.artifacts.download_artifacts(trained["model_uri"], dst_path=str(trained["tmp"] / how))
     policy = load_policy(uri) if how != "default" else load_policy()
-    depths = [s.depth for s in policy.select_batch(trained["requests"])]
-    assert depths == trained["decisions"]["depth"].tolist()
-    one_by_one = [policy.select_batch([r])[0].depth for r in trained["requests"]]  # the single-request path
-    assert one_by_one == depths
+    recorded = [list(e) for e in trained["decisions"]["exposed"]]
+    batch = policy.select_batch(trained["requests"])
+    assert [s.exposed for s in batch] == recorded
+    assert [s.depth for s in batch] == [None if pd.isna(d) else int(d) for d in trained["decisions"]["depth"]]
+    one_by_one = [policy.select_batch([r])[0].exposed for r in trained["requests"]]  # the single-request path
+    assert one_by_one == recorded
 
 
 def test_cli_select_matches_and_refuses_bad_json(trained, tmp_path):
@@ -71,7 +78,7 @@ def test_cli_select_matches_and_refuses_bad_json(trained, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", trained["model_uri"],
                            "--input", str(req)], capture_output=True, text=True, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["depth"] == int(trained["decisions"]["depth"].iloc[0])
+    assert json.loads(proc.stdout)["exposed"] == list(trained["decisions"]["exposed"].iloc[0])
     bad = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", trained["model_uri"]],
                          input='{"tools": [', capture_output=True, text=True, env=env, cwd=ROOT)
     assert bad.returncode == 2 and "request: line 1 column 12: invalid JSON" in bad.stderr
@@ -88,12 +95,13 @@ def test_mlflow_models_serve_gives_the_same_decisions(trained, served):
     body = {"dataframe_records": reqs}
     status, preds = _post(f"{served}/invocations", body)
     assert status == 200, preds
-    depths = [p["depth"] for p in preds["predictions"]]
-    assert depths == trained["decisions"]["depth"].tolist()[:20]
-    assert all(p["exposed"] == p["ranked"][: p["depth"]] for p in preds["predictions"])
+    assert [p["exposed"] for p in preds["predictions"]] == [list(e) for e in trained["decisions"]["exposed"]][:20]
+    assert all(set(p["exposed"]) <= set(p["ranked"]) for p in preds["predictions"])
+    assert all(p["depth"] is None or p["exposed"] == p["ranked"][: p["depth"]] for p in preds["predictions"])
     # The run-time dials are params: a larger lambda never exposes more.
     status, dear = _post(f"{served}/invocations", {**body, "params": {"lam": 10.0}})
-    assert status == 200 and all(d["depth"] <= p["depth"] for d, p in zip(dear["predictions"], preds["predictions"]))
+    assert status == 200 and all(len(d["exposed"]) <= len(p["exposed"])
+                                 for d, p in zip(dear["predictions"], preds["predictions"]))
 
 
 def _post(url: str, body) -> tuple[int, dict]:
@@ -140,7 +148,8 @@ def test_foreign_requests_get_sensible_decisions(trained, monkeypatch):
     query = airline.tasks[0].text
     ranked = policy.select(mcp, query=query)
     assert ranked.ranked[0] in {t["name"] for t in mcp} and sorted(ranked.ranked) == sorted(t["name"] for t in mcp)
-    assert 1 <= ranked.depth <= len(mcp)
+    assert set(ranked.exposed) <= set(ranked.ranked)  # a set rule may expose none of 14 unseen tools at cost 1 each
+    assert len(policy.select(mcp, query=query, lam=0.0).exposed) >= 1  # free tools: something is exposed
     three = [{"name": "a", "description": "x"}, {"name": "b", "description": "y"}, {"name": "c", "description": "z"}]
     if policy.method == "camdf_risk":
         strict = policy.select(mcp, query=query, alpha=0.001)  # floor(0.001 (n + 1)) = 0: everything
@@ -148,7 +157,7 @@ def test_foreign_requests_get_sensible_decisions(trained, monkeypatch):
         depths = [policy.select(three, scores=[3.0, 2.0, 1.0], alpha=a).depth for a in (0.01, 0.05, 0.2, 0.5)]
         assert depths == sorted(depths, reverse=True) and depths[0] == 3
     else:
-        assert policy.select(three, scores=[3.0, 2.0, 1.0], lam=0.0).depth >= 1
+        assert len(policy.select(three, scores=[3.0, 2.0, 1.0], lam=0.0).exposed) >= 1
 
 
 def test_champion_has_a_typed_signature_and_installable_requirements(trained, tmp_path):

@@ -36,7 +36,8 @@ def test_smoke_grid_through_tracking_server_and_rest_api(server, tmp_path, data_
     keys = {t["value"] for r in runs for t in r["data"]["tags"] if t["key"] == "cell_key"}
     assert len(keys) == 4
     metrics = {m["key"] for m in runs[0]["data"]["metrics"]}
-    assert {"camdf/payoff_mean", "predict_threshold/diff_vs_ref_ci_low", "ranking/recall_at_3"} <= metrics
+    # The few metrics compared across cells (the rest is in each cell's metrics.parquet).
+    assert {"camdf/payoff_mean", "predict_threshold/diff_vs_ref", "ranking/recall_at_3"} <= metrics
     # Artifacts went through the server's artifact proxy.
     listing = urllib.request.urlopen(
         f"{server}/api/2.0/mlflow/artifacts/list?run_id={runs[0]['info']['run_id']}", timeout=30)

@@ -46,6 +46,17 @@ class CappedTopK(StoppingRule):
         check_is_fitted(self)
         return {"k": self.k_}
 
+    # The portable form a shipped rule needs: the policy is stored as JSON numbers, never pickled.
+    def to_numbers(self):
+        check_is_fitted(self)
+        return {"cap": self.cap, "k": self.k_}
+
+    @classmethod
+    def from_numbers(cls, numbers):
+        rule = cls(cap=int(numbers["cap"]))
+        rule.k_ = int(numbers["k"])
+        return rule
+
 
 CAP = Dial("cap", _check_cap, "a cap on the tools exposed")
 TOY = Card("toy_cap", lambda rs: CappedTopK(), family="peer", shippable=True, dials=(CAP,))

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from camdf.policies import ORACLES
 from camdf.reporting.evidence import Evidence, main_cell, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -33,7 +34,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
                    f"{g('full', 'payoff_mean'):.3f}; CAM-DF minus full {c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]"
                    f"{power}: CAM-DF {wording(c, 'full access')} here, exposing "
                    f"{g('camdf', 'n_exposed'):.2f} of {g('full', 'n_exposed'):.0f} tools.")
-        best = max((m for m in methods_of(run) if m not in ("oracle_set", "best_prefix")),
+        best = max((m for m in methods_of(run) if m not in ORACLES),
                    key=lambda m: g(m, "payoff_mean"))
         out.append(f"Best deployable method at the main cell: `{best}` ({g(best, 'payoff_mean'):.3f}).")
     except LookupError:
@@ -44,9 +45,10 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
             r = main_cell(evidence.main, "exposure", scorer)
         except LookupError:
             continue
+        g_size = r.get("m:oracle_set/n_exposed", np.nan)  # a grid without the oracle (the smoke grid) has none
+        g_text = "" if pd.isna(g_size) else f"G_x has {g_size:.2f}; "
         exposure.append(f"{r['m:camdf/n_exposed']:.2f} of {r['m:full/n_exposed']:.0f} tools with `{scorer}` "
-                        f"(G_x has {r['m:oracle_set/n_exposed']:.2f}; {r['m:camdf/fewer_tools_vs_full_pct']:.1f}% "
-                        f"fewer than full access)")
+                        f"({g_text}{r['m:camdf/fewer_tools_vs_full_pct']:.1f}% fewer than full access)")
     if exposure:
         out.append("Exposure at the main cell: CAM-DF exposes " + "; ".join(exposure) + ". The paper reports about "
                    "4.4 tools (~37% fewer than full access).")

@@ -50,6 +50,20 @@ def _split(rule: "CamDFRisk") -> bool:
     return rule.split
 
 
+def calibration_split(T: int, alpha: float, calibration: float, random_state: int, rule: str) -> np.ndarray:
+    """The calibration part of ``T`` training tasks, (T,) bool: ``round(calibration * T)`` of them (at least 1, at
+    most T - 1) drawn at random with ``random_state``; the rest fit the model. Checks the rule's alpha and share."""
+    check_alpha(alpha)
+    if not 0 < calibration < 1:
+        raise ValueError(f"calibration: must be in (0, 1), got {calibration!r}")
+    if T < 2:
+        raise ValueError(f"batch.inst: {rule} needs at least 2 training tasks, got {T}")
+    n_cal = min(T - 1, max(1, round(calibration * T)))
+    cal = np.zeros(T, dtype=bool)
+    cal[np.random.default_rng(random_state).permutation(T)[:n_cal]] = True
+    return cal
+
+
 class CamDFRisk(StoppingRule):
     """Expose the shallowest prefix whose calibrated miss risk is within ``alpha`` (see the module).
 
@@ -98,17 +112,9 @@ class CamDFRisk(StoppingRule):
         return 1.0 - sufficiency_curve(p, inst.valid)
 
     def fit(self, batch: StateBatch) -> "CamDFRisk":
-        check_alpha(self.alpha)
-        if not 0 < self.calibration < 1:
-            raise ValueError(f"calibration: must be in (0, 1), got {self.calibration!r}")
         inst = batch.inst
-        if inst.T < 2:
-            raise ValueError(f"batch.inst: CamDFRisk needs at least 2 training tasks, got {inst.T}")
+        cal = calibration_split(inst.T, self.alpha, self.calibration, self.random_state, type(self).__name__)
         if self.split:
-            rng = np.random.default_rng(self.random_state)
-            n_cal = min(inst.T - 1, max(1, round(self.calibration * inst.T)))
-            cal = np.zeros(inst.T, dtype=bool)
-            cal[rng.permutation(inst.T)[:n_cal]] = True
             self.membership_ = MembershipModel().fit(inst.subset(~cal), inst.member[~cal])
         else:
             cal = np.ones(inst.T, dtype=bool)

@@ -21,12 +21,12 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from camdf.core.calibration import ToolCalibrator, cross_calibrate
-from camdf.core.conformal import check_alpha
 from camdf.core.membership import MembershipModel, cross_fit
 from camdf.core.sets import RiskSet, plugin_set, set_payoffs
 from camdf.policies.base import StateBatch, StoppingRule, check_fitted
 from camdf.policies.baselines import list_coverage
 from camdf.policies.plain import OneTask, calibrate_task, plugin_task_set, risk_task_set
+from camdf.policies.risk import calibration_split
 
 __all__ = ["LearnedSet", "PluginSet", "RiskSetRule"]
 
@@ -278,16 +278,8 @@ class RiskSetRule(StoppingRule):
         return p if self.calibrator_ is None else self.calibrator_.predict(p, inst.tool_ids, inst.valid)
 
     def fit(self, batch: StateBatch) -> "RiskSetRule":
-        check_alpha(self.alpha)
-        if not 0 < self.calibration < 1:
-            raise ValueError(f"calibration: must be in (0, 1), got {self.calibration!r}")
         inst = batch.inst
-        if inst.T < 2:
-            raise ValueError(f"batch.inst: RiskSetRule needs at least 2 training tasks, got {inst.T}")
-        rng = np.random.default_rng(self.random_state)
-        n_cal = min(inst.T - 1, max(1, round(self.calibration * inst.T)))
-        cal = np.zeros(inst.T, dtype=bool)
-        cal[rng.permutation(inst.T)[:n_cal]] = True
+        cal = calibration_split(inst.T, self.alpha, self.calibration, self.random_state, type(self).__name__)
         part = inst.subset(~cal)
         self.membership_ = MembershipModel().fit(part, part.member)
         self.calibrator_ = None

@@ -8,7 +8,7 @@ from camdf.reporting.evidence import Evidence, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import present_methods
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import MDD_NOTE, ci_text, protocol_note
+from camdf.reporting.tables.notes import MDD_NOTE, by_scorer, ci_text, protocol_note
 from camdf.reporting.verdicts import Comparison, Judge, fits_text
 
 
@@ -23,8 +23,7 @@ def noise_drops(evidence: Evidence, scorer: str, method: str = "camdf",
     (default: the evidence's) draws the CIs (another bootstrap seed: :meth:`~camdf.reporting.verdicts.Judge.at_seed`).
     """
     judge = judge or evidence.judge
-    sel = evidence.noise
-    sel = sel[sel["p:scorer.label"] == scorer] if not sel.empty else sel
+    sel = by_scorer(evidence.noise, scorer)
     clean = sel[sel.eps == 0]
     if clean.empty:
         return []
@@ -36,8 +35,7 @@ def noise_drops(evidence: Evidence, scorer: str, method: str = "camdf",
 def a19(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     """Each method's mean payoff at each noise level epsilon of the training labels, and CAM-DF's signed drop."""
     scorer = scorer or main["scorer"]
-    sel = evidence.noise
-    sel = sel[sel["p:scorer.label"] == scorer] if not sel.empty else sel
+    sel = by_scorer(evidence.noise, scorer)
     if sel.empty:
         raise LookupError(f"A19 ({scorer}): no FINISHED noise run in the store with scorer {scorer}; "
                           "run `experiment=a19` first")

@@ -9,7 +9,7 @@ from camdf.reporting.evidence import Evidence, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import MDD_NOTE, ci_text, fit_columns, protocol_note
+from camdf.reporting.tables.notes import MDD_NOTE, by_scorer, ci_text, diff_text, fit_columns, payoff_columns, protocol_note
 
 ABLATION_NOTES = (
     "unweighted: labels without |Delta| weights; no_cost / no_membership / no_task: feature groups removed "
@@ -26,8 +26,7 @@ ABLATION_NOTES = (
 def a20(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     """A20: the family and its ablations at the main cell, for ``scorer`` (default: the main one)."""
     scorer = scorer or main["scorer"]
-    cells = evidence.ablations
-    hit = cells[cells["p:scorer.label"] == scorer] if not cells.empty else cells
+    hit = by_scorer(evidence.ablations, scorer)
     if hit.empty:
         raise LookupError(f"A20 ({scorer}): no FINISHED ablation run at the main cell with scorer {scorer}; "
                           "run `experiment=a20` first")
@@ -37,14 +36,10 @@ def a20(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
         g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
         rows.append({
             "method": m,
-            "payoff (95% CI)": ci_text(g("payoff_mean"), g("payoff_ci_low"), g("payoff_ci_high")),
-            "payoff": g("payoff_mean"),
-            "repeat range": "" if pd.isna(g("payoff_repeat_min")) else
-            f"{g('payoff_repeat_min'):.3f}-{g('payoff_repeat_max'):.3f}",
+            **payoff_columns(run, m),
             "tools exposed": g("n_exposed"),
             "success": g("success"),
-            "method minus CAM-DF (95% CI)": "" if m == "camdf" else
-            ci_text(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high")),
+            "method minus CAM-DF (95% CI)": diff_text(run, m),
             **fit_columns(evidence, run, m),
         })
     name = "a20" if scorer == main["scorer"] else f"a20_{scorer}"

@@ -8,12 +8,33 @@ import numpy as np
 import pandas as pd
 
 from camdf.evaluation.fits import choice_counts
+from camdf.policies import REFERENCE
 from camdf.reporting.verdicts import fits_text
 
 
 def ci_text(mean: float, lo: float, hi: float, digits: int = 3) -> str:
     """``mean [lo, hi]`` with ``digits`` decimals."""
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def payoff_columns(run: pd.Series, method: str) -> dict[str, object]:
+    """A method's payoff cells in a cell's table: mean with its CI, the mean, and the range over the repeats."""
+    g = lambda k: run.get(f"m:{method}/{k}", np.nan)  # noqa: E731
+    return {"payoff (95% CI)": ci_text(g("payoff_mean"), g("payoff_ci_low"), g("payoff_ci_high")),
+            "payoff": g("payoff_mean"),
+            "repeat range": "" if pd.isna(g("payoff_repeat_min")) else
+            f"{g('payoff_repeat_min'):.3f}-{g('payoff_repeat_max'):.3f}"}
+
+
+def diff_text(run: pd.Series, method: str) -> str:
+    """The method minus CAM-DF (the cell's reference) with its CI; empty for CAM-DF itself."""
+    g = lambda k: run.get(f"m:{method}/{k}", np.nan)  # noqa: E731
+    return "" if method == REFERENCE else ci_text(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high"))
+
+
+def by_scorer(cells: pd.DataFrame, scorer: str) -> pd.DataFrame:
+    """The cells ranked by ``scorer`` (an empty frame stays empty)."""
+    return cells[cells["p:scorer.label"] == scorer] if not cells.empty else cells
 
 
 def protocol_note(run: pd.Series) -> str:

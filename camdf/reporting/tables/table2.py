@@ -10,7 +10,9 @@ from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence, is_degenerate, m
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import MDD_NOTE, NESTED_NOTE, ci_text, fit_columns, mdd_text, protocol_note
+from camdf.reporting.tables.notes import (
+    MDD_NOTE, NESTED_NOTE, diff_text, fit_columns, mdd_text, payoff_columns, protocol_note,
+)
 from camdf.reporting.verdicts import MOST_FITS, RULE_TEXT
 
 
@@ -25,20 +27,16 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     rows = []
     for m in methods_of(run):
         g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
-        diff = "" if m == "camdf" else ci_text(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high"))
         holm_p = g("p_holm_vs_ref")
         rows.append({
             "method": m,
-            "payoff (95% CI)": ci_text(g("payoff_mean"), g("payoff_ci_low"), g("payoff_ci_high")),
-            "payoff": g("payoff_mean"),
-            "repeat range": "" if pd.isna(g("payoff_repeat_min")) else
-            f"{g('payoff_repeat_min'):.3f}-{g('payoff_repeat_max'):.3f}",
+            **payoff_columns(run, m),
             "share of headroom": g("headroom_share"),
             "success": g("success"),
             "tools exposed": g("n_exposed"),
             "% fewer than full": g("fewer_tools_vs_full_pct"),
             "cost": g("cost"),
-            "method minus CAM-DF (95% CI)": diff,
+            "method minus CAM-DF (95% CI)": diff_text(run, m),
             "Holm p": "" if pd.isna(holm_p) else f"{holm_p:.4f}",
             **fit_columns(evidence, run, m),
         })

@@ -191,6 +191,15 @@ class SweepRun(Callback):
         self.run_id: str | None = None
         self.progress: _Progress | None = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a launcher's worker gets when it pickles the callbacks with a job (joblib does): no live state.
+
+        The parent run, its heartbeat thread and the progress display belong to the process that
+        opened them (only it calls :meth:`on_multirun_start` / :meth:`on_multirun_end`); a worker
+        finds the parent by ``CAMDF_SWEEP_RUN`` in its environment.
+        """
+        return {**self.__dict__, "tracker": None, "run_id": None, "progress": None}
+
     def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
         from camdf.pipeline.identity import code_stamp
         from camdf.pipeline.sweeps import expand, sweep_params

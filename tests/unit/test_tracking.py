@@ -461,3 +461,20 @@ def test_ctrl_c_while_claiming_ends_the_claim_run(store, exp, monkeypatch):
     assert len(created) == 1
     assert t.client.get_run(created[0].info.run_id).info.status == "KILLED"
     assert t.runs(status="RUNNING") == []
+
+
+def test_a_sweep_callback_holding_its_parent_run_pickles_for_a_launcher_worker(store, exp):
+    """joblib's launcher pickles the callbacks with every job: the parent run's heartbeat (a thread) must not go."""
+    import pickle
+
+    from camdf.pipeline.sweep_run import SweepRun
+
+    t = _tracker(store, exp)
+    callback = SweepRun()
+    callback.tracker, callback.run_id = t, t.open_kind_run("sweep", "sweep x", {})
+    with pytest.raises(TypeError):  # the live tracker itself holds the heartbeat's lock
+        pickle.dumps(t)
+    copy = pickle.loads(pickle.dumps(callback))
+    assert copy.tracker is None and copy.run_id is None and copy.progress is None
+    assert callback.tracker is t and callback.run_id  # the parent keeps its live state
+    t.close_kind_run(callback.run_id)

@@ -84,6 +84,19 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
         out.append(f"A26: camdf_risk's miss rate is shown above alpha (exact one-sided binomial test over tasks x "
                    f"repeats, p < {MISS_LEVEL:g}) in {len(above)} of {len(risk)} cells (alpha = 0.01, 0.05, 0.1 over "
                    "the domains and rankers)" + (f": {', '.join(above)}." if above else "."))
+    if "a27" in built:
+        kinds = built["a27"].frame
+        mains = [i for i in kinds.index if "(main cell)" in i]
+        parts = [f"{i.split(' ')[0]}: {kinds.loc[i, 'best set rule']} minus {kinds.loc[i, 'best prefix rule']} "
+                 f"{kinds.loc[i, 'set minus prefix']} ({kinds.loc[i, 'set tools']:.2f} against "
+                 f"{kinds.loc[i, 'prefix tools']:.2f} tools)" for i in mains]
+        domains = evidence.domains
+        lows = (domains.loc[domains["p:payoff"] == "exact", "m:cell/set_minus_prefix_ci_low"].dropna()
+                if not domains.empty and "m:cell/set_minus_prefix_ci_low" in domains else pd.Series(dtype=float))
+        if parts:
+            out.append("A27, beyond the ranked prefix: the best set rule minus the best prefix rule at the main cells, "
+                       + "; ".join(parts) + f"; on the other domains (A22) the difference's CI is above 0 in "
+                       f"{int((lows > 0).sum())} of {len(lows)}.")
     if "claims" in built:
         verdicts = built["claims"].frame["verdict"]
         counts = verdicts.value_counts()

@@ -66,3 +66,16 @@ def test_claim_h_per_ranker(evidence):
     rows = {r.claim: r for r in rows_h(evidence, MAIN, evidence.judge)}
     assert rows["h (bm25)"].verdict == HOLDS and "plugin_set minus predict_threshold: +0.100" in rows["h (bm25)"].statistic
     assert rows["h (supervised)"].verdict == UNSURE
+
+
+def test_the_headline_states_a27_at_the_main_cells(evidence):
+    from camdf.reporting.findings import headlines
+
+    from dataclasses import replace
+
+    main = {**MAIN, "scorer": "bm25", "regime": "schema_tokens", "table2_scorers": ["bm25", "supervised"]}
+    table = a27(evidence, MAIN)[0]  # the headline reads the built table, not the main cells again
+    lines = headlines(replace(evidence, main=pd.DataFrame(), grid=pd.DataFrame()), main, [table])
+    a27_line = next(line for line in lines if line.startswith("A27"))
+    assert "retail/bm25: plugin_set minus predict_threshold +0.100 [" in a27_line
+    assert "retail/supervised:" in a27_line and "on the other domains (A22)" in a27_line

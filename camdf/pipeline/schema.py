@@ -151,6 +151,7 @@ CONVERTERS = (
     "camdf.integrations.tau2.convert.convert_customer_service",
     "camdf.integrations.tau2.convert.convert_telecom",
     "camdf.integrations.bfcl.convert.convert_multi_turn",
+    "camdf.integrations.stabletoolbench.convert.convert_solvable_queries",
 )
 
 

@@ -29,9 +29,9 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.integrations.registry import measured_regimes
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
-from camdf.policies import CARDS, METHODS
+from camdf.policies import CARDS, methods
 from camdf.rankers.scoring import SCORERS
-from camdf.runtime.policy import POLICY_METHODS
+from camdf.runtime.policy import policy_methods
 
 PROTOCOLS = ("kfold", "split", "group")
 #: Every cost regime a config may name: the computed ones and the integrations' measured ones.
@@ -94,13 +94,14 @@ def _shown(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class OneOf:
-    """One of a fixed set of names."""
+    """One of a set of names: fixed, or a function returning them (a registry query, read at each check)."""
 
-    names: Sequence[str]
+    names: Sequence[str] | Callable[[], Sequence[str]]
 
     def __call__(self, key: str, value: Any) -> str:
-        if not isinstance(value, str) or value not in self.names:
-            raise ConfigError(key, value, "one of " + ", ".join(sorted(self.names)))
+        names = self.names() if callable(self.names) else self.names
+        if not isinstance(value, str) or value not in names:
+            raise ConfigError(key, value, "one of " + ", ".join(sorted(names)))
         return value
 
 
@@ -206,7 +207,7 @@ CELL = {
     "cost.regime": OneOf(COST_REGIMES),
     "cost.lam": LAM,
     "cost.d": Number(lo=0, hi=MAX_DISPERSION),
-    "method.names": ListOf(OneOf(METHODS)),
+    "method.names": ListOf(OneOf(methods)),
     "payoff": OneOf(KINDS),
     "seed": SEED,
     "label_noise": Number(lo=0, hi=1, hi_open=True),
@@ -225,8 +226,8 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "scores": {k: CELL[k] for k in ("domain.name", "scorer.name", "cost.regime", "cost.lam", "cost.d",
                                     "folds.n_folds", "folds.protocol")} | {"random_state": SEED},
     "evaluate": CELL,
-    "train": CELL | {"policy.method": OneOf(("auto", *POLICY_METHODS)),
-                     "policy.candidates": ListOf(OneOf(POLICY_METHODS)),
+    "train": CELL | {"policy.method": OneOf(lambda: ("auto", *policy_methods())),
+                     "policy.candidates": ListOf(OneOf(policy_methods)),
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
     "tables": {
@@ -235,7 +236,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
         "main.payoff": OneOf(KINDS), "main.protocol": OneOf(PROTOCOLS),
         "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
-        **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",
+        **{f"main.{k}": ListOf(OneOf(methods)) for k in ("methods", "grid_methods", "noise_methods",
                                                           "ablation_methods", "risk_methods")},
     },
 }

@@ -108,9 +108,8 @@ def grid_heatmap(cells: pd.DataFrame, title: str) -> bytes | None:
     """The A18 heatmap (CAM-DF minus predict-then-threshold per lambda x d) of a sweep over lambda or d,
     else None (a sweep whose cells lack predict-then-threshold, or hold one (lambda, d) only)."""
     from camdf.reporting.figures import heatmap_png
-    from camdf.reporting.tables.grid import grid_long
+    from camdf.reporting.tables.grid import SUBJECT_A18 as rival, grid_long
 
-    rival = "predict_threshold"
     if cells.empty or f"m:{rival}/diff_vs_ref" not in cells or "p:cost.lam" not in cells:
         return None
     grid = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))

@@ -75,3 +75,34 @@ def static_set_ref(tool_ids, valid, costs, lam, sets, present, kind="exact", mem
             break
         best, best_value = trial[int(np.argmax(values))], float(values.max())
     return vocab[best]
+
+
+def fit_platt_groups_ref(z, y, groups, n_groups, prior, precision, max_iter=100, tol=1e-10):
+    """MAP Platt scaling per group, every group stepped until the slowest converges (the plain Newton loop).
+
+    What :func:`camdf.core.calibration.fit_platt_groups` must reproduce bit for bit.
+    """
+    import numpy as np
+
+    prior = np.broadcast_to(np.asarray(prior, dtype=float), (n_groups, 2))
+    theta = prior.copy()
+    y = np.asarray(y, dtype=float)
+    for _ in range(max_iter):
+        eta = theta[groups, 0] * z + theta[groups, 1]
+        mu = 0.5 * (1.0 + np.tanh(0.5 * eta))
+        r, w = mu - y, mu * (1.0 - mu)
+        ga = np.bincount(groups, r * z, n_groups) + precision * (theta[:, 0] - prior[:, 0])
+        gb = np.bincount(groups, r, n_groups) + precision * (theta[:, 1] - prior[:, 1])
+        haa = np.bincount(groups, w * z * z, n_groups) + precision
+        hab = np.bincount(groups, w * z, n_groups)
+        hbb = np.bincount(groups, w, n_groups) + precision
+        det = haa * hbb - hab * hab
+        da = (hbb * ga - hab * gb) / det
+        db = (haa * gb - hab * ga) / det
+        step = np.stack([da, db], axis=1)
+        norm = np.sqrt((step ** 2).sum(axis=1, keepdims=True))
+        step *= np.minimum(1.0, 4.0 / np.maximum(norm, 1e-300))
+        theta -= step
+        if np.abs(step).max() < tol:
+            break
+    return theta

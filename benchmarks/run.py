@@ -404,10 +404,36 @@ def runtime_table(f: dict) -> str:
 
 def splice_readme(readme: Path, f: dict) -> None:
     """Write :func:`runtime_table` between the runtime-latency markers of a page (docs/speed.md)."""
+    splice(readme, "runtime-latency", runtime_table(f))
+
+
+def splice(page: Path, marker: str, text: str) -> None:
+    """Write ``text`` between the ``<!-- marker -->`` and ``<!-- /marker -->`` lines of a page."""
     from camdf.reporting.readme import update_readme
 
-    readme.write_text(update_readme(readme.read_text(), runtime_table(f), "<!-- runtime-latency -->",
-                                    "<!-- /runtime-latency -->"))
+    page.write_text(update_readme(page.read_text(), text, f"<!-- {marker} -->", f"<!-- /{marker} -->"))
+
+
+def scaling_table(f: dict, commit: str = "") -> str:
+    """The scaling rows of docs/speed.md (cell wall and CPU time per candidate count), from the scaling figures."""
+    base = next((x for x in f["rows"] if x["distractors"] == 100), f["rows"][0])
+    rows = [[f"{x['candidates']:,}", f"{x['states']:,}", f"{x['cell_s']:.1f} s", f"{x['us_per_state']:,.0f}",
+             f"{x['cell_s'] / base['cell_s']:.1f}x",
+             f"{x['cpu_s']:.1f} s" if "cpu_s" in x else "", f"{x['cpu_us_per_state']:,.0f}" if "cpu_s" in x else ""]
+            for x in f["rows"]]
+    text = _table(["candidates per task", "states", "cell wall time", "µs per state", "time vs 107", "cell CPU time",
+                   "CPU µs per state"], rows, "r" * 7)
+    if "time_ratio_1000_vs_100" in f:
+        text += (f"\n\n1,000 vs 100 distractors: {f['time_ratio_1000_vs_100']:.1f}x the time (CPU "
+                 f"{f.get('cpu_ratio_1000_vs_100', float('nan')):.1f}x) for {f['state_ratio_1000_vs_100']:.1f}x the "
+                 f"states; target <= {f['target_ratio']:.0f}x: **{'met' if f['meets_target'] else 'missed'}**"
+                 + (f" (code {commit})." if commit else "."))
+    return text
+
+
+def catalog_table(f: dict) -> str:
+    """The catalog rows of docs/speed.md: each rule's fit on the 2,479-API catalog at N = 20, bm25 per query, A28."""
+    return _md_catalog(f)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -419,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
     parser.add_argument("--skip-dense", action="store_true", help="rankers without the dense and hybrid scorers")
     parser.add_argument("--out", default=str(ROOT / "outputs" / "bench"), help="output folder")
-    parser.add_argument("--readme", action="store_true", help="write the runtime figures into docs/speed.md")
+    parser.add_argument("--readme", action="store_true",
+                        help="write the runtime, scaling and catalog figures into docs/speed.md")
     args = parser.parse_args(argv)
 
     plan = steps(args.skip_dense)
@@ -474,6 +501,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.readme and runtime.get("ok"):
         splice_readme(ROOT / "docs" / "speed.md", runtime["figures"])
         console.print("wrote the runtime figures into docs/speed.md")
+    commit = m["git_commit"] + (" with uncommitted changes" if m["git_dirty"] else "")
+    for name, marker, render in (("scaling", "scaling", lambda f: scaling_table(f, commit)),
+                                 ("catalog", "catalog", catalog_table)):
+        entry = report["benchmarks"].get(name, {})
+        if args.readme and entry.get("ok"):
+            splice(ROOT / "docs" / "speed.md", marker, render(entry["figures"]))
+            console.print(f"wrote the {name} figures into docs/speed.md")
     for c in report["acceptance"]:
         console.print(f"{'[green]met[/]' if c['met'] else '[red]missed[/]'}  {c['point']}: {c['value']}")
     console.print(f"wrote {out / 'bench.json'} and {out / 'summary.md'} ({report['total_s']:.0f} s)")

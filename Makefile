@@ -22,6 +22,11 @@ EXPERIMENT ?= camdf
 LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
 
 EXPERIMENTS := table2 table2_group a18 a19 a20 a21 a21_oracle a22 a25 a26 a26_supervised a27
+# A28's catalog: the StableToolBench folder (a clone of the public repository THUNLP-MT/StableToolBench; never
+# downloaded here). Given as a path relative to the checkout or absolute; the stages read $$STABLETOOLBENCH.
+STABLETOOLBENCH ?= ../shared/data/stabletoolbench
+export STABLETOOLBENCH := $(abspath $(STABLETOOLBENCH))
+CATALOG_EXPERIMENTS := a28 a28_unseen
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 
 .PHONY: help setup data scores test test-full reproduce reproduce-smoke tables results-check ui bench clean
@@ -53,11 +58,18 @@ test-full: setup ## run every test, the slow sweeps included
 scores: data ## score every domain with every scorer and print the ranking-quality table
 	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)
 
-reproduce: data ## run every experiment (one MLflow run per cell; JOBS=n: n cells at once), then tables and README
+reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folder; JOBS=n: n cells at once), then tables and README
 	@set -e; for exp in $(EXPERIMENTS); do \
 	  echo "== experiment $$exp"; \
 	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \
 	done
+	@if [ -d "$(STABLETOOLBENCH)/solvable_queries/test_instruction" ]; then set -e; \
+	  $(PY) -m pipelines.data domain=stabletoolbench $(HYDRA_QUIET); \
+	  for exp in $(CATALOG_EXPERIMENTS); do \
+	    echo "== experiment $$exp"; \
+	    $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \
+	  done; \
+	else echo "A28 skipped: no StableToolBench folder at $(STABLETOOLBENCH) (git clone the public repository THUNLP-MT/StableToolBench, then make reproduce STABLETOOLBENCH=<its folder>)"; fi
 	@$(PY) -m pipelines.train $(HYDRA_QUIET)
 	@$(MAKE) --no-print-directory tables
 	@echo "outputs: data/<domain>/, outputs/tables/ (md, csv, tex, png), MLflow store outputs/mlflow.db (make ui)"

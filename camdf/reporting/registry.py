@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from camdf.reporting import claims
-from camdf.reporting.tables import a19, a20, a21, a25, a26, a27, cross_domain, family, grid, payoff_vs_tools, table2
+from camdf.reporting.tables import a19, a20, a21, a25, a26, a27, a28, cross_domain, family, grid, payoff_vs_tools, table2
 from camdf.reporting.tables.base import TableSpec
 
 #: Every table (and figure) of the tables stage. A new table is a module under ``camdf/reporting/tables/``
@@ -21,6 +21,7 @@ TABLES: tuple[TableSpec, ...] = (
     a25.TABLE,
     a26.TABLE,
     a27.TABLE,
+    a28.TABLE,
     family.TABLE,
     claims.TABLE,
     payoff_vs_tools.TABLE,

@@ -185,4 +185,7 @@ def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:
     return out
 
 
-TABLE = TableSpec("a28", ("a28", "a28_unseen"), a28)
+TABLE = TableSpec("a28", order=125, experiments=("a28", "a28_unseen"), build=a28)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

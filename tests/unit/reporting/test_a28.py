@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from camdf.evaluation.summary import summarize_cell
-from camdf.reporting.claims import FAILS, HOLDS, rows_i
+from camdf.reporting.tables.claims import FAILS, HOLDS, rows_i
 from camdf.reporting.evidence import Evidence, catalog_cells
 from camdf.reporting.tables.a28 import a28, coverage_at
 from camdf.reporting.tables.base import Figure

@@ -398,4 +398,8 @@ def claims(evidence: Evidence, main: dict) -> Report:
 
 
 #: The claims read the main cells, the A18 grid, A19, A21 and A28.
-TABLE = TableSpec("claims", ("table2", "table2_group", "a18", "a19", "a21", "a28", "a28_unseen"), claims)
+TABLE = TableSpec("claims", order=140,
+                  experiments=("table2", "table2_group", "a18", "a19", "a21", "a28", "a28_unseen"), build=claims)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

@@ -40,10 +40,30 @@ def _transforms(scores: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
     return [scores, z, share, np.log(rank_matrix(scores, mask).clip(min=1))]
 
 
+#: Raw bm25 and dense rows of each query text against one catalog (keyed by the catalog's documents): the
+#: nested cross-fit scores subsets of the same tasks six times, and neither score of a query depends on the
+#: other queries (bm25's IDF is the catalog's), so each text is scored once per process.
+_ROWS: dict[int, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
+
+
+def _raw_scores(problem: Problem, cache_dir, n_threads: int) -> tuple[np.ndarray, np.ndarray]:
+    """bm25 and dense scores (T, A) of the problem's texts, each distinct text computed once per catalog."""
+    rows = _ROWS.setdefault(hash((tuple(problem.tools), tuple(problem.docs))), {})
+    missing = [t for t in dict.fromkeys(problem.texts) if t not in rows]
+    if missing:
+        part = Problem(task_ids=missing, texts=missing, tools=problem.tools, docs=problem.docs,
+                       mask=np.ones((len(missing), len(problem.tools)), dtype=bool),
+                       membership=np.zeros((len(missing), len(problem.tools)), dtype=bool),
+                       folds=np.zeros(len(missing), dtype=int))
+        bm25 = score_bm25(part)
+        dense = score_dense(part, cache_dir=cache_dir, n_threads=n_threads)
+        rows.update({t: (bm25[i], dense[i]) for i, t in enumerate(missing)})
+    return (np.vstack([rows[t][0] for t in problem.texts]), np.vstack([rows[t][1] for t in problem.texts]))
+
+
 def pair_features(problem: Problem, cache_dir=None, n_threads: int = DEFAULT_THREADS) -> np.ndarray:
     """The label-free features of every (task, tool) pair, shape (T, A, len(FEATURES))."""
-    bm25 = score_bm25(problem)
-    dense = score_dense(problem, cache_dir=cache_dir, n_threads=n_threads)
+    bm25, dense = _raw_scores(problem, cache_dir, n_threads)
     return np.stack(_transforms(bm25, problem.mask) + _transforms(dense, problem.mask), axis=-1)
 
 

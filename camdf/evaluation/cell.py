@@ -12,8 +12,10 @@ of fold f depends on fold f's labels.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +26,7 @@ from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
 from camdf.core.sets import set_success
-from camdf.policies import CARDS, StateBatch, make_policy
+from camdf.policies import CARDS, StateBatch, make_policy, own_dials
 
 OUTCOME_COLUMNS = (
     "task_id", "fold", "method", "depth", "n_exposed", "cost", "success", "success_partial", "covers_g", "payoff",
@@ -93,6 +95,7 @@ def evaluate_cell(
     membership_cache: str | None = None,
     alpha: float | None = None,
     fit_depth: int | None = None,
+    dials: Mapping[str, Any] | None = None,
 ) -> CellResult:
     """Out-of-fold outcomes of every method on every evaluated task.
 
@@ -130,6 +133,10 @@ def evaluate_cell(
         (:meth:`camdf.policies.StateBatch.head`); features, payoffs and Delta labels are computed on the
         whole lists first, so a kept state is the same state a test task meets; test tasks are decided
         on their whole lists. None: every state.
+    dials : mapping or None
+        Run-time dials by name (``method.dials``): each rule that has a dial of that name is fitted
+        with it as its default (checked against the dial's range); the others ignore it. None or
+        absent: every rule's own default.
 
     Returns
     -------
@@ -165,7 +172,7 @@ def evaluate_cell(
             truth = replace(test, u=u_true[te])  # what an oracle decides on
             idx = np.flatnonzero(te)
             across = None  # the training batch across the lambda grid, built once per fold when a rule asks
-            rules = [(name, make_policy(name, random_state, alpha=alpha)) for name in methods]
+            rules = [(name, make_policy(name, random_state, **own_dials(name, dials))) for name in methods]
             # Prefix rules' rows first, then set rules' (the outcome files' order since the oracle set was added).
             for name, policy in sorted(rules, key=lambda nr: not nr[1].picks_prefix):
                 if policy.lambda_conditioned:

@@ -171,6 +171,15 @@ def converter_target(key: str, value: Any) -> str:
     return value
 
 
+def group_key(key: str, value: Any) -> str | None:
+    """``folds.group_by``: None (each task's ``group``) or ``meta.<field>`` (a field of each task's ``meta``)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"meta\.[A-Za-z0-9_]+", value):
+        raise ConfigError(key, _shown(value), "null (each task's group) or meta.<field> (a field of each task's meta)")
+    return value
+
+
 def experiment_name(key: str, value: Any) -> str:
     """The name of an experiment file under ``conf/experiment/``."""
     names = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
@@ -216,7 +225,9 @@ CELL = {
     "folds.n_folds": count(2),
     "folds.protocol": OneOf(PROTOCOLS),
     "folds.repeats": count(1),
+    "folds.group_by": group_key,
     "candidates.top_k": Optional(count(1)),
+    "candidates.fit_depth": Optional(count(1)),
     "list_cost": Optional(Number(lo=0, hi=MAX_LAM, lo_open=True)),
     "stats.n_resamples": count(100),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
@@ -224,7 +235,7 @@ CELL = {
 SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "data": {"domain.name": plain_name},
     "scores": {k: CELL[k] for k in ("domain.name", "scorer.name", "cost.regime", "cost.lam", "cost.d",
-                                    "folds.n_folds", "folds.protocol")} | {"random_state": SEED},
+                                    "folds.n_folds", "folds.protocol", "folds.group_by")} | {"random_state": SEED},
     "evaluate": CELL,
     "train": CELL | {"policy.method": OneOf(lambda: ("auto", *policy_methods())),
                      "policy.candidates": ListOf(OneOf(policy_methods)),

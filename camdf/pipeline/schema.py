@@ -349,9 +349,13 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
     """
     from camdf.pipeline.data_stage import DataNotReady, verify_built
 
+    from camdf.pipeline.gates import check_tree
+
     output_dir = OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False)
     try:
-        out = validate(resolve(cfg), stage)
+        out = resolve(cfg)
+        check_tree(cfg, out)  # code, paths and secrets (camdf.pipeline.gates)
+        out = validate(out, stage)
         if stage in READS_DATA:
             verify_built(Path(out["paths"]["data_dir"]), out["domain"]["name"])
     except (ConfigError, DataNotReady) as err:
@@ -418,7 +422,10 @@ def _remove_job_folder(output_dir: str | None) -> None:
     if output_dir is None or not HydraConfig.initialized():
         return
     stop = Path(output_dir).resolve()
-    job_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    try:
+        job_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    except Exception:  # noqa: BLE001  Hydra failed before it chose the job folder (`--cfg job`): nothing to remove
+        return
     if stop not in job_dir.parents or not job_dir.is_dir():
         return
     if any(p.name != ".hydra" and p.suffix != ".log" for p in job_dir.iterdir()):

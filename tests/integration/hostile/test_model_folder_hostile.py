@@ -21,6 +21,7 @@ from camdf.runtime.lean import lean_numbers
 from camdf.runtime.portable import write_policy
 
 from ...unit.core.test_theory import _family
+from .folders import fifo
 
 MLMODEL = """flavors:
   python_function:
@@ -146,6 +147,8 @@ TAMPERED = [
     ("method-unknown", _rewrite(lambda n: n["params"].update(method="os.system")), "method: expected one of"),
     ("membership-shape", _rewrite(lambda n: n["membership"].update(coef=[0.0])), "membership.coef: expected 5"),
     ("rule-params-extra", _rewrite(lambda n: n["rule"]["params"].update(evil=1)), "rule.params: expected"),
+    ("policy-a-fifo", lambda folder, _: fifo("artifacts/policy.json")(folder), "policy.json: not a regular file"),
+    ("lean-a-fifo", lambda folder, _: fifo("artifacts/lean.json")(folder), "lean.json: not a regular file"),
 ]
 
 

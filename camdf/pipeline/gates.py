@@ -4,7 +4,7 @@ Three mechanisms, each over the whole config tree rather than a list of keys:
 
 - **Code**: every ``_target_`` anywhere in the composed config (the task's nodes and
   Hydra's own: ``hydra.callbacks``, ``hydra.launcher``, ``hydra.sweeper``) must be one of
-  :data:`ALLOWED_TARGETS`; every ``class`` or ``()`` factory and every ``ext://`` value of
+  :func:`allowed_targets`; every ``class`` or ``()`` factory and every ``ext://`` value of
   Hydra's logging configs one of :data:`LOGGING_CLASSES` / :data:`EXT_VALUES`. On the
   command line Hydra's own keys are fixed: only :data:`HYDRA_KEYS` (launcher sizes, the
   job folders, the search path) may be set there; callbacks, launcher and sweeper classes
@@ -35,14 +35,10 @@ from urllib.parse import urlparse
 from camdf.pipeline.choices import hydra_overrides
 from camdf.pipeline.schema import ConfigError, _shown
 
-#: Code a config may name: the built-in converters, the stages' callbacks, and the launchers and sweepers
-#: of the launcher configs under ``conf/hydra/launcher/`` (Hydra's own and its official plugins).
-ALLOWED_TARGETS = (
-    "camdf.data.io.read_domain",
-    "camdf.data.distractors.with_distractors",
-    "camdf.integrations.tau2.convert.convert_customer_service",
-    "camdf.integrations.tau2.convert.convert_telecom",
-    "camdf.integrations.bfcl.convert.convert_multi_turn",
+#: Code a config may name besides the converters (:func:`camdf.pipeline.schema.converters`: the built-in ones and
+#: those the integrations declare): the stages' callbacks, and the launchers and sweepers of the launcher configs
+#: under ``conf/hydra/launcher/`` (Hydra's own and its official plugins).
+HYDRA_TARGETS = (
     "camdf.pipeline.sweeps.CheckSweep",
     "camdf.pipeline.sweep_run.SweepRun",
     "camdf.pipeline.scores_stage.PrintQualityTable",
@@ -53,6 +49,15 @@ ALLOWED_TARGETS = (
     "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher",
     "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher",
 )
+
+
+def allowed_targets() -> tuple[str, ...]:
+    """The one allow-list of ``_target_`` values: the converters and :data:`HYDRA_TARGETS`."""
+    from camdf.pipeline.schema import converters
+
+    return (*converters(), *HYDRA_TARGETS)
+
+
 #: Classes Hydra's logging configs (``hydra.job_logging``, ``hydra.hydra_logging``) may name (``class``, ``()``).
 LOGGING_CLASSES = ("logging.StreamHandler", "logging.FileHandler", "logging.NullHandler", "logging.Formatter",
                    "colorlog.ColoredFormatter")
@@ -86,13 +91,14 @@ def _leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
 
 
 def check_code(tree: dict[str, Any]) -> None:
-    """Refuse any ``_target_`` outside :data:`ALLOWED_TARGETS` and any logging class or ``ext://`` not allowed.
+    """Refuse any ``_target_`` outside :func:`allowed_targets` and any logging class or ``ext://`` not allowed.
 
     ``tree`` is a plain container, unresolved (``OmegaConf.to_container(cfg, resolve=False)``):
     an interpolated ``_target_`` (``${oc.env:X}``) is refused as it stands.
     """
+    allowed = allowed_targets()
     for key, part, value in _leaves(tree):
-        if part == "_target_" and value not in ALLOWED_TARGETS:
+        if part == "_target_" and value not in allowed:
             raise GateError(key, value, "one of the allowed targets (the built-in converters, camdf's "
                                         "callbacks, Hydra's launchers and sweepers; docs/reliability.md): a "
                                         "config never names other code")
@@ -132,7 +138,7 @@ def check_overrides(overrides: Sequence[str], where: str = "command line") -> No
         except HydraException:
             continue  # glob(...) or range over a group: values are config names, not nodes
         for value in values:
-            if key.split(".")[-1] in ("_target_", "class", "()") and value not in ALLOWED_TARGETS:
+            if key.split(".")[-1] in ("_target_", "class", "()") and value not in allowed_targets():
                 raise GateError(key, value, "one of the allowed targets (the built-in converters, camdf's "
                                             "callbacks, Hydra's launchers and sweepers; docs/reliability.md): a "
                                             "config never names other code")

@@ -145,6 +145,7 @@ class CheckSweep(Callback):
 
     def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
         from camdf.pipeline.gates import check_tree
+        from camdf.pipeline.tree import check_kinds
         from camdf.pipeline.schema import SCHEMAS, ConfigError, refuse, resolve, validate
 
         if config_name not in SCHEMAS:
@@ -161,6 +162,7 @@ class CheckSweep(Callback):
             for cfg in compose_jobs(config_name, jobs):
                 resolved = resolve(cfg)
                 check_tree(cfg, resolved)  # code, paths and secrets of every job (camdf.pipeline.gates)
+                check_kinds(resolved, config_name)  # every key's kind (camdf.pipeline.tree)
                 validate(resolved, config_name)
         except ConfigError as err:
             refuse(err)

@@ -126,7 +126,10 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
     if lean_path is not None:
         from camdf.runtime.lean import LeanPolicy
 
-        found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri))
+        try:
+            found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri))
+        except ValueError as err:
+            raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
         if found is not None:
             return found
     if path.suffix == ".pkl":

@@ -201,6 +201,8 @@ def override_list(key: str, value: Any) -> list[str]:
 MAX_LAM = 1e6
 MAX_DISPERSION = 1e3
 MAX_INT = 2**31 - 1
+#: More bootstrap resamples than this add nothing an interval can show and hold tasks x B floats per method.
+MAX_RESAMPLES = 100_000
 LAM = Number(lo=0, hi=MAX_LAM)
 SEED = Number(lo=0, hi=MAX_INT, integer=True)
 
@@ -229,7 +231,7 @@ CELL = {
     "candidates.top_k": Optional(count(1)),
     "candidates.fit_depth": Optional(count(1)),
     "list_cost": Optional(Number(lo=0, hi=MAX_LAM, lo_open=True)),
-    "stats.n_resamples": count(100),
+    "stats.n_resamples": Number(lo=100, hi=MAX_RESAMPLES, integer=True),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
 }
 SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
@@ -398,9 +400,15 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
     """
     from camdf.pipeline.data_stage import DataNotReady, verify_built
 
+    from camdf.pipeline.gates import check_tree
+    from camdf.pipeline.tree import check_kinds
+
     output_dir = OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False)
     try:
-        out = validate(resolve(cfg), stage)
+        out = resolve(cfg)
+        check_tree(cfg, out)  # code, paths and secrets (camdf.pipeline.gates)
+        check_kinds(out, stage)  # every key's kind, from the shipped configs (camdf.pipeline.tree)
+        out = validate(out, stage)
         if stage in READS_DATA:
             verify_built(Path(out["paths"]["data_dir"]), out["domain"]["name"])
     except (ConfigError, DataNotReady) as err:
@@ -467,7 +475,10 @@ def _remove_job_folder(output_dir: str | None) -> None:
     if output_dir is None or not HydraConfig.initialized():
         return
     stop = Path(output_dir).resolve()
-    job_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    try:
+        job_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    except Exception:  # noqa: BLE001  Hydra failed before it chose the job folder (`--cfg job`): nothing to remove
+        return
     if stop not in job_dir.parents or not job_dir.is_dir():
         return
     if any(p.name != ".hydra" and p.suffix != ".log" for p in job_dir.iterdir()):

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.common.files import parquet_bytes
 from camdf.common.fingerprint import hash_paths, package_versions
 from camdf.evaluation.cell import evaluate_cell
@@ -165,7 +166,7 @@ def log_cell_dataset(tracker, run_id: str, cfg: dict[str, Any], paths: Paths, n_
 
 def _ci(metrics: dict[str, float], key: str) -> str:
     """``+0.012 [-0.003, +0.027]`` of a difference metric and its CI."""
-    return f"{metrics[key]:+.3f} [{metrics[key + '_ci_low']:+.3f}, {metrics[key + '_ci_high']:+.3f}]"
+    return f"{signed(metrics[key])} [{signed(metrics[key + '_ci_low'])}, {signed(metrics[key + '_ci_high'])}]"
 
 
 def cell_description(cfg: dict[str, Any], metrics: dict[str, float]) -> str:

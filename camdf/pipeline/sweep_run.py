@@ -10,7 +10,8 @@ becomes a child run (``mlflow.parentRunId``), and the parent's tag
 ``reused <run id>`` (a cell some earlier sweep computed). When the sweep ends the
 parent logs ``cells.csv`` (one row per job), the sweep's table (``sweep.md``,
 ``sweep.csv``: one row per cell, CAM-DF against its cell's best baseline) and, for a
-lambda x d grid, the A18 heatmap (``figures/heatmap.png``); the metrics ``sweep/n_cells``,
+lambda x d grid, the A18 heatmap (``figures/heatmap.png``; one per value of every other key the
+sweep varies, e.g. ``figures/heatmap_scorer.label=bm25.png``); the metrics ``sweep/n_cells``,
 ``sweep/n_logged``, ``sweep/n_reused``, ``sweep/n_camdf_above`` and ``sweep/n_camdf_below``
 (cells where CAM-DF's CI against the best baseline lies above / below 0) and a
 description; it ends FINISHED. A sweep that dies ends its parent FAILED.
@@ -104,20 +105,65 @@ def sweep_summary(cells: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
     return table, {"sweep/n_camdf_above": above, "sweep/n_camdf_below": below}
 
 
-def grid_heatmap(cells: pd.DataFrame, title: str) -> bytes | None:
-    """The A18 heatmap (CAM-DF minus predict-then-threshold per lambda x d) of a sweep over lambda or d,
-    else None (a sweep whose cells lack predict-then-threshold, or hold one (lambda, d) only)."""
+#: Facets beyond which a sweep gets no heatmaps (its description says so; sweep.md still has every cell).
+MAX_FACETS = 12
+#: Params that never tell cells apart in a figure (bookkeeping that differs with the machine or the store).
+_NOT_FACETS = ("p:paths.", "p:tracking.")
+
+
+def facet_keys(cells: pd.DataFrame) -> list[str]:
+    """The params (``p:`` columns) that vary across a sweep's cells besides lambda and d, one per dimension.
+
+    Params that split the cells the same way (``scorer.name``, ``scorer.label``, its settings) count
+    once: a ``.label`` param, else the shortest name, stands for them.
+    """
+    varying = sorted((c for c in cells if c.startswith("p:") and c not in ("p:cost.lam", "p:cost.d")
+                      and not c.startswith(_NOT_FACETS) and cells[c].astype(str).nunique() > 1),
+                     key=lambda c: (not c.endswith(".label"), len(c), c))
+    keys: list[str] = []
+    for c in varying:
+        codes = pd.factorize(cells[c].astype(str))[0]
+        if not any(len(set(zip(codes, pd.factorize(cells[k].astype(str))[0]))) == len(set(codes))
+                   == cells[k].astype(str).nunique() for k in keys):
+            keys.append(c)
+    return keys
+
+
+def grid_heatmaps(cells: pd.DataFrame, title: str) -> tuple[dict[str, bytes], str]:
+    """The A18 heatmaps (CAM-DF minus predict-then-threshold per lambda x d) of a sweep, one per facet.
+
+    A facet is one combination of the other keys that vary (:func:`facet_keys`, e.g. the scorer), so a
+    figure never mixes cells that differ in anything but lambda and d. Returns ``{artifact path: PNG}``
+    (``figures/heatmap.png`` for a sweep with one facet, ``figures/heatmap_<key>=<value>....png``
+    otherwise) and a sentence for the sweep's description: what was drawn, or why nothing was (no
+    predict-then-threshold, one (lambda, d) per facet, more than :data:`MAX_FACETS` facets).
+    """
     from camdf.reporting.figures import heatmap_png
     from camdf.reporting.tables.grid import grid_long
 
     rival = "predict_threshold"
     if cells.empty or f"m:{rival}/diff_vs_ref" not in cells or "p:cost.lam" not in cells:
-        return None
-    grid = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))
-    grid = grid.drop_duplicates(["lam", "d"], keep="last")
-    if len(grid) < 2:
-        return None
-    return heatmap_png(grid_long(grid, rival), title)
+        return {}, ""
+    cells = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))
+    keys = facet_keys(cells)
+    groups = list(cells.groupby([cells[k].astype(str) for k in keys], sort=True)) if keys else [((), cells)]
+    if len(groups) > MAX_FACETS:
+        return {}, (f" No heatmap: the cells vary in {', '.join(k[2:] for k in keys)} besides lambda and d "
+                    f"({len(groups)} combinations, more than {MAX_FACETS} figures); sweep.md has every cell.")
+    files: dict[str, bytes] = {}
+    for values, group in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        facet = " ".join(f"{k[2:]}={v}" for k, v in zip(keys, values))
+        group = group[group[f"m:{rival}/diff_vs_ref"].notna()]
+        if len(group) < 2 or group.duplicated(["lam", "d"]).any():
+            continue  # one (lambda, d): nothing to map (duplicates cannot occur once every varying key is a facet)
+        name = "figures/heatmap.png" if not keys else f"figures/heatmap_{facet.replace(' ', '_')}.png"
+        files[name] = heatmap_png(grid_long(group, rival), f"{title}" + (f"\n{facet}" if facet else ""))
+    if not files:
+        return {}, ""
+    where = ", ".join(files)
+    split = f", one per {' x '.join(k[2:] for k in keys)}" if keys else ""
+    return files, f" {where}: CAM-DF minus predict-then-threshold over the lambda x d grid{split}."
 
 
 def summarise(tracker, run_id: str, experiment: str, run_ids: list[str]) -> None:
@@ -133,17 +179,15 @@ def summarise(tracker, run_id: str, experiment: str, run_ids: list[str]) -> None
         files["sweep.csv"] = table.to_csv(float_format="%.6g", lineterminator="\n")
         files["sweep.md"] = "\n".join(markdown_table(["run", *shown.columns],
                                                      ([i, *r.tolist()] for i, r in shown.iterrows()))) + "\n"
-    heatmap = grid_heatmap(cells, f"sweep {experiment}: CAM-DF minus predict-then-threshold")
-    if heatmap is not None:
-        files["figures/heatmap.png"] = heatmap
+    heatmaps, heatmap_text = grid_heatmaps(cells, f"sweep {experiment}: CAM-DF minus predict-then-threshold")
+    files.update(heatmaps)
     tracker.log_files(run_id, files)
     tracker.log_metrics(run_id, metrics)
     n = len(table)
     tracker.describe(run_id, (
         f"Sweep of experiment {experiment}: {n} cells. CAM-DF's 95% CI against its cell's best baseline lies "
         f"above 0 in {metrics['sweep/n_camdf_above']} and below 0 in {metrics['sweep/n_camdf_below']} of them "
-        "(sweep.md has one row per cell; the children are the cells' runs)."
-        + (" figures/heatmap.png: CAM-DF minus predict-then-threshold over the lambda x d grid." if heatmap else "")))
+        "(sweep.md has one row per cell; the children are the cells' runs)." + heatmap_text))
 
 
 class _Progress(threading.Thread):

@@ -25,7 +25,7 @@ from camdf.evaluation.summary import summarize_cell
 from camdf.evaluation.verified import verified_curves, verified_outcomes
 from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
 from camdf.pipeline.data_stage import read_manifest
-from camdf.pipeline.identity import cell_key, cell_name
+from camdf.pipeline.identity import cell_key, cell_name, code_stamp
 from camdf.policies import FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.figures import payoff_vs_tools_png
 from camdf.tracking.client import METRICS_TABLE
@@ -255,7 +255,7 @@ def run_tracked_cell(
     from camdf.pipeline.provenance import git_commit
 
     key = cell_key(cfg, paths.data_dir)
-    tags = {"git_commit": git_commit(root), **cell_tags(cfg, experiment), **parent_tags()}
+    tags = {"git_commit": git_commit(root), "code_version": code_stamp(), **cell_tags(cfg, experiment), **parent_tags()}
     record_job(tracker, job, f"running {cell_name(cfg)}")
     claim = tracker.claim(key, cell_name(cfg), tags, timeout=(cfg.get("tracking") or {}).get("claim_timeout"))
     if not claim.won:  # the key has a FINISHED run (found at once, or after waiting for its worker)

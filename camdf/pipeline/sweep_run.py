@@ -7,8 +7,9 @@ and hands its id to the jobs in ``CAMDF_SWEEP_RUN`` (launchers pass the environm
 on to their workers). Each job records itself on that run: a cell it computes
 becomes a child run (``mlflow.parentRunId``), and the parent's tag
 ``cell.<job number>`` says ``running <cell>``, then ``logged <run id>`` or
-``reused <run id>`` (a cell some earlier sweep computed). When the sweep ends the
-parent logs ``cells.csv`` (one row per job), the sweep's table (``sweep.md``,
+``reused <run id>`` (a cell some earlier sweep computed). A computed cell's run is named by
+what the sweep varies (``lam=0.12 d=1.0 | retail/bm25``, :func:`sweep_run_name`). When the sweep
+ends the parent logs ``cells.csv`` (one row per job; the ``cell.*`` tags are then removed), the sweep's table (``sweep.md``,
 ``sweep.csv``: one row per cell, CAM-DF against its cell's best baseline) and, for a
 lambda x d grid, the A18 heatmap (``figures/heatmap.png``; one per value of every other key the
 sweep varies, e.g. ``figures/heatmap_scorer.label=bm25.png``); the metrics ``sweep/n_cells``,
@@ -39,6 +40,8 @@ from camdf.common.progress import quiet
 
 #: The environment variable that carries the parent run's id to the jobs.
 ENV = "CAMDF_SWEEP_RUN"
+#: The environment variable that names the keys the sweep varies (comma-separated), for the cells' run names.
+KEYS_ENV = "CAMDF_SWEEP_KEYS"
 #: The kind tag of a sweep's parent run.
 SWEEP = "sweep"
 
@@ -54,6 +57,34 @@ def parent_tags() -> dict[str, str]:
     """The tag that makes a run a child of the current sweep's parent (empty outside a sweep)."""
     parent = os.environ.get(ENV)
     return {"mlflow.parentRunId": parent} if parent else {}
+
+
+def varying_keys(jobs: list[list[str]]) -> list[str]:
+    """The keys whose value differs between a sweep's jobs (override lists), in override order."""
+    values: dict[str, set[str]] = {}
+    for job in jobs:
+        for override in job:
+            key, _, value = override.partition("=")
+            values.setdefault(key.lstrip("+~"), set()).add(value)
+    return [k for k, v in values.items() if len(v) > 1]
+
+
+def sweep_run_name(cfg: dict[str, Any]) -> str | None:
+    """A cell's run name inside a sweep: what varies first, then where (``lam=0.12 d=1.0 | retail/bm25``), so
+    the UI's run list shows the values that tell the cells apart; None outside a sweep."""
+    keys = [k for k in os.environ.get(KEYS_ENV, "").split(",") if k]
+    if not keys:
+        return None
+    parts = []
+    for key in keys:
+        value: Any = cfg
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, dict):  # a config group (scorer=...): its label or name
+            value = value.get("label", value.get("name"))
+        parts.append(f"{key.rsplit('.', 1)[-1]}={value}")
+    scorer = cfg["scorer"].get("label", cfg["scorer"]["name"])
+    return f"{' '.join(parts)} | {cfg['domain']['name']}/{scorer}"
 
 
 def _cells(tags: dict[str, str]) -> dict[int, str]:
@@ -253,7 +284,8 @@ class SweepRun(Callback):
         if config_name != "evaluate":
             return
         task = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
-        total = len(expand([*sweep_params(config), *task]))
+        jobs = expand([*sweep_params(config), *task])
+        total = len(jobs)
         experiment = OmegaConf.select(config, "hydra.runtime.choices.experiment", default=None) or "ad hoc"
         t = OmegaConf.to_container(config.tracking, resolve=True)
         root = OmegaConf.select(config, "paths.root_dir", default=None)
@@ -267,6 +299,7 @@ class SweepRun(Callback):
         for key in _cells(self.tracker.client.get_run(self.run_id).data.tags):
             self.tracker.client.delete_tag(self.run_id, f"cell.{key:04d}")
         os.environ[ENV] = self.run_id
+        os.environ[KEYS_ENV] = ",".join(k for k in varying_keys(jobs) if k.split(".", 1)[0] not in ("paths", "hydra"))
         atexit.register(self._abandon)
         if not quiet():
             self.progress = _Progress(t["uri"], self.run_id, total, f"{experiment}")
@@ -289,6 +322,8 @@ class SweepRun(Callback):
         logged = sum(v.startswith("logged ") for v in cells.values())
         reused = sum(v.startswith("reused ") for v in cells.values())
         self.tracker.log_files(self.run_id, {"cells.csv": table.getvalue()})
+        for job in cells:  # the job lines are bookkeeping: cells.csv keeps them, the parent's tags do not
+            client.delete_tag(self.run_id, f"cell.{job:04d}")
         self.tracker.log_metrics(self.run_id, {"sweep/n_cells": len(cells), "sweep/n_logged": logged,
                                                "sweep/n_reused": reused})
         experiment = self.tracker.client.get_run(self.run_id).data.tags.get("experiment", "ad hoc")
@@ -297,6 +332,7 @@ class SweepRun(Callback):
         self.tracker.close_kind_run(self.run_id, "FINISHED")
         self.run_id = None
         os.environ.pop(ENV, None)
+        os.environ.pop(KEYS_ENV, None)
 
     def _abandon(self) -> None:
         """At exit after a sweep that did not end (a job raised): its parent ends FAILED."""

@@ -18,8 +18,8 @@ from camdf.reporting.evidence import anchor_hints, anchored
 from camdf.reporting.readme import splice_headline
 from camdf.reporting.store import cells_of
 from camdf.reporting.hints import asked_tables, skip_lines, tables_hints
-from camdf.reporting.registry import TABLES, experiments
-from camdf.pipeline.identity import code_stamp
+from camdf.reporting.registry import experiments, tables as declared
+from camdf.pipeline.identity import CONF_DIR, code_stamp
 from camdf.pipeline.provenance import short_commit
 from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
 from camdf.pipeline.sweeps import experiment_keys, searchpath_overrides
@@ -46,9 +46,9 @@ def main(cfg: DictConfig) -> None:
     tracker = open_tracker(c)
     readme = Path(c["readme"]) if c["update_readme"] else None
     main = anchored(c["main"], c["cell_overrides"])  # the anchor follows the overrides the cells ran with
-    tables, one_line = asked_tables(TABLES, c["experiments"])
+    tables, one_line = asked_tables(declared(), c["experiments"])
     written, skipped = build_tables(tracker, main, Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp(),
-                                    commit=short_commit(paths["root_dir"]), tables=tables)
+                                    commit=short_commit(CONF_DIR.parent), tables=tables)
     if readme is not None and readme in written:
         written.append(splice_headline(Path(c["headline"]), readme))
     for line in [*(f"wrote {path}" for path in written), *(f"skipped: {m}" for m in missing),

@@ -141,7 +141,7 @@ def write_set(out_dir, files: dict[str, bytes | str]) -> tuple[list[Path], list[
     return [out_dir / n for n in files], sorted(kept)
 
 
-def from_store(tracker, main: dict, keys: set[str] | None = None, tables: tuple[TableSpec, ...] = TABLES
+def from_store(tracker, main: dict, keys: set[str] | None = None, tables: tuple[TableSpec, ...] | None = None
                ) -> tuple[Evidence, list[Report], dict[str, bytes], list[str]]:
     """The evidence, tables, figures and skipped tables of the store's cells with cell keys ``keys`` (None: all)."""
     runs = runs_frame(tracker)
@@ -153,7 +153,7 @@ def from_store(tracker, main: dict, keys: set[str] | None = None, tables: tuple[
 
 
 def results_body(tracker, main: dict, keys: set[str] | None, stamp: str | None, commit: str | None = None,
-                 tables: tuple[TableSpec, ...] = TABLES) -> str | None:
+                 tables: tuple[TableSpec, ...] | None = None) -> str | None:
     """The Results page's generated block as the tables stage writes it (None: the store supports no table)."""
     evidence, reports, _, _ = from_store(tracker, main, keys, tables)
     if not reports:
@@ -162,7 +162,7 @@ def results_body(tracker, main: dict, keys: set[str] | None, stamp: str | None, 
 
 
 def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | None = None,
-                 stamp: str | None = None, commit: str | None = None, tables: tuple[TableSpec, ...] = TABLES
+                 stamp: str | None = None, commit: str | None = None, tables: tuple[TableSpec, ...] | None = None
                  ) -> tuple[list, list[str]]:
     """Build every table and figure from the store into ``out_dir`` (and the README's Results).
 

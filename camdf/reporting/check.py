@@ -73,7 +73,7 @@ def recompute(overrides: list[str] | None = None) -> tuple[str | None, dict[str,
     from camdf.reporting.build import results_body
     from camdf.reporting.evidence import anchored
     from camdf.reporting.hints import asked_tables
-    from camdf.reporting.registry import TABLES, experiments
+    from camdf.reporting.registry import experiments, tables as declared
     from camdf.tracking.client import store_has_experiment
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
@@ -86,7 +86,7 @@ def recompute(overrides: list[str] | None = None) -> tuple[str | None, dict[str,
     same_paths = [f"paths.{k}={paths[k]}" for k in ("root_dir", "data_dir", "output_dir")]
     keys, _ = experiment_keys(c["experiments"] or experiments(), paths["data_dir"],
                               [*same_paths, *c["cell_overrides"]])
-    tables, _ = asked_tables(TABLES, c["experiments"])
+    tables, _ = asked_tables(declared(), c["experiments"])
     body = results_body(open_tracker(c), anchored(c["main"], c["cell_overrides"]), keys, code_stamp(), tables=tables)
     return body, c
 

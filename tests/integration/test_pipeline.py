@@ -56,8 +56,10 @@ def _results_check_recomputes_the_numbers(tmp_path: Path, out: Path, data: Path)
     page.write_text("# Results\n<!-- results:start -->\n<!-- results:end -->\n")
     readme.write_text("# x\n<!-- headline:start -->\n<!-- headline:end -->\n")
     same = ["experiments=[smoke]", "main.lam=0.12", "main.d=1.0", "main.methods=${grid_methods.names}"]
-    _run(["pipelines.tables", *same, f"readme={page}", f"headline={readme}"], out, data)
-    overrides = [a for o in [*same, f"paths.output_dir={out}", f"paths.data_dir={data}"] for a in ("--override", o)]
+    root = [f"paths.root_dir={tmp_path}"]  # the Results are written only inside the root
+    _run(["pipelines.tables", *same, *root, f"readme={page}", f"headline={readme}"], out, data)
+    overrides = [a for o in [*same, *root, f"paths.output_dir={out}", f"paths.data_dir={data}"]
+                 for a in ("--override", o)]
 
     def check(path):
         return subprocess.run([sys.executable, "-m", "camdf.cli", "results", "check", str(path), *overrides],

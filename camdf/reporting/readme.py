@@ -23,9 +23,31 @@ def results_markdown(reports: list[Report], command: str, findings: list[str] | 
              "from the store and compares; do not edit by hand.", ""]
     if findings:
         parts += [f"- {f}" for f in findings] + [""]
+    said: dict[str, str] = {}  # sentence -> the title of the table whose note said it first
     for r in reports:
-        parts.append(r.to_markdown())
+        parts.append(Report(r.name, r.title, r.frame, once(r.note, r.title, said), r.bold, r.marks, r.digits)
+                     .to_markdown())
     return "\n".join(parts)
+
+
+#: A sentence boundary of a note: a full stop (or a closing bracket after one) before a capital letter.
+_SENTENCE = re.compile(r"(?<=[.)])\s+(?=[A-Z])")
+
+
+def once(note: str, title: str, said: dict[str, str]) -> str:
+    """``note`` without the sentences an earlier note of the page said (``said``: sentence -> its table's
+    title, updated in place), pointing to where they were said: a page says each explanation once."""
+    kept, earlier = [], []
+    for sentence in _SENTENCE.split(note.strip()) if note else []:
+        if sentence in said:
+            earlier.append(said[sentence])
+        else:
+            said[sentence] = title
+            kept.append(sentence)
+    if earlier:
+        where = "; ".join(f"under \"{t}\"" for t in dict.fromkeys(earlier))
+        kept.append(f"(The rest of this table's notes: {where}.)")
+    return " ".join(kept)
 
 
 #: The markers of the README's headline block (the findings of the Results page, spliced by the tables stage).

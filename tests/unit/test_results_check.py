@@ -79,3 +79,15 @@ def test_the_checkouts_results_live_in_docs_and_its_readme_has_the_headline():
     root = Path(__file__).resolve().parents[2]
     assert results_stamp((root / "docs" / "results.md").read_text()) is not None
     assert results_stamp((root / "README.md").read_text()) == results_stamp((root / "docs" / "results.md").read_text())
+
+
+def test_the_results_page_says_each_note_sentence_once():
+    from camdf.reporting.readme import once
+
+    shared = "CIs: paired bootstrap over tasks. Differences are method minus reference."
+    frame = pd.DataFrame({"a": [1.0]}, index=pd.Index(["m"], name="method"))
+    page = results_markdown([Report("t1", "T1", frame, note=f"{shared} MLflow run 1."),
+                             Report("t2", "T2", frame, note=f"{shared} MLflow run 2.")], "make reproduce")
+    assert page.count("CIs: paired bootstrap over tasks.") == 1 and "MLflow run 2." in page
+    assert 'MLflow run 2. (The rest of this table\'s notes: under "T1".)' in page
+    assert once("A b. C d.", "T", {}) == "A b. C d."

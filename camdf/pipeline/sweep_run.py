@@ -145,17 +145,17 @@ _NOT_FACETS = ("p:paths.", "p:tracking.")
 def facet_keys(cells: pd.DataFrame) -> list[str]:
     """The params (``p:`` columns) that vary across a sweep's cells besides lambda and d, one per dimension.
 
-    Params that split the cells the same way (``scorer.name``, ``scorer.label``, its settings) count
-    once: a ``.label`` param, else the shortest name, stands for them.
+    A param that the keys already chosen determine (``scorer.name`` and the scorer's settings once
+    ``scorer.label`` is chosen) adds no facet: keys are taken finest first, a ``.label`` param, then
+    the shortest name, standing for the params that split the cells alike.
     """
-    varying = sorted((c for c in cells if c.startswith("p:") and c not in ("p:cost.lam", "p:cost.d")
-                      and not c.startswith(_NOT_FACETS) and cells[c].astype(str).nunique() > 1),
-                     key=lambda c: (not c.endswith(".label"), len(c), c))
+    text = cells.astype(str)
+    varying = [c for c in cells if c.startswith("p:") and c not in ("p:cost.lam", "p:cost.d")
+               and not c.startswith(_NOT_FACETS) and text[c].nunique() > 1]
+    varying.sort(key=lambda c: (-text[c].nunique(), not c.endswith(".label"), len(c), c))
     keys: list[str] = []
     for c in varying:
-        codes = pd.factorize(cells[c].astype(str))[0]
-        if not any(len(set(zip(codes, pd.factorize(cells[k].astype(str))[0]))) == len(set(codes))
-                   == cells[k].astype(str).nunique() for k in keys):
+        if not keys or (text.groupby(keys)[c].nunique() > 1).any():
             keys.append(c)
     return keys
 

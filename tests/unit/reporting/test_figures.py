@@ -95,3 +95,11 @@ def test_a_far_off_peer_does_not_stretch_the_payoff_axis():
     assert 0.09 < lo < 0.13 and 0.55 < hi < 0.6  # the peer's -0.32 is left out of the axis
     image = np.asarray(_png(payoff_vs_tools_png(table, "retail")).convert("RGB"))
     assert image.shape[1] > 1000  # wide enough for the grouped legend beside the axes
+
+
+def test_a_param_the_scorer_determines_adds_no_facet():
+    cells = pd.DataFrame([_cell(s, lam, 0.0, 0.01) for s in ("bm25", "dense", "supervised") for lam in (0.04, 0.12)])
+    cells["p:scorer.params.n_threads"] = np.where(cells["p:scorer.name"] == "dense", "2", None)
+    assert facet_keys(cells) == ["p:scorer.label"]
+    files, _ = grid_heatmaps(cells, "sweep a21")
+    assert len(files) == 3

@@ -91,9 +91,47 @@ def recompute(overrides: list[str] | None = None) -> tuple[str | None, dict[str,
     return body, c
 
 
+#: Run by :func:`check_numbers` in a child process: ``pipelines`` is imported first, so OpenBLAS runs the
+#: kernel the stages pin (it is part of every cell key, and is chosen when numpy loads).
+_CHILD = """
+import json, sys
+import pipelines  # noqa: F401  (pins OpenBLAS's kernel before numpy loads, as every stage does)
+from pathlib import Path
+from camdf.reporting.check import compare_page
+try:
+    print(json.dumps({"differences": compare_page(Path(sys.argv[1]), sys.argv[2:])}))
+except LookupError as err:
+    print(json.dumps({"error": str(err)}))
+"""
+
+
 def check_numbers(page: Path, overrides: list[str] | None = None) -> list[str]:
-    """The differences (:func:`differences`) between ``page`` and the Results recomputed from the store; a
-    README is compared on its headline block."""
+    """The differences (:func:`differences`) between ``page`` and the Results recomputed from the store, as
+    the stages would compute them (in a child process with their OpenBLAS kernel, :data:`_CHILD`);
+    LookupError when there is nothing to recompute from."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from camdf.pipeline.identity import CONF_DIR
+
+    root = CONF_DIR.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    proc = subprocess.run([sys.executable, "-c", _CHILD, str(Path(page).resolve()), *(overrides or [])], cwd=root,
+                          env=env, capture_output=True, text=True)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"recomputing the Results failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+    answer = json.loads(lines[-1])
+    if "error" in answer:
+        raise LookupError(answer["error"])
+    return answer["differences"]
+
+
+def compare_page(page: Path, overrides: list[str] | None = None) -> list[str]:
+    """:func:`check_numbers` in this process (whose OpenBLAS kernel must be the stages'); a README is compared
+    on its headline block."""
     shown = block(page.read_text(encoding="utf-8"))
     body, _ = recompute(overrides)
     if body is None:

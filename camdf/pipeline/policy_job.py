@@ -164,7 +164,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
         client = mlflow.MlflowClient(tracking_uri=tracker.uri, registry_uri=tracker.uri)
         version = max(client.search_model_versions(f"run_id = '{run.info.run_id}'"), key=lambda v: int(v.version))
         client.set_model_version_tag(name, version.version, "method", method)
-        client.update_model_version(name, version.version, version_description(cfg, method, info, comparison,
+        shown = None if comparison is None else comparison.loc[[m for m in pol["candidates"] if m in comparison.index]]
+        client.update_model_version(name, version.version, version_description(cfg, method, info, shown,
                                                                                 run.info.run_id))
         client.update_registered_model(name, model_description(name, pol.get("alias") or "champion"))
         info["version"] = int(version.version)

@@ -10,12 +10,14 @@ import argparse
 import json
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 from camdf.common.markdown import markdown_table
 from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
 from camdf.data.overview import summarize
+from camdf.policies.registry import dial_specs
 
 # No usage telemetry from MLflow (read when mlflow is imported, which the commands do lazily; a user's setting wins).
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
@@ -86,6 +88,11 @@ def _dial(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected NAME=NUMBER, got {text!r}") from None
 
 
+def _alias(name: str, text: str) -> tuple[str, float]:
+    """``VALUE`` of a dial's own flag (``--NAME VALUE``): the ``(name, value)`` of ``--dial NAME=VALUE``."""
+    return _dial(f"{name}={text}")
+
+
 def cmd_select(args: argparse.Namespace) -> int:
     """Read a JSON request (or a list of them), write the selection(s) as JSON."""
     from camdf.runtime import load_policy
@@ -97,8 +104,7 @@ def cmd_select(args: argparse.Namespace) -> int:
         batch = request if isinstance(request, list) else [request]
         # A flag given on the command line wins over the request's own value (the request's wins over the
         # policy's): the flag is written into every request, so `--lam 5` is the lambda every decision uses.
-        given = {k: v for k, v in {"lam": args.lam, "alpha": args.alpha, **dict(args.dial or [])}.items()
-                 if v is not None}
+        given = {k: v for k, v in {"lam": args.lam, **dict(args.dial or [])}.items() if v is not None}
         batch = [{**r, **given} if isinstance(r, dict) else r for r in batch]
         dials = {k: v for k, v in given.items() if k != "lam"}  # checked as the call's too: errors name the flag
         selections = policy.select_batch(batch, lam=args.lam, **dials)
@@ -188,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         "select", help="expose a prefix of a ranked tool list with a fitted policy",
         description="Read a request (a JSON object with `tools` (OpenAI function tools or MCP tool "
                     "descriptions) and `scores`, or a `query` for the built-in bm25 ranker; optional `costs`, "
-                    "`lam`, `alpha`), or a list of them, and print the selection(s) as JSON: `depth`, "
+                    "`lam`, the rule's dials), or a list of them, and print the selection(s) as JSON: `depth`, "
                     "`exposed`, `ranked` and the exposed `tools`.")
     select.add_argument("--policy", default="models:/camdf-stopper@champion",
                         help="MLflow model URI (runs:/..., models:/...) or model folder (default: the shipped champion, "
@@ -197,13 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     select.add_argument("--lam", type=float, default=None,
                         help="lambda for every request, over a request's own `lam` (default: the request's, "
                              "else the policy's)")
-    select.add_argument("--alpha", type=float, default=None,
-                        help="target miss rate for every request, over a request's own `alpha`: the dial of the "
-                             "risk-controlled rules (camdf_risk, risk_set); a policy without it refuses the flag "
-                             "(default: the request's, else the policy's)")
     select.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE",
                         help="a run-time dial of the policy's rule for every request, over the request's own "
-                             "(repeatable; --alpha is --dial alpha=...)")
+                             "(repeatable; --NAME VALUE is the same, for every registered dial; default: the "
+                             "request's, else the policy's)")
+    for spec in dial_specs().values():  # --<dial> VALUE, an alias of --dial <dial>=VALUE, for every registered dial
+        select.add_argument(f"--{spec.name}", dest="dial", action="append", metavar="VALUE",
+                            type=partial(_alias, spec.name), help=f"--dial {spec.name}=VALUE ({spec.describe()})")
     select.set_defaults(func=cmd_select)
     results = sub.add_parser("results", help="the README Results").add_subparsers(dest="cmd", required=True)
     check = results.add_parser(

@@ -17,7 +17,7 @@ from camdf.reporting.build import build_tables
 from camdf.reporting.evidence import anchor_hints, anchored
 from camdf.reporting.readme import splice_headline
 from camdf.reporting.store import cells_of
-from camdf.reporting.hints import asked_tables, skip_lines, tables_hints
+from camdf.pipeline.table_hints import asked_tables, skip_lines, tables_hints
 from camdf.reporting.registry import experiments, tables as declared
 from camdf.pipeline.identity import CONF_DIR, code_stamp
 from camdf.pipeline.provenance import short_commit

@@ -141,7 +141,7 @@ def cmd_results_check(args: argparse.Namespace) -> int:
         print(f"{path}: the Results' source fingerprint is the checkout's ({current}); numbers not compared "
               "(--version-only)")
         return 0
-    from camdf.reporting.check import check_numbers
+    from camdf.pipeline.results_check import check_numbers
 
     try:
         diffs = check_numbers(path, args.override or [])
@@ -171,8 +171,16 @@ exit status: 0 done, 1 the Results are stale (results check) or a fault of the m
 The task format: docs/task-format.md."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its errors as one line (not the usage text): ``camdf <command>: <what> (camdf ... --help)``."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="camdf", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
                     "tools to expose, check the README Results.",
@@ -232,8 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; any failure it does not handle itself is one line on stderr (exit 2, 1 or 130)."""
+    from camdf.common.process import release_start
     from camdf.pipeline.boundary import cli_boundary
 
+    release_start()  # from here on, cli_boundary handles Ctrl-C
     args = build_parser().parse_args(argv)
     command = " ".join(str(getattr(args, k)) for k in ("group", "cmd") if getattr(args, k, None))
     return cli_boundary(command, lambda: args.func(args))

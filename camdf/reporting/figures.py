@@ -9,19 +9,19 @@ import pandas as pd
 
 from camdf.common.markdown import signed
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
-from camdf.policies import CARDS
+from camdf.policies import CARDS, FAMILY
 
-# One colour and one marker per method (its registry card), fixed by name so that a method looks the same in
-# every figure; a card without them gets a spare pair chosen by name.
-STYLES = {c.name: (c.colour, c.marker) for c in CARDS.values() if c.colour is not None and c.marker is not None}
+# One colour and one marker per method (its registry card, read when drawn), fixed by name so that a method
+# looks the same in every figure; a card without them gets a spare pair chosen by name.
 _SPARE = ["#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5"]
 _SPARE_MARKERS = ["o", "v", "^", "<", ">", "s", "D", "P", "X"]
 
 
 def method_style(method: str) -> tuple[str, str]:
     """(colour, marker) of a method: fixed for the known ones, else from a spare palette by name."""
-    if method in STYLES:
-        return STYLES[method]
+    c = CARDS.get(method)
+    if c is not None and c.colour is not None and c.marker is not None:
+        return c.colour, c.marker
     h = sum(method.encode())  # deterministic across runs (unlike hash())
     return _SPARE[h % len(_SPARE)], _SPARE_MARKERS[h % len(_SPARE_MARKERS)]
 
@@ -92,7 +92,7 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
     outside: list[tuple[str, float, float]] = []
     for method, row in table.iterrows():
         family = _family(method)
-        ours = family == "camdf"
+        ours = method in FAMILY and family != "ablation"  # the CAM-DF family (its ablations apart)
         colour, marker = method_style(method)
         is_set = not _card_fact(method, "picks_prefix", True)
         oracle = family == "oracle"

@@ -72,7 +72,7 @@ def recompute(overrides: list[str] | None = None) -> tuple[str | None, dict[str,
     from camdf.pipeline.sweeps import experiment_keys
     from camdf.reporting.build import results_body
     from camdf.reporting.evidence import anchored
-    from camdf.reporting.hints import asked_tables
+    from camdf.pipeline.table_hints import asked_tables
     from camdf.reporting.registry import experiments, tables as declared
     from camdf.tracking.client import store_has_experiment
 
@@ -97,7 +97,7 @@ _CHILD = """
 import json, sys
 import pipelines  # noqa: F401  (pins OpenBLAS's kernel before numpy loads, as every stage does)
 from pathlib import Path
-from camdf.reporting.check import compare_page
+from camdf.pipeline.results_check import compare_page
 try:
     print(json.dumps({"differences": compare_page(Path(sys.argv[1]), sys.argv[2:])}))
 except LookupError as err:

@@ -64,7 +64,25 @@ def sweep_params(cfg: DictConfig) -> list[str]:
 
 
 def _is_group(key: str) -> bool:
-    return (CONF_DIR / key.split("@")[0]).is_dir()
+    # hydra.* (hydra.searchpath above all) shapes the composition itself, as a config group choice does.
+    return key.startswith("hydra.") or (CONF_DIR / key.split("@")[0]).is_dir()
+
+
+def searchpath_overrides(config: DictConfig | None = None) -> list[str]:
+    """The ``hydra.searchpath`` of a composed config with its ``hydra`` node (default: the running Hydra
+    app's) as an override, so that configs composed on the side (each job of a sweep check, the cells
+    the tables stage reads) find the same config folders as the stage (empty when there is none)."""
+    if config is not None:
+        paths = OmegaConf.select(config, "hydra.searchpath", default=None)
+    else:
+        from hydra.core.hydra_config import HydraConfig
+
+        paths = HydraConfig.get().searchpath if HydraConfig.initialized() else None
+    paths = [str(p) for p in (paths or [])]
+    if not paths:
+        return []
+    quoted = ",".join("'" + p.replace("\\", "\\\\").replace("'", "\\'") + "'" for p in paths)
+    return [f"hydra.searchpath=[{quoted}]"]
 
 
 def compose_jobs(config_name: str, jobs: list[list[str]]) -> list[DictConfig]:
@@ -145,12 +163,13 @@ class CheckSweep(Callback):
         try:
             overrides = [*sweep_params(config), *task]
             jobs = expand(overrides)
+            searchpath = searchpath_overrides(config)  # a user's config folder (hydra.searchpath=[...])
             if not jobs:  # Hydra would run nothing, exit 0, and the sweep's record would be rewritten as done
                 empty = [o.get_key_element() for o in OverridesParser.create().parse_overrides(overrides)
                          if o.is_sweep_override() and not list(o.sweep_string_iterator())]
                 refuse(ConfigError(empty[0] if empty else "hydra.sweeper.params", "an empty sweep",
                                    "at least one value to sweep"))
-            for cfg in compose_jobs(config_name, jobs):
+            for cfg in compose_jobs(config_name, [[*job, *searchpath] for job in jobs]):
                 resolved = resolve(cfg)
                 check_tree(cfg, resolved)  # code, paths and secrets of every job (camdf.pipeline.gates)
                 check_kinds(resolved, config_name, SCHEMAS.get(config_name, {}))  # every key's kind (camdf.pipeline.tree)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
-from camdf.policies import CARDS, FAMILY, ORACLES
+from camdf.policies import CARDS, FAMILY, FULL_ACCESS, NO_TOOLS, ORACLES
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -27,7 +27,7 @@ NOT_RUN = {"static_set": "its fit (StaticSet.fit) searches the whole catalog at 
 FAMILIES = {
     "ours, prefix": lambda m: m in FAMILY and CARDS[m].picks_prefix,
     "ours, set": lambda m: m in FAMILY and not CARDS[m].picks_prefix,
-    "tuned baselines": lambda m: CARDS[m].family == "baseline" and m not in ("full", "none"),
+    "tuned baselines": lambda m: CARDS[m].family == "baseline" and m not in (FULL_ACCESS, NO_TOOLS),
     "peers (top5, bor_depth)": lambda m: CARDS[m].family == "peer",
     "oracles": lambda m: m in ORACLES,
 }

@@ -81,8 +81,8 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
     if "a26" in built:
         risk = built["a26"].frame
         above = [i for i in risk.index if risk.loc[i, "miss rate above alpha"] == "yes"]
-        out.append(f"A26: camdf_risk's miss rate is shown above alpha (exact one-sided binomial test over tasks x "
-                   f"repeats, p < {MISS_LEVEL:g}) in {len(above)} of {len(risk)} cells (alpha = 0.01, 0.05, 0.1 over "
+        out.append(f"A26: camdf_risk's miss rate is shown above alpha (one-sided t-test over tasks, misses "
+                   f"clustered by task, p < {MISS_LEVEL:g}) in {len(above)} of {len(risk)} cells (alpha = 0.01, 0.05, 0.1 over "
                    "the domains and rankers)" + (f": {', '.join(above)}." if above else "."))
     if "a27" in built:
         kinds = built["a27"].frame

@@ -88,3 +88,57 @@ def test_rare_and_unseen_tools_fall_back_to_the_global_map():
     np.testing.assert_allclose(unseen, 1 / (1 + np.exp(-(cal.global_[0] * z + cal.global_[1]))))
     with pytest.raises(AttributeError, match="fit"):
         ToolCalibrator().predict(q, np.array([[0, 1]]))
+
+
+def _informative(rng, T=400, V=6, N=5):
+    """A synthetic ranker over V tools: tool 0's score is perfectly informative (+1 +- 0.2 when the tool is in
+    G_x, -1 +- 0.2 otherwise), the other tools' scores are weak (member shift 0.3 on unit noise)."""
+    ids = np.stack([rng.choice(V, N, replace=False) for _ in range(T)])
+    member = rng.random((T, N)) < np.where(ids == 0, 0.4, 0.3)
+    noise = rng.normal(0.0, 1.0, (T, N))
+    scores = np.where(ids == 0, np.where(member, 1.0, -1.0) + 0.2 * rng.uniform(-1, 1, (T, N)),
+                      0.3 * member + noise)
+    order = np.argsort(-scores, axis=1, kind="stable")  # ranked lists, as Instances hold them
+    take = lambda a: np.take_along_axis(a, order, axis=1)  # noqa: E731
+    return take(scores), take(member), take(ids), np.ones((T, N), dtype=bool)
+
+
+def test_score_calibration_follows_a_perfectly_informative_tool():
+    """Per-tool Platt of the ranker's own score: the informative tool's probabilities go to 0 and 1 with it
+    (ECE near 0 on held-out tasks), where one map shared by every tool cannot follow it."""
+    from camdf.core.calibration import ScoreCalibrator, calibration_rows
+
+    scores, member, ids, valid = _informative(np.random.default_rng(5))
+    fit, held = slice(0, 200), slice(200, None)
+    cal = ScoreCalibrator("raw").fit(scores[fit], member[fit], ids[fit], valid[fit])
+    p = cal.predict(scores[held], ids[held], valid[held])
+    tool0 = ids[held] == 0
+    assert p[tool0 & member[held]].min() > 0.95 and p[tool0 & ~member[held]].max() < 0.05
+    rows = calibration_rows(p, member[held], ids[held], valid[held]).set_index("tool")
+    assert rows.loc["0", "ECE"] < 0.03
+    assert rows.loc["per-tool mean", "ECE"] < 0.08
+    shared = ScoreCalibrator("raw", precision=1e6).fit(scores[fit], member[fit], ids[fit], valid[fit])  # the global map
+    p_shared = shared.predict(scores[held], ids[held], valid[held])
+    assert reliability_table(p_shared[tool0], member[held][tool0], 5)[1] > 0.1
+    # The portable one-task path gives the same probabilities, and the numbers round-trip.
+    again = ScoreCalibrator.from_numbers(cal.to_numbers())
+    np.testing.assert_array_equal(again.predict(scores[held], ids[held], valid[held]), p)
+    from camdf.core.calibration import score_calibrate_task
+    row = score_calibrate_task(cal.to_numbers(), scores[200].tolist(), ids[200].tolist())
+    np.testing.assert_allclose(row, p[0], atol=1e-8)
+
+
+def test_score_calibrator_refuses_bad_settings_and_unseen_tools_get_the_global_map():
+    from camdf.core.calibration import ScoreCalibrator
+
+    scores, member, ids, valid = _informative(np.random.default_rng(6), T=60)
+    with pytest.raises(ValueError, match="feature"):
+        ScoreCalibrator("logit").fit(scores, member, ids, valid)
+    with pytest.raises(ValueError, match="precision"):
+        ScoreCalibrator(precision=0.0).fit(scores, member, ids, valid)
+    cal = ScoreCalibrator("normalised").fit(scores, member, ids, valid)
+    unseen = cal.predict(scores[:1], np.full((1, ids.shape[1]), -1), valid[:1])
+    x = (scores[0] - scores[0].min()) / (scores[0].max() - scores[0].min())
+    np.testing.assert_allclose(unseen[0], 1 / (1 + np.exp(-(cal.global_[0] * x + cal.global_[1]))), atol=1e-8)
+    with pytest.raises(ValueError, match="feature"):
+        ScoreCalibrator.from_numbers({**cal.to_numbers(), "feature": "other"})

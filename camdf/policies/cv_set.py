@@ -8,6 +8,9 @@ G_x of nearest training tasks:
   raw score calibrated per tool (:class:`~camdf.core.calibration.ScoreCalibrator`, no
   shrinkage in practice); ``plugin/score-shrunk``: the same shrunk towards one global map;
   ``plugin/normalised``: per tool on the within-task normalised score;
+- ``plugin/vector``: each tool's membership from the task's whole score vector
+  (:class:`~camdf.core.calibration.VectorCalibrator`, one logistic regression per tool; only
+  for vocabularies of at most 64 tools);
 - ``plugin/membership``: the membership model's cross-fitted probabilities calibrated per
   tool (:class:`~camdf.core.calibration.ToolCalibrator`, no shrinkage in practice);
   ``plugin/membership-shrunk``: shrunk as :class:`camdf.policies.sets.PluginSet` is;
@@ -36,7 +39,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from camdf.core.calibration import ScoreCalibrator, ToolCalibrator, score_feature
+from camdf.core.calibration import MAX_VECTOR_VOCAB, ScoreCalibrator, ToolCalibrator, VectorCalibrator, score_feature
 from camdf.core.membership import MembershipModel
 from camdf.core.set_models import NeighbourSets, SeenSets, union_masks
 from camdf.core.sets import plugin_set, set_payoffs
@@ -52,6 +55,8 @@ POOL: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("plugin/score", "plugin", {"source": "score", "feature": "raw", "precision": 1e-2}),
     ("plugin/score-shrunk", "plugin", {"source": "score", "feature": "raw", "precision": 10.0}),
     ("plugin/normalised", "plugin", {"source": "score", "feature": "normalised", "precision": 1e-2}),
+    ("plugin/vector", "plugin", {"source": "vector", "feature": "normalised", "C": 1.0}),
+    ("plugin/vector-raw", "plugin", {"source": "vector", "feature": "raw", "C": 1.0}),
     ("plugin/membership", "plugin", {"source": "membership", "precision": 1e-2}),
     ("plugin/membership-shrunk", "plugin", {"source": "membership", "precision": 10.0}),
     ("seen-sets/score", "seen", {"source": "score", "feature": "raw", "precision": 1e-2}),
@@ -74,6 +79,9 @@ class _Member:
         if s.get("source") == "score":
             self.calibrator = ScoreCalibrator(s["feature"], s["precision"]).fit(inst.scores, inst.member,
                                                                                  inst.tool_ids, inst.valid)
+        elif s.get("source") == "vector":
+            self.calibrator = VectorCalibrator(s["C"], s["feature"]).fit(inst.scores, inst.member, inst.tool_ids,
+                                                                         inst.valid, len(inst.vocab))
         elif s.get("source") == "membership":
             self.calibrator = ToolCalibrator(shrinkage=s["precision"]).fit(batch.p, inst.member, inst.tool_ids,
                                                                            inst.valid)
@@ -88,6 +96,8 @@ class _Member:
     def probabilities(self, batch: StateBatch) -> np.ndarray:
         inst = batch.inst
         if isinstance(self.calibrator, ScoreCalibrator):
+            return self.calibrator.predict(inst.scores, inst.tool_ids, inst.valid)
+        if isinstance(self.calibrator, VectorCalibrator):
             return self.calibrator.predict(inst.scores, inst.tool_ids, inst.valid)
         return self.calibrator.predict(batch.p, inst.tool_ids, inst.valid)
 
@@ -160,21 +170,26 @@ class CVSet(StoppingRule):
         if unknown or not len(self.pool):
             raise ValueError(f"pool: expected names from {[n for n, _, _ in POOL]}, got {list(self.pool)}")
         inst = batch.inst
+        # The whole-vector member is fitted only for small vocabularies (its decision costs O(n V)); fixed here.
+        pool = tuple(m for m in self.pool
+                     if _BY_NAME[m][1].get("source") != "vector" or len(inst.vocab) <= MAX_VECTOR_VOCAB)
+        if not pool:
+            raise ValueError(f"pool: no member applies to a vocabulary of {len(inst.vocab)} tools: {list(self.pool)}")
         T = inst.T
         k = max(2, min(int(self.inner_folds), T))
         fold = np.random.default_rng(self.random_state).permutation(np.arange(T) % k)
-        masks = {m: np.zeros(inst.tools.shape, dtype=bool) for m in self.pool}
+        masks = {m: np.zeros(inst.tools.shape, dtype=bool) for m in pool}
         for f in range(k):
             te = fold == f
             train, test = batch.subset(~te), batch.subset(te)
             q = list_coverage(train.inst, batch.kind)
-            for m in self.pool:
+            for m in pool:
                 masks[m][te] = _Member(m).fit(train).select(test, q)
         sets, present = inst.sufficient()
         self.inner_payoffs_ = {m: float(set_payoffs(masks[m], inst.costs, batch.lam, batch.kind, sets, present,
-                                                    inst.member).mean()) for m in self.pool}
-        best = self.pool[0]
-        for m in self.pool[1:]:
+                                                    inst.member).mean()) for m in pool}
+        best = pool[0]
+        for m in pool[1:]:
             if self.inner_payoffs_[m] > self.inner_payoffs_[best] + 1e-12:
                 best = m
         self.choice_ = best
@@ -214,8 +229,9 @@ class CVSet(StoppingRule):
             raise ValueError(f"rule.choice: expected one of {list(_BY_NAME)}, got {choice!r}")
         member = _Member(choice)
         source, cal = member.settings.get("source"), numbers.get("calibrator")
-        member.calibrator = None if cal is None else (SC.from_numbers(cal) if source == "score"
-                                                      else ToolCalibrator.from_numbers(cal))
+        readers = {"score": SC.from_numbers, "vector": VectorCalibrator.from_numbers,
+                   "membership": ToolCalibrator.from_numbers}
+        member.calibrator = None if cal is None else readers[source](cal)
         sets = numbers.get("sets")
         member.sets = None if sets is None else (SeenSets.from_numbers(sets) if member.model == "seen"
                                                  else NeighbourSets.from_numbers(sets))

@@ -194,13 +194,15 @@ def cv_set_task(numbers: dict, task: OneTask) -> list[int]:
     membership or None), ``calibrator``, ``sets`` and ``coverage``, and the rule's ``membership``
     model (None: the task's own probabilities, ``task.p``).
     """
-    from camdf.core.calibration import score_calibrate_task
+    from camdf.core.calibration import score_calibrate_task, vector_calibrate_task
     from camdf.core.set_models import NeighbourSets, neighbour_set_weights, seen_set_weights, task_union_set
 
     model, source, q = numbers["model"], numbers["source"], float(numbers["coverage"])
     p = None
     if source == "score":
         p = score_calibrate_task(numbers["calibrator"], task.scores, task.ids)
+    elif source == "vector":
+        p = vector_calibrate_task(numbers["calibrator"], task.scores, task.ids)
     elif source == "membership":
         raw = task.p if numbers.get("membership") is None else \
             membership_task(numbers["membership"], task.z, task.scores, task.ids)

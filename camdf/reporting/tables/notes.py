@@ -118,3 +118,34 @@ def fit_columns(evidence, run: pd.Series, method: str) -> dict[str, object]:
         out["inner-CV choice (fits)"] = choice_text(choice_counts(tuned, method))
     return out
 
+
+
+def best_tuned_baseline(run: pd.Series) -> str | None:
+    """The deployable baseline of highest mean payoff in a cell, the field's peers included (picked on the cell's
+    own tasks, which favours the baseline); None without one."""
+    from camdf.policies import CARDS, ORACLES
+    from camdf.reporting.store import methods_of
+
+    base = [m for m in methods_of(run) if m in CARDS and m not in ORACLES and CARDS[m].family in ("baseline", "peer")]
+    return max(base, key=lambda m: run.get(f"m:{m}/payoff_mean", -np.inf)) if base else None
+
+
+def ours_deployable(run: pd.Series) -> list[str]:
+    """The CAM-DF family's deployable rules in a cell (the paper's and this project's, ablations left out)."""
+    from camdf.policies import CARDS
+    from camdf.reporting.store import methods_of
+
+    return [m for m in methods_of(run) if m in CARDS and CARDS[m].family == "camdf"]
+
+
+def vs_best_columns(evidence, run: pd.Series, method: str, best: str | None) -> dict[str, object]:
+    """``method`` minus the cell's best tuned baseline (peers included): CI, fits and MDD; empty for other rows."""
+    out = {"minus best tuned baseline (95% CI)": "", "fits lower / higher than it": "", "MDD vs it": np.nan}
+    if best is None or method not in ours_deployable(run):
+        return out
+    try:
+        c = evidence.judge.compare(run, method, best)
+    except LookupError:
+        return out
+    return {"minus best tuned baseline (95% CI)": f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
+            "fits lower / higher than it": fits_text(c), "MDD vs it": c.mdd}

@@ -422,14 +422,44 @@ def calibration_rows(p: np.ndarray, member: np.ndarray, tool_ids: np.ndarray, va
         worst = float(table["gap"].abs().max()) if len(table) else float("nan")
         rows.append({"tool": names[t] if names is not None and 0 <= t < len(names) else str(int(t)),
                      "positions": int(sel.sum()), "base rate": float(yv[sel].mean()), "mean p": float(pv[sel].mean()),
-                     "ECE": ece, "worst bin gap": worst})
+                     "ECE": ece, "worst bin gap": worst, "reliability": reliability_text(table)})
     table, ece = reliability_table(pv, yv, n_bins)
     rows.append({"tool": "all", "positions": int(len(pv)), "base rate": float(yv.mean()) if len(yv) else np.nan,
                  "mean p": float(pv.mean()) if len(pv) else np.nan, "ECE": ece,
-                 "worst bin gap": float(table["gap"].abs().max()) if len(table) else np.nan})
+                 "worst bin gap": float(table["gap"].abs().max()) if len(table) else np.nan,
+                 "reliability": reliability_text(table)})
     rows.append({"tool": "per-tool mean", "positions": int(len(pv)), "base rate": np.nan, "mean p": np.nan,
-                 "ECE": ece_by_group(pv, yv, ids, n_bins), "worst bin gap": np.nan})
+                 "ECE": ece_by_group(pv, yv, ids, n_bins), "worst bin gap": np.nan, "reliability": ""})
     return pd.DataFrame(rows)
+
+
+def reliability_text(table) -> str:
+    """A reliability table (:func:`reliability_table`) as ``mean p -> frequency (count)`` per bin, ``; ``-joined."""
+    return "; ".join(f"{p:.2f}->{f:.2f} ({int(c)})" for p, f, c in zip(table["mean_p"], table["freq"], table["count"]))
+
+
+#: The calibrations the cells measure out of fold (the Results' calibration table), by label.
+CALIBRATION_SOURCES = (
+    "membership model",
+    "membership + per-tool Platt, shrunk (plugin_set)",
+    "membership + per-tool Platt",
+    "ranker score + per-tool Platt (cv_set's plugin/score)",
+)
+
+
+def fold_calibrations(train, p_train: np.ndarray, test, p_test: np.ndarray) -> dict[str, np.ndarray]:
+    """Every :data:`CALIBRATION_SOURCES` probability of one fold's test tasks, each fitted on its training tasks only.
+
+    ``train`` and ``test`` are :class:`~camdf.core.instances.Instances` (scores, member, tool_ids, valid);
+    ``p_train`` the training tasks' cross-fitted membership probabilities, ``p_test`` the test tasks'.
+    """
+    out = {CALIBRATION_SOURCES[0]: np.where(test.valid, p_test, 0.0)}
+    for label, shrink in zip(CALIBRATION_SOURCES[1:3], (10.0, 1e-2)):
+        cal = ToolCalibrator(shrinkage=shrink).fit(p_train, train.member, train.tool_ids, train.valid)
+        out[label] = cal.predict(p_test, test.tool_ids, test.valid)
+    score = ScoreCalibrator("raw", 1e-2).fit(train.scores, train.member, train.tool_ids, train.valid)
+    out[CALIBRATION_SOURCES[3]] = score.predict(test.scores, test.tool_ids, test.valid)
+    return out
 
 
 # ---------------------------------------------------------------- per-tool logistic on the whole score vector

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from camdf.reporting import claims
-from camdf.reporting.tables import a19, a20, a21, a25, a26, a27, cross_domain, family, grid, payoff_vs_tools, table2
+from camdf.reporting.tables import (
+    a19, a20, a21, a25, a26, a27, calibration, cross_domain, family, grid, payoff_vs_tools, table2,
+)
 from camdf.reporting.tables.base import TableSpec
 
 #: Every table (and figure) of the tables stage. A new table is a module under ``camdf/reporting/tables/``
 #: declaring a :class:`~camdf.reporting.tables.base.TableSpec`, its line here and its experiment file.
 TABLES: tuple[TableSpec, ...] = (
     table2.TABLE,
+    calibration.TABLE,
     grid.A18,
     a19.TABLE,
     a20.TABLE,

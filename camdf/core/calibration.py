@@ -63,6 +63,16 @@ def fit_platt_groups(
     prior = np.broadcast_to(np.asarray(prior, dtype=float), (n_groups, 2))
     theta = prior.copy()
     y = np.asarray(y, dtype=float)
+    # Groups are independent: each one's Newton path depends on its own observations only. A group whose
+    # update leaves (a_g, b_g) bit for bit unchanged is at a fixed point of the iteration (the same inputs
+    # give the same step forever), so it is set aside with its last step, which still enters the stopping
+    # test; the rest continue on their own observations, kept in order so every per-group sum adds the
+    # same numbers in the same order. The result is bit for bit the plain loop's (tests/unit/core/reference.py),
+    # at the cost of the groups still moving rather than of all of them for as many iterations as the slowest.
+    z = np.asarray(z, dtype=float)
+    groups = np.asarray(groups)
+    moving = np.ones(n_groups, dtype=bool)
+    last = np.zeros((n_groups, 2))
     for _ in range(max_iter):
         eta = theta[groups, 0] * z + theta[groups, 1]
         mu = _sigmoid(eta)
@@ -79,9 +89,17 @@ def fit_platt_groups(
         # A capped step keeps the first iterations of a badly scaled group from overshooting.
         norm = np.sqrt((step ** 2).sum(axis=1, keepdims=True))
         step *= np.minimum(1.0, 4.0 / np.maximum(norm, 1e-300))
-        theta -= step
+        step = np.where(moving[:, None], step, last)
+        before = theta.copy()
+        theta[moving] -= step[moving]
         if np.abs(step).max() < tol:
             break
+        still = moving & (theta.view(np.int64) != before.view(np.int64)).any(axis=1)
+        if (still != moving).any():
+            last = step
+            moving = still
+            keep = moving[groups]
+            z, y, groups = z[keep], y[keep], groups[keep]
     return theta
 
 
@@ -406,30 +424,48 @@ def score_calibrate_task(numbers: dict, scores: list[float], ids: list[int]) -> 
 
 def calibration_rows(p: np.ndarray, member: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray,
                      names: list[str] | None = None, n_bins: int = 5) -> "pd.DataFrame":
-    """Per tool: positions, base rate, mean probability, ECE and the reliability gap of its worst bin.
+    """Per tool: positions, base rate, mean probability, ECE, the worst bin's gap and the reliability text.
 
     Rows per tool id present in ``tool_ids[valid]`` plus one ``all`` row (ECE over every position) and
-    one ``per-tool mean`` row (:func:`ece_by_group`). Shapes (T, N). ``names[id]`` names a tool.
+    one ``per-tool mean`` row (:func:`ece_by_group`). Shapes (T, N). ``names[id]`` names a tool. Equal-width
+    bins as :func:`reliability_table`; every tool's bins are counted at once (``bincount`` over tool x bin),
+    so a catalog of thousands of tools costs one pass.
     """
     import pandas as pd
 
     valid = np.asarray(valid, dtype=bool)
-    pv, yv, ids = np.asarray(p, dtype=float)[valid], np.asarray(member, dtype=bool)[valid], np.asarray(tool_ids)[valid]
+    pv, yv = np.asarray(p, dtype=float)[valid], np.asarray(member, dtype=bool)[valid].astype(float)
+    ids = np.asarray(tool_ids)[valid]
+    tools, g = np.unique(ids, return_inverse=True)
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    b = np.clip(np.searchsorted(edges, pv, side="right") - 1, 0, n_bins - 1)
+    cell = g * n_bins + b
+    size = len(tools) * n_bins
+    count = np.bincount(cell, minlength=size).reshape(-1, n_bins)
+    sum_p = np.bincount(cell, pv, size).reshape(-1, n_bins)
+    sum_y = np.bincount(cell, yv, size).reshape(-1, n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_p, freq = sum_p / count, sum_y / count
+    gap = np.where(count > 0, np.abs(freq - mean_p), 0.0)
+    n_tool = count.sum(axis=1)
+    ece = (count * gap).sum(axis=1) / np.maximum(n_tool, 1)
     rows = []
-    for t in np.unique(ids):
-        sel = ids == t
-        table, ece = reliability_table(pv[sel], yv[sel], n_bins)
-        worst = float(table["gap"].abs().max()) if len(table) else float("nan")
+    for k, t in enumerate(tools):
+        keep = count[k] > 0
+        text = "; ".join(f"{a:.2f}->{f:.2f} ({int(c)})" for a, f, c in zip(mean_p[k][keep], freq[k][keep],
+                                                                           count[k][keep]))
         rows.append({"tool": names[t] if names is not None and 0 <= t < len(names) else str(int(t)),
-                     "positions": int(sel.sum()), "base rate": float(yv[sel].mean()), "mean p": float(pv[sel].mean()),
-                     "ECE": ece, "worst bin gap": worst, "reliability": reliability_text(table)})
-    table, ece = reliability_table(pv, yv, n_bins)
+                     "positions": int(n_tool[k]), "base rate": float(sum_y[k].sum() / n_tool[k]),
+                     "mean p": float(sum_p[k].sum() / n_tool[k]), "ECE": float(ece[k]),
+                     "worst bin gap": float(gap[k][keep].max()), "reliability": text})
+    table, ece_all = reliability_table(pv, yv, n_bins)
     rows.append({"tool": "all", "positions": int(len(pv)), "base rate": float(yv.mean()) if len(yv) else np.nan,
-                 "mean p": float(pv.mean()) if len(pv) else np.nan, "ECE": ece,
+                 "mean p": float(pv.mean()) if len(pv) else np.nan, "ECE": ece_all,
                  "worst bin gap": float(table["gap"].abs().max()) if len(table) else np.nan,
                  "reliability": reliability_text(table)})
+    per_tool = float((n_tool * ece).sum() / len(pv)) if len(pv) else np.nan
     rows.append({"tool": "per-tool mean", "positions": int(len(pv)), "base rate": np.nan, "mean p": np.nan,
-                 "ECE": ece_by_group(pv, yv, ids, n_bins), "worst bin gap": np.nan, "reliability": ""})
+                 "ECE": per_tool, "worst bin gap": np.nan, "reliability": ""})
     return pd.DataFrame(rows)
 
 

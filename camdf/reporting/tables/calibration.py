@@ -57,5 +57,5 @@ def calibration(evidence: Evidence, main: dict) -> Report:
 
 
 #: The calibration table reads the main cells.
-TABLE = TableSpec("calibration", order=125, experiments=("table2",), build=calibration)
+TABLE = TableSpec("calibration", order=127, experiments=("table2",), build=calibration)
 SPECS = (TABLE,)

@@ -15,6 +15,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from camdf.pipeline.choices import compose  # noqa: F401  (one composition helper; re-exported here)
+
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
@@ -59,17 +61,6 @@ def sweep_params(cfg: DictConfig) -> list[str]:
     """``hydra.sweeper.params`` of a composed config as override strings."""
     params = OmegaConf.select(cfg, "hydra.sweeper.params", default=None) or {}
     return [f"{k}={v}" for k, v in params.items()]
-
-
-def compose(config_name: str, overrides: list[str], with_hydra: bool = False) -> DictConfig:
-    """One composed config of ``conf/`` (inside a running Hydra app, or standalone)."""
-    from hydra import compose as hydra_compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    if GlobalHydra.instance().is_initialized():
-        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
 
 
 def _is_group(key: str) -> bool:
@@ -162,7 +153,7 @@ class CheckSweep(Callback):
             for cfg in compose_jobs(config_name, jobs):
                 resolved = resolve(cfg)
                 check_tree(cfg, resolved)  # code, paths and secrets of every job (camdf.pipeline.gates)
-                check_kinds(resolved, config_name)  # every key's kind (camdf.pipeline.tree)
+                check_kinds(resolved, config_name, SCHEMAS.get(config_name, {}))  # every key's kind (camdf.pipeline.tree)
                 validate(resolved, config_name)
         except ConfigError as err:
             refuse(err)

@@ -283,9 +283,7 @@ class Tracker(ClaimsMixin):
         A store that cannot take the status either is left as it is (its heartbeat stops, so the
         next stage ends it as stale); the stage's own error line says why.
         """
-        from camdf.pipeline.boundary import explain
-
-        line = err if isinstance(err, str) else explain(err, self.uri)[0]
+        line = err if isinstance(err, str) else _one_line(err)
         status = "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
         try:
             self.client.set_tag(run_id, "failure", line[:5000])
@@ -388,3 +386,11 @@ def store_has_experiment(uri: str, experiment: str) -> bool:
         return False
     check_store_file(uri)
     return connect(uri).get_experiment_by_name(experiment) is not None
+
+
+def _one_line(err: BaseException) -> str:
+    """A failure's first line as the ``failure`` tag shows it (a stage's boundary re-tags it with its own line)."""
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__

@@ -16,6 +16,11 @@ every rule and left out):
   :func:`camdf.core.conformal.task_risk_depth`) and the plug-in argmax depth
   (``argmax_t P_hat(G inside A_t) - lam * C(A_t)``, numpy).
 
+- cv_set (issue 38): each member of :data:`camdf.policies.cv_set.POOL`, fitted on 200 synthetic
+  training tasks over seven known tools, deciding the same request (the tools beyond the seven
+  are unseen: id -1), by the rule's numpy path (``select`` on a one-task batch) and its
+  plain-Python path (:func:`camdf.policies.plain.cv_set_task`, what the lean loader runs).
+
 Each figure is the median of ``CALLS`` calls after a warm-up, with numpy on one thread;
 ratios are set rule / prefix rule on the same path (numpy / numpy, Python / Python).
 Run: python benchmarks/bench_sets.py
@@ -76,6 +81,71 @@ def _median_us(call, calls: int) -> float:
     return float(np.median(times) * 1e6)
 
 
+def _cv_training(rng, T: int = 200):
+    """200 synthetic training tasks over seven tools: scores shift up for members; every tool listed."""
+    from camdf.core.instances import Instances, curves_from_sets
+
+    A = 7
+    member = rng.random((T, A)) < rng.beta(0.6, 1.4, A)
+    scores = rng.normal(0.0, 1.0, (T, A)) + 1.5 * member
+    order = np.argsort(-scores, axis=1, kind="stable")
+    rows = np.arange(T)[:, None]
+    member = member[rows, order]
+    success, partial = curves_from_sets(member, [[np.flatnonzero(m)] for m in member], np.full(T, A))
+    tools = np.array([f"t{j}" for j in range(A)], dtype=object)
+    return Instances(task_ids=np.array([f"x{i}" for i in range(T)], dtype=object), tools=tools[order],
+                     scores=scores[rows, order], costs=rng.lognormal(0.0, 0.5, (T, A)), member=member,
+                     success=success, partial=partial, n=np.full(T, A), folds=np.zeros(T, dtype=np.int64),
+                     text_len=np.zeros(T), tool_ids=order, vocab=list(tools))
+
+
+def _cv_request(n: int, p: np.ndarray, costs: np.ndarray, rng):
+    """The request as a one-task Instances (seven known tools, the rest unseen) and as a OneTask."""
+    from camdf.core.features import task_normalised_scores
+    from camdf.core.instances import Instances
+    from camdf.policies.plain import OneTask
+
+    scores = -np.sort(-rng.normal(0.0, 1.0, n))[None, :]
+    ids = np.full((1, n), -1, dtype=np.int64)
+    ids[0, :min(n, 7)] = rng.permutation(7)[:min(n, 7)]
+    inst = Instances(task_ids=np.array(["r"], dtype=object), tools=np.array([[f"c{j}" for j in range(n)]], dtype=object),
+                     scores=scores, costs=costs, member=np.zeros((1, n), dtype=bool),
+                     success=np.zeros((1, n + 1), dtype=bool), partial=np.zeros((1, n + 1)), n=np.array([n]),
+                     folds=np.zeros(1, dtype=np.int64), text_len=np.zeros(1), tool_ids=ids, vocab=[f"t{j}" for j in range(7)])
+    sl, il = scores[0].tolist(), ids[0].tolist()
+    pl = p[0].tolist()
+    task = OneTask(sl, costs[0].tolist(), il, task_normalised_scores(sl), LAM, "exact", 0.0,
+                   membership=lambda z, s, i: pl)
+    return inst, task
+
+
+def cv_set_rows(rng) -> list[dict]:
+    """Median decision time (us) of every cv_set pool member for one request of each size, numpy and Python."""
+    from camdf.policies.base import StateBatch
+    from camdf.policies.cv_set import POOL, CVSet
+    from camdf.policies.plain import cv_set_task
+
+    train = _cv_training(rng)
+    batch = StateBatch(train, np.clip(np.where(train.member, 0.7, 0.2), 0, 1), LAM, "exact", {})
+    rules = {name: CVSet(pool=(name,)).fit(batch) for name, _, _ in POOL}
+    out = []
+    for n in SIZES:
+        p, costs, _ = _request(n, rng)
+        inst, task = _cv_request(n, p, costs, rng)
+        one = StateBatch(inst, p, LAM, "exact", {})
+        row = {"candidates": n}
+        for name, rule in rules.items():
+            numbers = {**rule.member_.numbers(), "coverage": rule.coverage_, "membership": None}
+            chosen = np.flatnonzero(rule.select(one)[0]).tolist()
+            assert cv_set_task(numbers, task) == chosen, name  # the two paths choose the same set
+            calls = max(50, CALLS[n] // 10)
+            row[f"{name}_numpy_us"] = _median_us(lambda: rule.select(one), calls)
+            row[f"{name}_python_us"] = _median_us(lambda: cv_set_task(numbers, task), calls)
+            row[f"{name}_tools"] = len(chosen)
+        out.append(row)
+    return out
+
+
 def run() -> dict:
     """Median decision time (us) per rule, path and request size, and the set / prefix ratios."""
     from threadpoolctl import threadpool_limits
@@ -116,7 +186,8 @@ def run() -> dict:
                 "plugin_set_tools": int(plugin_set(p, costs, valid, LAM).sum()),
                 "risk_set_tools": int(rule.predict(p, costs, valid).sum()),
             })
-    return {"rows": rows, "lam": LAM, "alpha": ALPHA, "load_avg": load()}
+        cv_rows = cv_set_rows(rng)
+    return {"rows": rows, "cv_set": cv_rows, "lam": LAM, "alpha": ALPHA, "load_avg": load()}
 
 
 def main() -> None:
@@ -133,6 +204,12 @@ def main() -> None:
               f"{r['risk_set_vs_prefix_risk_numpy']:.2f}x, plain Python: plugin_set "
               f"{r['plugin_set_vs_prefix_risk_python']:.2f}x and risk_set {r['risk_set_vs_prefix_risk_python']:.2f}x "
               f"camdf_risk's path; tools exposed: plugin_set {r['plugin_set_tools']}, risk_set {r['risk_set_tools']}")
+    from camdf.policies.cv_set import POOL
+
+    print("cv_set: median decision time (us) per pool member for one request, numpy / plain Python")
+    for r in figures["cv_set"]:
+        print(f"{r['candidates']:>5} candidates: " + "; ".join(
+            f"{name} {r[f'{name}_numpy_us']:.0f} / {r[f'{name}_python_us']:.0f}" for name, _, _ in POOL))
     if os.environ.get("BENCH_JSON"):
         import json
 

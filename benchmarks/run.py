@@ -12,7 +12,7 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 - sufficiency: G_x derivation by execution, cold and warm (bench_sufficiency.py)
 - rankers: scoring four domains x five scorers from a cold cache (bench_rankers.py)
 - runtime: StopPolicy per-decision latency p50/p99 and batch throughput (bench_runtime.py)
-- sets: plugin_set and risk_set decisions for one request of 7 / 100 / 1 000 tools vs the prefix rules (bench_sets.py)
+- sets: plugin_set, risk_set and every cv_set pool member deciding one request of 7 / 100 / 1 000 tools vs the prefix rules (bench_sets.py)
 - catalog: every rule fitted on StableToolBench's 2,479 APIs at N = 20, bm25 per query, A28's cell (bench_catalog.py)
 - data: `camdf data validate` and the data stage on 5 000 tools x 50 000 tasks (bench_data.py)
 - cli: `camdf select` wall time for one request from the shell, p50 (bench_cli.py)

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
 
+from camdf.core.calibration import calibration_rows, fold_calibrations
 from camdf.core.folds import fold_ids
 from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
@@ -46,6 +47,9 @@ class CellResult:
     #: Per set rule, the ranked positions it exposed for every evaluated task, (T, N) bool in the rows of the
     #: instances (what the outcome rows, depth -1, do not carry; verified success re-scores these sets).
     exposed: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per calibration source and tool, the out-of-fold reliability of the membership probabilities
+    #: (:func:`camdf.core.calibration.fold_calibrations`, :func:`camdf.core.calibration.calibration_rows`).
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 def noisy_membership(member: np.ndarray, valid: np.ndarray, epsilon: float, random_state: int) -> np.ndarray:
@@ -152,6 +156,7 @@ def evaluate_cell(
     train_inst = inst if label_noise == 0 else with_membership(inst, train_member)
     rows, coefs, tuned = [], [], []
     set_masks: dict[str, np.ndarray] = {}
+    calibrated: dict[str, np.ndarray] = {}
     # The cell's models are small (hundreds to ~10^5 rows, ~20 columns): multi-threaded BLAS only adds
     # hand-offs and spinning workers, which made the logistic fits 10-30x slower on 2 busy cores.
     # Results are unchanged (checked on retail: identical outcomes, thresholds and coefficients).
@@ -164,6 +169,8 @@ def evaluate_cell(
             tr_inst = train_inst.training_view(f).subset(tr)
             te_inst = inst.subset(te)
             p_te, p_tr = probabilities[f]
+            for source, p_cal in fold_calibrations(tr_inst, p_tr, te_inst, p_te).items():
+                calibrated.setdefault(source, np.zeros(inst.tools.shape))[te] = p_cal
             train = StateBatch.make(tr_inst, p_tr, lam, train_kind or kind, train=True).head(fit_depth)
             test = StateBatch.make(te_inst, p_te, lam, kind, train=False)
             truth = replace(test, u=u_true[te])  # what an oracle decides on
@@ -193,10 +200,13 @@ def evaluate_cell(
     outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS)]
     coef_df = pd.concat(coefs, ignore_index=True) if coefs else pd.DataFrame()
     evaluated = np.isin(inst.folds, fold_ids(inst.folds))
+    calibration = pd.concat([calibration_rows(p[evaluated], inst.member[evaluated], inst.tool_ids[evaluated],
+                                              inst.valid[evaluated], list(inst.vocab)).assign(source=source)
+                             for source, p in calibrated.items()], ignore_index=True) if calibrated else pd.DataFrame()
     u = u_true[evaluated]  # -inf beyond each task's list, so max() is the best reachable prefix
     bounds = pd.DataFrame({"task_id": inst.task_ids[evaluated], "none": u[:, 0],
                            "full": u[np.arange(len(u)), inst.n[evaluated]], "best": u.max(axis=1)})
-    return CellResult(outcomes, coef_df, pd.DataFrame(tuned), bounds, set_masks)
+    return CellResult(outcomes, coef_df, pd.DataFrame(tuned), bounds, set_masks, calibration)
 
 
 @cache

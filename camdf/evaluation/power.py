@@ -118,3 +118,38 @@ def miss_rate_test(misses: int, n: int, alpha: float) -> MissRateTest:
         raise ValueError(f"alpha: must be in (0, 1), got {alpha}")
     p = binomtest(int(misses), int(n), float(alpha), alternative="greater").pvalue
     return MissRateTest(int(misses), int(n), float(alpha), float(p))
+
+
+@dataclass(frozen=True)
+class ClusteredMissTest:
+    """One-sided test of H0 P(miss) <= alpha over tasks (misses clustered by task): rate, tasks, t and p."""
+
+    rate: float
+    n_tasks: int
+    alpha: float
+    statistic: float
+    pvalue: float
+
+
+def clustered_miss_test(task_miss: np.ndarray, alpha: float) -> ClusteredMissTest:
+    """Test H0 P(miss) <= alpha with each task as one cluster: a one-sided t-test over the tasks' miss shares.
+
+    ``task_miss[i]`` is task i's share of missed decisions over the repeats (or its 0/1 miss with one
+    repeat). The tasks are the independent units: a task's repeats share its G_x and its ranking, so
+    their misses are correlated, and the binomial test over tasks x repeats (:func:`miss_rate_test`)
+    understates the variance when misses cluster. ``t = (mean - alpha) / (sd / sqrt(n))`` with the
+    tasks' SD (ddof 1), p from Student's t with n - 1 degrees of freedom (a large-sample test; with
+    every task's share equal, p is 1 at a rate <= alpha and 0 above it).
+    """
+    from scipy.stats import t as student
+
+    m = np.asarray(task_miss, dtype=float)
+    if m.ndim != 1 or len(m) < 2 or not np.isfinite(m).all() or (m < 0).any() or (m > 1).any():
+        raise ValueError(f"task_miss: expected >= 2 finite shares in [0, 1], got shape {m.shape}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha: must be in (0, 1), got {alpha}")
+    rate, sd, n = float(m.mean()), float(m.std(ddof=1)), len(m)
+    if sd == 0:
+        return ClusteredMissTest(rate, n, float(alpha), float("nan"), 0.0 if rate > alpha else 1.0)
+    stat = (rate - alpha) / (sd / np.sqrt(n))
+    return ClusteredMissTest(rate, n, float(alpha), float(stat), float(student.sf(stat, n - 1)))

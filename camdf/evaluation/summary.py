@@ -92,6 +92,35 @@ def _prefix_vs_set(payoff: pd.DataFrame, rows: dict, idx: np.ndarray, n_resample
             "cell/set_minus_prefix_ci_high": float(d["ci_high"])}
 
 
+def deployable_kinds(methods) -> tuple[list[str], list[str]]:
+    """The deployable (non-oracle) prefix rules and set rules among ``methods``, in their order."""
+    deployable = [m for m in methods if m in CARDS and m not in ORACLES]
+    return [m for m in deployable if CARDS[m].picks_prefix], [m for m in deployable if not CARDS[m].picks_prefix]
+
+
+def _prefix_vs_set_cv(raw: pd.DataFrame, task_ids: pd.Index, idx: np.ndarray,
+                      n_resamples: int) -> dict[str, float]:
+    """A27 and claim (h): the set rule minus the prefix rule, each picked per fit out of fold
+    (:func:`camdf.evaluation.picks.fold_picks`), paired over tasks; empty without both kinds or folds."""
+    from camdf.evaluation.picks import picked_outcomes
+
+    prefix, sets = deployable_kinds(dict.fromkeys(raw["method"]))
+    if not prefix or not sets or "fold" not in raw:
+        return {}
+    try:
+        a, _ = picked_outcomes(raw, sets, "set")
+        b, _ = picked_outcomes(raw, prefix, "prefix")
+    except LookupError:  # a single fold: nothing out of fold to pick on
+        return {}
+    both = per_task_means(pd.concat([a, b], ignore_index=True))
+    diff = (wide(both, "payoff")["set"] - wide(both, "payoff")["prefix"]).reindex(task_ids)
+    if diff.isna().any():
+        return {}
+    ci = bootstrap_mean_ci(diff.to_numpy(), n_resamples=n_resamples, indices=idx)
+    return {"cell/set_minus_prefix_cv": float(ci.mean), "cell/set_minus_prefix_cv_ci_low": float(ci.ci_low),
+            "cell/set_minus_prefix_cv_ci_high": float(ci.ci_high)}
+
+
 def summarize_cell(
     outcomes: pd.DataFrame,
     reference: str = REFERENCE,
@@ -187,6 +216,7 @@ def summarize_cell(
                             "diff_vs_best_baseline_ci_low": float(vs_best.loc[m, "ci_low"]),
                             "diff_vs_best_baseline_ci_high": float(vs_best.loc[m, "ci_high"])})
     metrics_kinds = _prefix_vs_set(payoff, rows, idx, n_resamples)
+    metrics_kinds.update(_prefix_vs_set_cv(raw, payoff.index, idx, n_resamples))
     if FULL_ACCESS in methods:
         for m in methods:
             if m == FULL_ACCESS:

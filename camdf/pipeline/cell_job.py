@@ -51,7 +51,9 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     artifacts : dict
         ``relative path -> bytes``: ``outcomes.parquet`` (per task, method and repeat),
         ``repeats.csv`` (each method's mean per repeat), ``summary.csv``, ``costs.csv``,
-        ``lite_coefficients.csv``, ``tuned.csv``, ``figures/payoff_vs_tools.png``.
+        ``lite_coefficients.csv``, ``tuned.csv``, ``calibration.csv`` (per repeat, calibration source and
+        tool: the out-of-fold ECE and reliability of the membership probabilities),
+        ``figures/payoff_vs_tools.png``.
     """
     from camdf.rankers import ranking_quality
 
@@ -59,7 +61,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     repeats = int(cfg["folds"].get("repeats", 1))
     domain = load_domain(cfg, paths.data_dir)
     catalog_costs = cell_costs(cfg, domain, paths)
-    outcomes, bounds, tuned, coefs, quality, cover = [], [], [], [], [], []
+    outcomes, bounds, tuned, coefs, quality, cover, calibration = [], [], [], [], [], [], []
     for r in range(repeats):
         inst, domain, costs, scores = cell_instances(cfg, paths, repeat=r, domain=domain, catalog_costs=catalog_costs)
         result = evaluate_cell(
@@ -76,6 +78,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
         outcomes.append(result.outcomes.assign(repeat=r))
         bounds.append(result.prefix_bounds.assign(repeat=r))
         tuned.append(result.tuned.assign(repeat=r))
+        calibration.append(result.calibration.assign(repeat=r))
         if not result.lite_coefficients.empty:
             coefs.append(result.lite_coefficients.assign(repeat=r))
         quality.append(ranking_quality(scores, domain))
@@ -110,6 +113,9 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
                                                                  f"lambda={cfg['cost']['lam']}, d={cfg['cost']['d']}, "
                                                                  f"R={repeats}"),
     }
+    if any(len(c) for c in calibration):
+        artifacts["calibration.csv"] = pd.concat(calibration, ignore_index=True).to_csv(
+            index=False, float_format="%.6g").encode()
     if coefs:
         artifacts["lite_coefficients.csv"] = pd.concat(coefs, ignore_index=True).to_csv(
             index=False, float_format="%.6g").encode()

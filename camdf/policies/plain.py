@@ -185,3 +185,53 @@ class PortableRiskSet:
 
     def decide_task(self, task: OneTask, alpha: float | None = None) -> list[int]:
         return risk_task_set(self.membership, self.calibrator, self.threshold(alpha), task)
+
+
+def cv_set_task(numbers: dict, task: OneTask) -> list[int]:
+    """The set of :class:`camdf.policies.cv_set.CVSet` for one task from its numbers: exposed ranked positions, ascending.
+
+    ``numbers`` holds the chosen member's ``model`` (plugin, seen, neighbours), ``source`` (score,
+    membership or None), ``calibrator``, ``sets`` and ``coverage``, and the rule's ``membership``
+    model (None: the task's own probabilities, ``task.p``).
+    """
+    from camdf.core.calibration import score_calibrate_task, vector_calibrate_task
+    from camdf.core.set_models import NeighbourSets, neighbour_set_weights, seen_set_weights, task_union_set
+
+    model, source, q = numbers["model"], numbers["source"], float(numbers["coverage"])
+    p = None
+    if source == "score":
+        p = score_calibrate_task(numbers["calibrator"], task.scores, task.ids)
+    elif source == "vector":
+        p = vector_calibrate_task(numbers["calibrator"], task.scores, task.ids)
+    elif source == "membership":
+        raw = task.p if numbers.get("membership") is None else \
+            membership_task(numbers["membership"], task.z, task.scores, task.ids)
+        p = calibrate_task(numbers["calibrator"], raw, task.ids)
+    if model == "plugin":
+        return plugin_task_set(p, task.costs, task.lam, task.kind, q)
+    if model == "seen":
+        support = [tuple(s) for s in numbers["sets"]["support"]]
+        weights = seen_set_weights(support, p, task.ids)
+    else:
+        near = NeighbourSets.from_numbers(numbers["sets"])
+        weights = neighbour_set_weights(near.train_, near.sets_, int(near.k), task.z, task.ids)
+    return task_union_set(weights, task.costs, task.lam, task.kind, q)
+
+
+class PortableCVSet:
+    """A fitted :class:`camdf.policies.cv_set.CVSet` from its ``to_numbers()``: the one-task path."""
+
+    dials = ()
+
+    def __init__(self, numbers: dict):
+        self.numbers = numbers
+
+    @classmethod
+    def from_numbers(cls, numbers: dict[str, Any]) -> "PortableCVSet":
+        missing = [k for k in ("model", "source", "calibrator", "sets", "coverage", "membership") if k not in numbers]
+        if missing:
+            raise ValueError(f"rule: the cv_set numbers lack {missing}")
+        return cls(numbers)
+
+    def decide_task(self, task: OneTask) -> list[int]:
+        return cv_set_task(self.numbers, task)

@@ -135,6 +135,12 @@ def _set_rule(rs: int, cls: str, **params) -> Any:
     return getattr(sets, cls)(random_state=rs, **params)
 
 
+def _cv_set(rs: int, **params) -> Any:
+    from camdf.policies.cv_set import CVSet
+
+    return CVSet(random_state=rs, **params)
+
+
 def _peer(rs: int, cls: str, **params) -> Any:
     from camdf.policies import peers
 
@@ -195,6 +201,8 @@ def _builtin_cards() -> list[Card]:
         Card("risk_set", partial(_set_rule, cls="RiskSetRule"), family="camdf", ours=True, order=156,
              colour="#8c564b", marker="H", shippable=True, dials=(ALPHA,), picks_prefix=False,
              portable=partial(_portable, "PortableRiskSet")),
+        Card("cv_set", partial(_cv_set), family="camdf", ours=True, order=158, colour="#2f4b7c", marker="d",
+             shippable=True, picks_prefix=False, portable=partial(_portable, "PortableCVSet")),
         # The field's own baselines (A27): always-loaded tools, the product default of five, Bits-over-Random.
         Card("static_set", partial(_peer, cls="StaticSetRule"), family="peer", order=242, colour="#17becf",
              marker="P", picks_prefix=False),

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 #: The artifacts a cell run logs (camdf.pipeline.cell_job.run_cell) that the tables read.
-OUTCOMES, TUNED = "outcomes.parquet", "tuned.csv"
+OUTCOMES, TUNED, CALIBRATION = "outcomes.parquet", "tuned.csv", "calibration.csv"
 
 
 @contextmanager
@@ -75,3 +75,7 @@ class CellArtifacts:
     def tuned(self, run_id: str) -> pd.DataFrame | None:
         """The run's tuned parameters per (repeat, fold, method), or None when it logged none."""
         return self._read(run_id, TUNED)
+
+    def calibration(self, run_id: str) -> pd.DataFrame | None:
+        """The run's out-of-fold calibration per repeat, source and tool, or None when it logged none."""
+        return self._read(run_id, CALIBRATION)

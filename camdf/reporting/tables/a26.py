@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.evaluation.power import miss_rate_test
+from camdf.evaluation.power import clustered_miss_test, miss_rate_test
 from camdf.reporting.evidence import DIALS, Evidence
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import TableSpec
@@ -30,6 +30,23 @@ def binomial_columns(run: pd.Series, miss: float, alpha: float) -> dict[str, obj
             "miss rate above alpha": "yes" if test.pvalue < MISS_LEVEL else "no"}
 
 
+def clustered_columns(evidence: Evidence, run: pd.Series, alpha: float, method: str = "camdf_risk") -> dict[str, object]:
+    """The clustered miss-rate test over tasks (:func:`~camdf.evaluation.power.clustered_miss_test`) and the
+    rule's conservatism ``(alpha - miss) / alpha``; empty cells where the run's outcomes are not read."""
+    out = {"tasks with a miss": "", "clustered p (miss > alpha)": "", "miss rate above alpha": "",
+           "conservatism": np.nan}
+    outcomes = evidence.artifacts.outcomes(run["run_id"]) if evidence.artifacts is not None else None
+    if outcomes is None or not (outcomes["method"] == method).any():
+        return out
+    rows = outcomes[outcomes["method"] == method]
+    miss = 1.0 - rows.groupby("task_id")["success"].mean().astype(float)
+    test = clustered_miss_test(miss.to_numpy(), alpha)
+    return {"tasks with a miss": f"{int((miss > 0).sum())} / {len(miss)}",
+            "clustered p (miss > alpha)": f"{test.pvalue:.4f}",
+            "miss rate above alpha": "yes" if test.pvalue < MISS_LEVEL else "no",
+            "conservatism": (alpha - test.rate) / alpha}
+
+
 def a26(evidence: Evidence, main: dict) -> Report:
     """A26: the risk-controlled stopper at each alpha: miss rate (CI), tools, payoff, verified success, TOST."""
     sel = evidence.risk
@@ -43,7 +60,9 @@ def a26(evidence: Evidence, main: dict) -> Report:
         rows.append({
             "domain / scorer / alpha": f"{r['p:domain.name']} / {r['p:scorer.label']} / {alpha:g}",
             "miss rate (95% CI)": ci_text(miss, max(0.0, miss - 1.96 * se), miss + 1.96 * se),
-            **binomial_columns(r, miss, alpha),
+            **{f"{k} (unclustered)" if k != "misses / decisions" else k: v
+               for k, v in binomial_columns(r, miss, alpha).items()},
+            **clustered_columns(evidence, r, alpha),
             "full-list miss rate": r.get("m:full/miss_rate", np.nan),
             "tools exposed": g("n_exposed"),
             "% fewer than full": g("fewer_tools_vs_full_pct"),
@@ -64,10 +83,18 @@ def a26(evidence: Evidence, main: dict) -> Report:
              "full access at margin delta = 0.05 (verified success where the domain executes, else the G_x proxy). "
              f"Costs scaled so every mean candidate list costs {sel['p:list_cost'].iloc[0]}. "
              f"Decisions: {protocol_note(sel.iloc[-1])}. "
-             + f"Binomial p: the exact one-sided binomial test (scipy.stats.binomtest, alternative 'greater') of "
-               f"H0 P(miss) <= alpha over the tasks x repeats decisions (misses / decisions); miss rate above alpha: "
-               f"p < {MISS_LEVEL:g}. The test treats a task's repeats as independent draws, so it is somewhat "
-               "anti-conservative when misses cluster by task. "
+             + f"Clustered p: the one-sided t-test over tasks of H0 P(miss) <= alpha, each task one cluster (its "
+               "share of missed decisions over the repeats; camdf.evaluation.power.clustered_miss_test); miss rate "
+               f"above alpha: clustered p < {MISS_LEVEL:g}. Misses cluster by task (tasks with a miss: how many "
+               "carry them), so the exact binomial test over the tasks x repeats decisions (unclustered; "
+               "scipy.stats.binomtest, alternative 'greater') is anti-conservative and shown for reference only. "
+               "Conservatism: (alpha - miss rate) / alpha, how far below its bound the rule runs. The calibration "
+               "tasks are scored by membership models fitted on the fit part of the training tasks (1 - the "
+               "calibration share of them) while the test tasks are scored by the same models, so both see models "
+               "of one strength; with a learned ranker, though, the training tasks' rankings come from the nested "
+               "cross-fit (rankers fitted on 3 of 5 folds) and the test tasks' from rankers fitted on 4 of 5: the "
+               "calibration tasks look harder than the test tasks, which makes the rule conservative there "
+               "(conservatism > 0 at the supervised ranker, measured here rather than corrected). "
              + ("No cell's miss rate is shown above alpha." if not bad else
                 f"Miss rate shown above alpha: {', '.join(bad)}."))
 

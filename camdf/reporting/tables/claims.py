@@ -20,6 +20,10 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
+from camdf.evaluation.fits import paired_differences
+from camdf.evaluation.picks import pick_counts, picked_outcomes
+from camdf.evaluation.power import seed_intervals
+from camdf.evaluation.summary import deployable_kinds
 from camdf.policies import CARDS, FAMILY, FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.evidence import Evidence, is_degenerate, main_scorers
 from camdf.reporting.report import Report
@@ -35,8 +39,9 @@ HOLDS, FAILS, UNSURE = "holds", "does not hold", "inconclusive"
 NOISE_TOLERANCE = 0.02
 
 RULES = {
-    "a": "holds: CAM-DF beats every other deployable method (wording rule); does not hold: some deployable method "
-         "beats CAM-DF; inconclusive otherwise",
+    "a": "rivals: every other deployable method of the cell (the paper's baselines, this project's rules and the "
+         "field's peers; the oracles are not deployable); holds: CAM-DF beats every rival (wording rule); does not "
+         "hold: some rival beats CAM-DF; inconclusive otherwise",
     "b": "over the non-degenerate A18 cells with d >= 1 and lambda >= 0.12: holds if CAM-DF beats every rival "
          "(wording rule) in every such cell; does not hold if a rival beats CAM-DF in any, or CAM-DF beats every "
          "rival in fewer than half; inconclusive otherwise",
@@ -49,14 +54,17 @@ RULES = {
     "e": "lite's gain over max(full, none) as a share of CAM-DF's gain: holds if >= 0.5; does not hold if < 0.5; "
          "inconclusive when CAM-DF has no gain to keep",
     "f": f"A19, per ranking source: the drop is CAM-DF's noise-free payoff minus its payoff at each noise level "
-         f"(signed, paired over tasks); holds if every drop is at most {NOISE_TOLERANCE:g}; does not hold if a drop "
-         f"above {NOISE_TOLERANCE:g} is shown (the clean cell beats the noisy one by the wording rule); inconclusive "
+         f"(signed, paired over tasks); inconclusive when CAM-DF has no noise-free gain over max(full, none) to keep; "
+         f"else holds if every drop is at most {NOISE_TOLERANCE:g}; does not hold if a drop above "
+         f"{NOISE_TOLERANCE:g} is shown (the clean cell beats the noisy one by the wording rule); inconclusive "
          "otherwise (without the cells' outcomes: the point drop alone decides)",
     "g": "A24 falsifier: the claim that CAM-DF beats a tuned score-per-cost rule holds if CAM-DF beats it (wording "
          "rule) in more than half the non-degenerate cells; it does not hold (falsified) otherwise",
-    "h": "ours (A27), per ranking source at the k-fold main cell: the best deployable set rule minus the best "
-         "deployable prefix rule; holds if the set rule beats it (wording rule: CI above 0 and in most fits); does "
-         "not hold if the prefix rule beats the set rule; inconclusive otherwise",
+    "h": "ours (A27), per ranking source at the k-fold main cell: the deployable set rule minus the deployable "
+         "prefix rule, each picked per (repeat, fold) fit among its kind (peers included) by its mean payoff on the "
+         "fit's training tasks (the repeat's other folds, scored out of fold), never on the fit's test tasks; holds "
+         "if the set rule beats it (wording rule: CI above 0 and in most fits); does not hold if the prefix rule "
+         "beats the set rule; inconclusive otherwise",
     "i": "ours (A28), over the non-degenerate catalog cells (every N, fold protocol and ranker): the best of our "
          "rules of either kind minus the best tuned baseline; holds if ours beats it (wording rule) in every such "
          "cell; does not hold if the baseline beats ours in any; inconclusive otherwise",
@@ -106,17 +114,16 @@ def _median(values) -> float:
 
 
 #: Our own rules and their ablations (beyond the paper; their cards say ``ours``) and the field's peer baselines
-#: (A27): not rivals in the paper's claims, which compare CAM-DF with the paper's baselines (the family verdict
-#: and A27 compare the others).
+#: (A27). Claim (a) counts them as rivals ("among deployable methods" means every deployable method).
 def ours() -> tuple[str, ...]:
-    """This project's own rules and the field's peers (not the paper's rivals): a registry query, read live."""
+    """This project's own rules and the field's peers: a registry query, read live."""
     return tuple(c.name for c in CARDS.values() if c.ours or c.family == "peer")
 
 
 def claim_a(run: pd.Series, judge: Judge | None = None) -> tuple[str, str, Comparison]:
     """Claim (a) at one main cell: the verdict, its statistic and the comparison that decided it."""
     judge = judge or Judge()
-    deployable = [m for m in methods_of(run) if m not in ORACLES and m != REFERENCE and m not in ours()]
+    deployable = [m for m in methods_of(run) if m not in ORACLES and m != REFERENCE]
     diffs = {m: judge.compare(run, REFERENCE, m) for m in deployable}
     dirs = {m: direction(c) for m, c in diffs.items()}
     if all(d > 0 for d in dirs.values()):
@@ -128,8 +135,11 @@ def claim_a(run: pd.Series, judge: Judge | None = None) -> tuple[str, str, Compa
     losers = [m for m in deployable if dirs[m] < 0]
     worst = min(losers or deployable, key=lambda m: diffs[m].mean)
     c = diffs[worst]
-    return verdict, (f"CAM-DF {run['m:camdf/payoff_mean']:.3f}; closest/best rival {worst}: CAM-DF minus it "
-                     f"{_ci(c)} ({reason(c)})"), c
+    n_ours = sum(m in ours() for m in deployable)
+    rivals = (f"rivals: {len(deployable)} deployable methods ({len(deployable) - n_ours} of the paper's baselines, "
+              f"{n_ours} of ours and the peers)")
+    return verdict, (f"CAM-DF {run['m:camdf/payoff_mean']:.3f}; {rivals}; closest/best rival {worst}: CAM-DF minus "
+                     f"it {_ci(c)} ({reason(c)})"), c
 
 
 def rows_a(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
@@ -140,7 +150,8 @@ def rows_a(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     for _, run in evidence.main.iterrows():
         verdict, stat, c = claim_a(run, judge)
         out.append(Row(f"a ({run['p:scorer.label']}, {run['p:folds.protocol']} folds)",
-                       "highest payoff among deployable methods at the main retail cell", _cell_label(run),
+                       "highest payoff among deployable methods at the main retail cell (the paper's baselines, ours and the "
+                       "field's peers)", _cell_label(run),
                        stat, verdict, c.mdd, c.mean))
     return out
 
@@ -257,6 +268,8 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
             worst = max(drops, key=lambda ec: ec[1].mean)[1]
             shown = [e for e, c in drops if c.mean > NOISE_TOLERANCE and direction(c) > 0]
             verdict = FAILS if shown else (HOLDS if worst.mean <= NOISE_TOLERANCE else UNSURE)
+            if gain <= 0:
+                verdict = UNSURE  # no noise-free gain to keep: robustness of it is vacuous
             stat = "clean minus noisy: " + "; ".join(f"epsilon {e:g} {_ci(c)}" for e, c in drops)
             mdd, effect = max(c.mdd for _, c in drops), worst.mean
             rivals = [m for m in methods_of(clean) if m not in FAMILY and m not in ORACLES]
@@ -269,7 +282,7 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
             points = [(e, clean[f"m:{REFERENCE}/payoff_mean"] - r["m:camdf/payoff_mean"]) for e, r in
                       zip(sel.eps, (r for _, r in sel.iterrows())) if e > 0]
             effect = max((d for _, d in points), default=0.0)
-            verdict = HOLDS if effect <= NOISE_TOLERANCE else FAILS
+            verdict = UNSURE if gain <= 0 else (HOLDS if effect <= NOISE_TOLERANCE else FAILS)
             stat = "clean minus noisy: " + "; ".join(f"epsilon {e:g} {signed(d)}" for e, d in points)
             mdd = np.nan
         out.append(Row(f"f ({scorer})", "robust to G_x noise",
@@ -294,28 +307,58 @@ def rows_g(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
                 float(np.mean([c.mean for c in comps])) if comps else np.nan)]
 
 
-def _flagged(run: pd.Series, flag: str) -> str | None:
-    """The method the cell flagged with ``flag`` (``is_best_set_rule`` / ``is_best_prefix_rule``), else None."""
-    return next((m for m in methods_of(run) if run.get(f"m:{m}/{flag}", np.nan) == 1.0), None)
+def cv_kinds(evidence: Evidence, run: pd.Series, judge: Judge) -> tuple[Comparison, str] | None:
+    """Set rule minus prefix rule, each picked per fit out of fold (:func:`camdf.evaluation.picks.fold_picks`).
+
+    Returns the comparison (CI drawn with ``judge``'s seed, else the cell's) and the picks as text
+    (``set: 25/25 cv_set; prefix: 20/25 camdf, ...``); None without the cell's outcomes.
+    """
+    if evidence.artifacts is None:
+        return None
+    key = ("cv_kinds", run["run_id"], judge.seed)
+    if key in judge._cache:
+        return judge._cache[key]
+    outcomes = evidence.artifacts.outcomes(run["run_id"])
+    out = None
+    if outcomes is not None and "fold" in outcomes:
+        prefix, sets = deployable_kinds(dict.fromkeys(outcomes["method"]))
+        try:
+            a, pa = picked_outcomes(outcomes, sets, "set")
+            b, pb = picked_outcomes(outcomes, prefix, "prefix")
+        except LookupError:
+            prefix = sets = None  # no kind to pick among, or a single fold
+        if prefix and sets:
+            both = pd.concat([a, b], ignore_index=True)
+            task, fit = paired_differences(both, "set", both, "prefix")
+            per_task = task.to_numpy()
+            seed = int(float(run.get("p:seed", 0))) if judge.seed is None else judge.seed
+            lo, hi = seed_intervals(per_task[None, :], int(float(run.get("p:stats.n_resamples", 2000))), (seed,))
+            c = Comparison(float(per_task.mean()), float(lo[0, 0]), float(hi[0, 0]), per_task, fit.to_numpy())
+            out = c, f"set rule picked: {pick_counts(pa)}; prefix rule picked: {pick_counts(pb)}"
+    judge._cache[key] = out
+    return out
 
 
 def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     """(h), ours: the ranked-prefix restriction costs payoff (A27), per ranker's k-fold main cell.
 
-    Cells without a deployable set rule give no row.
+    Each kind's rule is picked per fit out of fold (:func:`cv_kinds`); without the cell's outcomes the
+    difference and CI the cell logged for the same picks. Cells without a deployable set rule give no row.
     """
     out = []
     for r in _kfold_mains(evidence):
-        best_set, best_prefix = _flagged(r, "is_best_set_rule"), _flagged(r, "is_best_prefix_rule")
-        if best_set is None or best_prefix is None:
-            continue
-        c = _try(judge, r, best_set, best_prefix)
-        if c is None:  # no outcomes read: the difference and CI the cell logged
-            c = Comparison(*(float(r[f"m:cell/set_minus_prefix{s}"]) for s in ("", "_ci_low", "_ci_high")))
+        got = cv_kinds(evidence, r, judge)
+        if got is None:
+            if pd.isna(r.get("m:cell/set_minus_prefix_cv", np.nan)):
+                continue
+            c = Comparison(*(float(r[f"m:cell/set_minus_prefix_cv{s}"]) for s in ("", "_ci_low", "_ci_high")))
+            picks = "picks not read (the cell's outcomes were not read)"
+        else:
+            c, picks = got
         verdict = HOLDS if direction(c) > 0 else (FAILS if direction(c) < 0 else UNSURE)
         out.append(Row(f"h ({r['p:scorer.label']})", "the ranked-prefix restriction costs payoff (ours, A27)",
-                       _cell_label(r), f"{best_set} minus {best_prefix}: {_ci(c)} ({reason(c)})", verdict,
-                       c.mdd, c.mean))
+                       _cell_label(r), f"set rule minus prefix rule, each picked per fit on its training tasks: "
+                       f"{_ci(c)} ({reason(c)}); {picks}", verdict, c.mdd, c.mean))
     return out
 
 

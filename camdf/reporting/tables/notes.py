@@ -7,6 +7,7 @@ import ast
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.evaluation.fits import choice_counts
 from camdf.policies import REFERENCE
 from camdf.reporting.verdicts import fits_text
@@ -117,6 +118,39 @@ def fit_columns(evidence, run: pd.Series, method: str) -> dict[str, object]:
     if tuned is not None:
         out["inner-CV choice (fits)"] = choice_text(choice_counts(tuned, method))
     return out
+
+
+
+def best_tuned_baseline(run: pd.Series) -> str | None:
+    """The deployable baseline of highest mean payoff in a cell, the field's peers included (picked on the cell's
+    own tasks, which favours the baseline); None without one."""
+    from camdf.policies import CARDS, ORACLES
+    from camdf.reporting.store import methods_of
+
+    base = [m for m in methods_of(run) if m in CARDS and m not in ORACLES and CARDS[m].family in ("baseline", "peer")]
+    return max(base, key=lambda m: run.get(f"m:{m}/payoff_mean", -np.inf)) if base else None
+
+
+def ours_deployable(run: pd.Series) -> list[str]:
+    """The CAM-DF family's deployable rules in a cell (the paper's and this project's, ablations left out)."""
+    from camdf.policies import methods
+    from camdf.reporting.store import methods_of
+
+    family = set(methods(family="camdf"))
+    return [m for m in methods_of(run) if m in family]
+
+
+def vs_best_columns(evidence, run: pd.Series, method: str, best: str | None) -> dict[str, object]:
+    """``method`` minus the cell's best tuned baseline (peers included): CI, fits and MDD; empty for other rows."""
+    out = {"minus best tuned baseline (95% CI)": "", "fits lower / higher than it": "", "MDD vs it": np.nan}
+    if best is None or method not in ours_deployable(run):
+        return out
+    try:
+        c = evidence.judge.compare(run, method, best)
+    except LookupError:
+        return out
+    return {"minus best tuned baseline (95% CI)": f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]",
+            "fits lower / higher than it": fits_text(c), "MDD vs it": c.mdd}
 
 
 #: A helper module: it declares no table (:func:`camdf.reporting.registry.tables` reads ``SPECS``).

@@ -11,7 +11,8 @@ from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import (
-    MDD_NOTE, NESTED_NOTE, diff_text, fit_columns, mdd_text, payoff_columns, protocol_note,
+    MDD_NOTE, NESTED_NOTE, best_tuned_baseline, diff_text, fit_columns, mdd_text, payoff_columns, protocol_note,
+    vs_best_columns,
 )
 from camdf.reporting.verdicts import MOST_FITS, RULE_TEXT
 
@@ -25,6 +26,7 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     scorer = scorer or main["scorer"]
     run = main_cell(evidence.main, f"Table 2 ({scorer})", scorer)
     rows = []
+    best = best_tuned_baseline(run)
     for m in methods_of(run):
         g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
         holm_p = g("p_holm_vs_ref")
@@ -39,6 +41,7 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
             "method minus CAM-DF (95% CI)": diff_text(run, m),
             "Holm p": "" if pd.isna(holm_p) else f"{holm_p:.4f}",
             **fit_columns(evidence, run, m),
+            **vs_best_columns(evidence, run, m, best),
         })
     frame = pd.DataFrame(rows).set_index("method")
     mdds = frame.loc[[m for m in frame.index if m not in ORACLES], "MDD"]
@@ -60,7 +63,10 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
              "repeat), how many have a mean paired payoff difference (method minus CAM-DF) below / above 0; a difference "
              f"whose CI excludes 0 but that holds in no more than {MOST_FITS:.0%} of the fits is selection noise "
              f"({RULE_TEXT}). {MDD_NOTE}; over the deployable methods here {mdd_text(mdds)}. Inner-CV choice: the "
-             f"candidate each fit's inner cross-validation picked, counted over the fits. {NESTED_NOTE}. "
+             f"candidate each fit's inner cross-validation picked, counted over the fits. Minus best tuned baseline: each "
+             f"CAM-DF-family rule (the paper's and ours) minus the cell's deployable baseline of highest payoff, the "
+             f"field's peers included ({best}; picked on these tasks, which favours the baseline), paired over tasks, "
+             f"with the (repeat, fold) fits carrying it and the MDD. {NESTED_NOTE}. "
              f"MLflow run {run['run_id']}.",
     )
 

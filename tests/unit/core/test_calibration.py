@@ -92,6 +92,75 @@ def test_rare_and_unseen_tools_fall_back_to_the_global_map():
         ToolCalibrator().predict(q, np.array([[0, 1]]))
 
 
+def _informative(rng, T=400, V=6, N=5):
+    """A synthetic ranker over V tools: tool 0's score is perfectly informative (+1 +- 0.2 when the tool is in
+    G_x, -1 +- 0.2 otherwise), the other tools' scores are weak (member shift 0.3 on unit noise)."""
+    ids = np.stack([rng.choice(V, N, replace=False) for _ in range(T)])
+    member = rng.random((T, N)) < np.where(ids == 0, 0.4, 0.3)
+    noise = rng.normal(0.0, 1.0, (T, N))
+    scores = np.where(ids == 0, np.where(member, 1.0, -1.0) + 0.2 * rng.uniform(-1, 1, (T, N)),
+                      0.3 * member + noise)
+    order = np.argsort(-scores, axis=1, kind="stable")  # ranked lists, as Instances hold them
+    take = lambda a: np.take_along_axis(a, order, axis=1)  # noqa: E731
+    return take(scores), take(member), take(ids), np.ones((T, N), dtype=bool)
+
+
+def test_score_calibration_follows_a_perfectly_informative_tool():
+    """Per-tool Platt of the ranker's own score: the informative tool's probabilities go to 0 and 1 with it
+    (ECE near 0 on held-out tasks), where one map shared by every tool cannot follow it."""
+    from camdf.core.calibration import ScoreCalibrator, calibration_rows
+
+    scores, member, ids, valid = _informative(np.random.default_rng(5))
+    fit, held = slice(0, 200), slice(200, None)
+    cal = ScoreCalibrator("raw").fit(scores[fit], member[fit], ids[fit], valid[fit])
+    p = cal.predict(scores[held], ids[held], valid[held])
+    tool0 = ids[held] == 0
+    assert p[tool0 & member[held]].min() > 0.95 and p[tool0 & ~member[held]].max() < 0.05
+    rows = calibration_rows(p, member[held], ids[held], valid[held]).set_index("tool")
+    assert rows.loc["0", "ECE"] < 0.03
+    assert rows.loc["per-tool mean", "ECE"] < 0.08
+    shared = ScoreCalibrator("raw", precision=1e6).fit(scores[fit], member[fit], ids[fit], valid[fit])  # the global map
+    p_shared = shared.predict(scores[held], ids[held], valid[held])
+    assert reliability_table(p_shared[tool0], member[held][tool0], 5)[1] > 0.1
+    # The portable one-task path gives the same probabilities, and the numbers round-trip.
+    again = ScoreCalibrator.from_numbers(cal.to_numbers())
+    np.testing.assert_array_equal(again.predict(scores[held], ids[held], valid[held]), p)
+    from camdf.core.calibration import score_calibrate_task
+    row = score_calibrate_task(cal.to_numbers(), scores[200].tolist(), ids[200].tolist())
+    np.testing.assert_allclose(row, p[0], atol=1e-8)
+
+
+def test_score_calibrator_refuses_bad_settings_and_unseen_tools_get_the_global_map():
+    from camdf.core.calibration import ScoreCalibrator
+
+    scores, member, ids, valid = _informative(np.random.default_rng(6), T=60)
+    with pytest.raises(ValueError, match="feature"):
+        ScoreCalibrator("logit").fit(scores, member, ids, valid)
+    with pytest.raises(ValueError, match="precision"):
+        ScoreCalibrator(precision=0.0).fit(scores, member, ids, valid)
+    cal = ScoreCalibrator("normalised").fit(scores, member, ids, valid)
+    unseen = cal.predict(scores[:1], np.full((1, ids.shape[1]), -1), valid[:1])
+    x = (scores[0] - scores[0].min()) / (scores[0].max() - scores[0].min())
+    np.testing.assert_allclose(unseen[0], 1 / (1 + np.exp(-(cal.global_[0] * x + cal.global_[1]))), atol=1e-8)
+    with pytest.raises(ValueError, match="feature"):
+        ScoreCalibrator.from_numbers({**cal.to_numbers(), "feature": "other"})
+
+
+def test_newton_logistic_matches_scikit_learns_objective():
+    from sklearn.linear_model import LogisticRegression
+
+    from camdf.core.calibration import fit_logistic_l2
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(150, 5))
+    y = rng.random(150) < 1 / (1 + np.exp(-(X @ np.array([2.0, -1.0, 0.0, 0.5, 3.0]) + 0.3)))
+    w, b = fit_logistic_l2(X, y, C=1.0)
+    ref = LogisticRegression(C=1.0, tol=1e-10, max_iter=10000).fit(X, y)
+    np.testing.assert_allclose(w, ref.coef_[0], atol=1e-5)
+    assert b == pytest.approx(ref.intercept_[0], abs=1e-5)
+    sep = X[:, 0] > 0  # separable: the penalty keeps the weights finite
+    w, _ = fit_logistic_l2(X, sep, C=1.0)
+    assert np.isfinite(w).all() and w[0] > 1
 @pytest.mark.parametrize("max_iter", [3, 100])
 def test_platt_groups_equals_the_plain_newton_loop_bit_for_bit(max_iter):
     # Groups of very different sizes and separations converge at different iterations (one class alone,
@@ -110,3 +179,16 @@ def test_platt_groups_equals_the_plain_newton_loop_bit_for_bit(max_iter):
         ref = fit_platt_groups_ref(z, y, groups, V + 5, np.broadcast_to(prior, (V, 2))[0] if np.ndim(prior) == 1
                                    else np.vstack([prior, np.ones((5, 2))]), precision, max_iter=max_iter)
         np.testing.assert_array_equal(got.view(np.int64), ref.view(np.int64))
+
+
+def test_calibration_rows_agree_with_the_reliability_table_tool_by_tool():
+    from camdf.core.calibration import calibration_rows
+
+    p, member, ids, valid = _data(np.random.default_rng(9), 120)
+    rows = calibration_rows(p, member, ids, valid).set_index("tool")
+    for t in np.unique(ids[valid])[:6]:
+        sel = valid & (ids == t)
+        table, ece = reliability_table(p[sel], member[sel], 5)
+        assert rows.loc[str(t), "ECE"] == pytest.approx(ece)
+        assert rows.loc[str(t), "worst bin gap"] == pytest.approx(table["gap"].abs().max())
+    assert rows.loc["per-tool mean", "ECE"] == pytest.approx(ece_by_group(p[valid], member[valid], ids[valid], 5))

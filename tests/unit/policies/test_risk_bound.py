@@ -123,3 +123,34 @@ def test_ties_make_the_deterministic_threshold_conservative_and_randomising_reco
     assert fixed.mean() < mean - 2 * se
     assert abs(mean - bounds[0.1]) < 3 * se, (mean, se, bounds[0.1])
 
+
+
+def test_many_fold_draws_of_one_domain_miss_at_most_alpha_and_the_misses_cluster_by_task():
+    """One synthetic domain, many 5-fold draws (A26's repeats, many more of them): the realised miss rate stays
+    within alpha by the clustered test over tasks, and the misses cluster by task (the variance over tasks is far
+    above what independent decisions give, the reason the binomial over tasks x draws is anti-conservative)."""
+    from camdf.evaluation.power import clustered_miss_test
+
+    rng = np.random.default_rng(2024)
+    problem = draw(rng)
+    inst = ranked(problem, RATE[_types(problem)])
+    alpha, draws = 0.1, 20
+    miss = np.zeros((draws, T))
+    with threadpool_limits(1, user_api="blas"):
+        for r in range(draws):
+            folds = rng.permutation(np.arange(T) % K)
+            for f in range(K):
+                te = folds == f
+                rule = CamDFRisk(random_state=r * K + f).fit(_batch(inst.subset(~te)))
+                test = inst.subset(te)
+                risk = 1.0 - sufficiency_curve(rule.membership_.predict_proba(test), test.valid)
+                depth = risk_depths(risk, test.n, rule.threshold(alpha))
+                miss[r, te] = 1.0 - test.success[np.arange(test.T), depth]
+    task_miss = miss.mean(axis=0)
+    test = clustered_miss_test(task_miss, alpha)
+    assert test.pvalue > 0.05, (test.rate, test.pvalue)
+    assert test.rate > alpha / 4  # not vacuous
+    rate = miss.mean()
+    binomial_se = np.sqrt(rate * (1 - rate) / miss.size)
+    clustered_se = task_miss.std(ddof=1) / np.sqrt(T)
+    assert clustered_se > 3 * binomial_se, (clustered_se, binomial_se)

@@ -91,16 +91,23 @@ def test_fold_f_design_is_blind_to_fold_f_labels_and_the_check_has_teeth(instanc
 
 
 def test_fold_f_decisions_are_blind_to_fold_f_labels(instances):
-    """End to end: every learned rule's decisions on fold f are the same when fold f's labels change."""
-    methods = ["camdf_lite", "predict_threshold", "score_threshold", "camdf_risk", "full"]
-    depth = {}
+    """End to end: every learned rule's decisions on fold f are the same when fold f's labels change
+    (cv_set included: its inner CV, calibrators and set models read only the training tasks)."""
+    methods = ["camdf_lite", "predict_threshold", "score_threshold", "camdf_risk", "full", "cv_set"]
+    depth, exposed = {}, {}
     for name, inst in instances.items():
-        out = evaluate_cell(inst, LAM, methods).outcomes
-        depth[name] = out.sort_values(["method", "task_id"]).set_index(["method", "task_id"])[["fold", "depth"]]
+        result = evaluate_cell(inst, LAM, methods)
+        out = result.outcomes
+        depth[name] = out.sort_values(["method", "task_id"]).set_index(["method", "task_id"])[
+            ["fold", "depth", "n_exposed", "cost"]]
+        exposed[name] = result.exposed["cv_set"]
     clean, corrupted = depth["clean"], depth["corrupted"]
     mine = clean["fold"] == FOLD
     assert clean[mine].equals(corrupted[mine])
     assert not clean[~mine].equals(corrupted[~mine])  # other folds train on fold f's labels
+    te = instances["clean"].folds == FOLD
+    np.testing.assert_array_equal(exposed["clean"][te], exposed["corrupted"][te])  # the exposed sets themselves
+    assert not np.array_equal(exposed["clean"][~te], exposed["corrupted"][~te])
 
 
 def test_views_keep_each_test_fold_and_the_evaluation_view(retail, folds):

@@ -64,3 +64,17 @@ def test_table_has_a_row_per_claim_with_evidence_and_a_stated_rule():
     assert frame.loc["d (bm25)", "verdict"] == HOLDS            # 40% fewer tools, TOST non-inferior
     assert frame.loc["e (bm25)", "verdict"] == HOLDS            # lite keeps 0.04 of CAM-DF's 0.05 gain over full
     assert "Rules:" in report.note
+
+
+def test_claim_a_counts_the_peers_and_our_rules_as_rivals():
+    """A peer (static_set) that beats CAM-DF makes (a) fail, even where every paper baseline loses to CAM-DF."""
+    methods = [*MAIN["methods"], "static_set", "cv_set"]
+    row = _main((0.05, 0.02, 0.08))
+    row["p:method.names"] = str(methods)
+    row.update({"m:static_set/payoff_mean": 0.38, "m:static_set/diff_vs_ref": 0.08,
+                "m:static_set/diff_vs_ref_ci_low": 0.06, "m:static_set/diff_vs_ref_ci_high": 0.10,
+                "m:cv_set/payoff_mean": 0.31, "m:cv_set/diff_vs_ref": 0.01,
+                "m:cv_set/diff_vs_ref_ci_low": -0.01, "m:cv_set/diff_vs_ref_ci_high": 0.03})
+    verdict, stat, c = claim_a(pd.Series(row))
+    assert verdict == FAILS and "closest/best rival static_set" in stat
+    assert "rivals: 5 deployable methods (3 of the paper's baselines, 2 of ours and the peers)" in stat

@@ -10,7 +10,7 @@ import pytest
 from camdf.evaluation.fits import choice_counts, paired_differences
 from camdf.evaluation.power import min_detectable_difference, miss_rate_test, seed_intervals
 from camdf.reporting.artifacts import CellArtifacts
-from camdf.reporting.tables.claims import FAILS, HOLDS, claims, rows_f
+from camdf.reporting.tables.claims import FAILS, HOLDS, UNSURE, claims, rows_f
 from camdf.reporting.evidence import gather
 from camdf.reporting.tables.a19 import a19, noise_drops
 from camdf.reporting.tables.a26 import binomial_columns
@@ -154,7 +154,13 @@ def test_noise_drop_is_signed_and_can_be_negative():
     table = a19(evidence, MAIN).frame
     assert table.loc["0.05", "CAM-DF clean minus noisy (95% CI)"].startswith("-0.050")
     (row,) = rows_f(evidence, MAIN, evidence.judge)
-    assert row.claim == "f (bm25)" and row.verdict == HOLDS and "epsilon 0.05 -0.050" in row.statistic
+    # CAM-DF pays what full access pays: no noise-free gain to keep, so robustness is not shown (the no-gain clause).
+    assert row.claim == "f (bm25)" and row.verdict == UNSURE and "epsilon 0.05 -0.050" in row.statistic
+    for r in rows:
+        r["m:full/payoff_mean"] = 0.2  # now CAM-DF gains 0.1 over max(full, none), and noise does not erode it
+    evidence = gather(pd.DataFrame(rows), MAIN, artifacts=_store({"clean": clean, "noisy": noisy}))
+    (row,) = rows_f(evidence, MAIN, evidence.judge)
+    assert row.verdict == HOLDS and "noise-free gain over max(full, none) +0.100" in row.statistic
 
 
 def test_choice_counts_spread_most_frequent_first():

@@ -29,9 +29,10 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.integrations.registry import measured_regimes
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
-from camdf.policies import CARDS, METHODS
+from camdf.pipeline.refusals import BUILT_IN_CONVERTERS, ConfigError, _shown, converters  # noqa: F401  (re-exported)
+from camdf.policies import CARDS, methods
 from camdf.rankers.scoring import SCORERS
-from camdf.runtime.policy import POLICY_METHODS
+from camdf.runtime.policy import policy_methods
 
 PROTOCOLS = ("kfold", "split", "group")
 #: Every cost regime a config may name: the computed ones and the integrations' measured ones.
@@ -39,12 +40,6 @@ COST_REGIMES = (*REGIMES, *measured_regimes())
 EXPERIMENTS_DIR = CONF_DIR / "experiment"
 
 
-class ConfigError(ValueError):
-    """A config value the stage cannot run with: ``key: expected <what>, got <value>``."""
-
-    def __init__(self, key: str, value: Any, expected: str):
-        self.key, self.value, self.expected = key, value, expected
-        super().__init__(f"{key}: expected {expected}, got {value!r}")
 
 
 # -- value checks: each takes (key, value) and returns the normalised value or raises ConfigError ----------------
@@ -85,22 +80,18 @@ class Number:
         raise ConfigError(key, _shown(value), self.expected())
 
 
-def _shown(value: Any) -> Any:
-    """A value as an error message shows it: a very long number cut to its first digits and its length."""
-    text = str(value)
-    return f"{text[:20]}... ({len(text)} characters)" if isinstance(value, (int, float, str)) and len(text) > 40 \
-        else value
 
 
 @dataclass(frozen=True)
 class OneOf:
-    """One of a fixed set of names."""
+    """One of a set of names: fixed, or a function returning them (a registry query, read at each check)."""
 
-    names: Sequence[str]
+    names: Sequence[str] | Callable[[], Sequence[str]]
 
     def __call__(self, key: str, value: Any) -> str:
-        if not isinstance(value, str) or value not in self.names:
-            raise ConfigError(key, value, "one of " + ", ".join(sorted(self.names)))
+        names = self.names() if callable(self.names) else self.names
+        if not isinstance(value, str) or value not in names:
+            raise ConfigError(key, value, "one of " + ", ".join(sorted(names)))
         return value
 
 
@@ -146,20 +137,6 @@ def label_name(key: str, value: Any) -> str:
     return value
 
 
-#: The converters ``domain.converter._target_`` may name that are no integration's: the task-format reader
-#: and the distractor builder. A config value never names code to run (Hydra would import and call whatever
-#: it names): the allow-list is these plus every integration's declared converters (:func:`converters`).
-BUILT_IN_CONVERTERS = (
-    "camdf.data.io.read_domain",
-    "camdf.data.distractors.with_distractors",
-)
-
-
-def converters() -> tuple[str, ...]:
-    """The allow-list of ``converter._target_``: :data:`BUILT_IN_CONVERTERS` and the integrations' declared ones."""
-    from camdf.integrations.registry import converters as declared
-
-    return (*BUILT_IN_CONVERTERS, *declared())
 
 
 def converter_target(key: str, value: Any) -> str:
@@ -200,6 +177,8 @@ def override_list(key: str, value: Any) -> list[str]:
 MAX_LAM = 1e6
 MAX_DISPERSION = 1e3
 MAX_INT = 2**31 - 1
+#: More bootstrap resamples than this add nothing an interval can show and hold tasks x B floats per method.
+MAX_RESAMPLES = 100_000
 LAM = Number(lo=0, hi=MAX_LAM)
 SEED = Number(lo=0, hi=MAX_INT, integer=True)
 
@@ -215,7 +194,7 @@ CELL = {
     "cost.regime": OneOf(COST_REGIMES),
     "cost.lam": LAM,
     "cost.d": Number(lo=0, hi=MAX_DISPERSION),
-    "method.names": ListOf(OneOf(METHODS)),
+    "method.names": ListOf(OneOf(methods)),
     "payoff": OneOf(KINDS),
     "seed": SEED,
     "label_noise": Number(lo=0, hi=1, hi_open=True),
@@ -228,7 +207,7 @@ CELL = {
     "candidates.top_k": Optional(count(1)),
     "candidates.fit_depth": Optional(count(1)),
     "list_cost": Optional(Number(lo=0, hi=MAX_LAM, lo_open=True)),
-    "stats.n_resamples": count(100),
+    "stats.n_resamples": Number(lo=100, hi=MAX_RESAMPLES, integer=True),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
 }
 SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
@@ -236,8 +215,8 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "scores": {k: CELL[k] for k in ("domain.name", "scorer.name", "cost.regime", "cost.lam", "cost.d",
                                     "folds.n_folds", "folds.protocol", "folds.group_by")} | {"random_state": SEED},
     "evaluate": CELL,
-    "train": CELL | {"policy.method": OneOf(("auto", *POLICY_METHODS)),
-                     "policy.candidates": ListOf(OneOf(POLICY_METHODS)),
+    "train": CELL | {"policy.method": OneOf(lambda: ("auto", *policy_methods())),
+                     "policy.candidates": ListOf(OneOf(policy_methods)),
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
     "tables": {
@@ -246,7 +225,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
         "main.payoff": OneOf(KINDS), "main.protocol": OneOf(PROTOCOLS),
         "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
-        **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",
+        **{f"main.{k}": ListOf(OneOf(methods)) for k in ("methods", "grid_methods", "noise_methods",
                                                           "ablation_methods", "risk_methods")},
     },
 }
@@ -397,9 +376,15 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
     """
     from camdf.pipeline.data_stage import DataNotReady, verify_built
 
+    from camdf.pipeline.gates import check_tree
+    from camdf.pipeline.tree import check_kinds
+
     output_dir = OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False)
     try:
-        out = validate(resolve(cfg), stage)
+        out = resolve(cfg)
+        check_tree(cfg, out)  # code, paths and secrets (camdf.pipeline.gates)
+        check_kinds(out, stage, SCHEMAS.get(stage, {}))  # every key's kind, from the shipped configs (camdf.pipeline.tree)
+        out = validate(out, stage)
         if stage in READS_DATA:
             verify_built(Path(out["paths"]["data_dir"]), out["domain"]["name"])
     except (ConfigError, DataNotReady) as err:
@@ -466,7 +451,10 @@ def _remove_job_folder(output_dir: str | None) -> None:
     if output_dir is None or not HydraConfig.initialized():
         return
     stop = Path(output_dir).resolve()
-    job_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    try:
+        job_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    except Exception:  # noqa: BLE001  Hydra failed before it chose the job folder (`--cfg job`): nothing to remove
+        return
     if stop not in job_dir.parents or not job_dir.is_dir():
         return
     if any(p.name != ".hydra" and p.suffix != ".log" for p in job_dir.iterdir()):

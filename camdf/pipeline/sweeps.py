@@ -15,15 +15,33 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from camdf.pipeline.choices import compose  # noqa: F401  (one composition helper; re-exported here)
+
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+#: The most jobs one sweep may have (the largest shipped experiment has a few hundred): a sweep past it is refused
+#: before any job is composed or run; ``CAMDF_MAX_JOBS`` raises it for a sweep that really is that large.
+MAX_JOBS = 5000
+
+
+def max_jobs() -> int:
+    """:data:`MAX_JOBS`, or ``CAMDF_MAX_JOBS`` when it is a positive integer."""
+    import os
+
+    value = os.environ.get("CAMDF_MAX_JOBS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else MAX_JOBS
 
 
 def expand(overrides: Iterable[str]) -> list[list[str]]:
     """The jobs of a sweep: the cartesian product of every discrete sweep, in Hydra's basic-sweeper order.
 
     A later override of a key replaces an earlier one (command line after the experiment's
-    ``hydra.sweeper.params``), as in Hydra.
+    ``hydra.sweeper.params``), as in Hydra. More than :func:`max_jobs` jobs raise ValueError
+    (counted before the product is built).
     """
+    import math
+
     by_key: dict[str, list[str]] = {}
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.get_key_element()
@@ -33,6 +51,9 @@ def expand(overrides: Iterable[str]) -> list[list[str]]:
             by_key[key] = [f"{key}={v}" for v in override.sweep_string_iterator()]
         else:
             by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
+    n = math.prod(len(v) for v in by_key.values())
+    if n > max_jobs():
+        raise ValueError(f"{n} jobs, more than the limit of {max_jobs()} (CAMDF_MAX_JOBS raises it)")
     return [list(job) for job in itertools.product(*by_key.values())]
 
 
@@ -42,19 +63,26 @@ def sweep_params(cfg: DictConfig) -> list[str]:
     return [f"{k}={v}" for k, v in params.items()]
 
 
-def compose(config_name: str, overrides: list[str], with_hydra: bool = False) -> DictConfig:
-    """One composed config of ``conf/`` (inside a running Hydra app, or standalone)."""
-    from hydra import compose as hydra_compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    if GlobalHydra.instance().is_initialized():
-        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
-
-
 def _is_group(key: str) -> bool:
-    return (CONF_DIR / key.split("@")[0]).is_dir()
+    # hydra.* (hydra.searchpath above all) shapes the composition itself, as a config group choice does.
+    return key.startswith("hydra.") or (CONF_DIR / key.split("@")[0]).is_dir()
+
+
+def searchpath_overrides(config: DictConfig | None = None) -> list[str]:
+    """The ``hydra.searchpath`` of a composed config with its ``hydra`` node (default: the running Hydra
+    app's) as an override, so that configs composed on the side (each job of a sweep check, the cells
+    the tables stage reads) find the same config folders as the stage (empty when there is none)."""
+    if config is not None:
+        paths = OmegaConf.select(config, "hydra.searchpath", default=None)
+    else:
+        from hydra.core.hydra_config import HydraConfig
+
+        paths = HydraConfig.get().searchpath if HydraConfig.initialized() else None
+    paths = [str(p) for p in (paths or [])]
+    if not paths:
+        return []
+    quoted = ",".join("'" + p.replace("\\", "\\\\").replace("'", "\\'") + "'" for p in paths)
+    return [f"hydra.searchpath=[{quoted}]"]
 
 
 def compose_jobs(config_name: str, jobs: list[list[str]]) -> list[DictConfig]:
@@ -125,6 +153,8 @@ class CheckSweep(Callback):
     """
 
     def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
+        from camdf.pipeline.gates import check_tree
+        from camdf.pipeline.tree import check_kinds
         from camdf.pipeline.schema import SCHEMAS, ConfigError, refuse, resolve, validate
 
         if config_name not in SCHEMAS:
@@ -133,14 +163,19 @@ class CheckSweep(Callback):
         try:
             overrides = [*sweep_params(config), *task]
             jobs = expand(overrides)
+            searchpath = searchpath_overrides(config)  # a user's config folder (hydra.searchpath=[...])
             if not jobs:  # Hydra would run nothing, exit 0, and the sweep's record would be rewritten as done
                 empty = [o.get_key_element() for o in OverridesParser.create().parse_overrides(overrides)
                          if o.is_sweep_override() and not list(o.sweep_string_iterator())]
                 refuse(ConfigError(empty[0] if empty else "hydra.sweeper.params", "an empty sweep",
                                    "at least one value to sweep"))
-            for cfg in compose_jobs(config_name, jobs):
-                validate(resolve(cfg), config_name)
+            for cfg in compose_jobs(config_name, [[*job, *searchpath] for job in jobs]):
+                resolved = resolve(cfg)
+                check_tree(cfg, resolved)  # code, paths and secrets of every job (camdf.pipeline.gates)
+                check_kinds(resolved, config_name, SCHEMAS.get(config_name, {}))  # every key's kind (camdf.pipeline.tree)
+                validate(resolved, config_name)
         except ConfigError as err:
             refuse(err)
         except ValueError as err:
-            refuse(ConfigError("hydra.sweeper.params", str(err), "discrete sweeps"))
+            what = "at most CAMDF_MAX_JOBS jobs" if "CAMDF_MAX_JOBS" in str(err) else "discrete sweeps"
+            refuse(ConfigError("hydra.sweeper.params", str(err), what))

@@ -64,10 +64,14 @@ class LeanPolicy:
     def read(cls, path: Path, full: Callable[[], Any]) -> "LeanPolicy | None":
         """The lean policy of ``path`` (a model's ``lean.json``), or None when it is not one this code reads
         (another format, or a method without a registered portable form)."""
+        from camdf.runtime.finite import _paths
+
         try:
             numbers = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        for where in _paths(numbers):  # a NaN here would decide silently: refused, not passed over
+            raise ValueError(f"{path}: {where}: expected a finite number, got NaN or Infinity")
         if not isinstance(numbers, dict) or numbers.get("format") != FORMAT:
             return None
         known = CARDS.get(numbers.get("method")) if isinstance(numbers.get("method"), str) else None

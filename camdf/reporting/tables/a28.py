@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.policies import CARDS, FAMILY, ORACLES
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.report import Report
@@ -87,7 +88,7 @@ def _row(judge: Judge, run: pd.Series) -> dict:
                                                              g(ours, "payoff_ci_high")),
             "success": g(ours, "success"), "tools": k, "cost": g(ours, "cost"),
             "best tuned baseline": base, "baseline payoff": g(base, "payoff_mean"),
-            "ours minus baseline": f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]", "MDD": c.mdd,
+            "ours minus baseline": f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]", "MDD": c.mdd,
             "BoR coverage@k (k = tools)": coverage_at(run, k),
         })
     row.update({"best_prefix": g("best_prefix", "payoff_mean"), "oracle_set": g("oracle_set", "payoff_mean"),

@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[3] / "conf"
 PRIMARIES = sorted(p.stem for p in CONF.glob("*.yaml"))
 DOMAINS = sorted(p.stem for p in (CONF / "domain").glob("*.yaml"))
 

@@ -24,6 +24,11 @@ EXPERIMENT ?= camdf
 # LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
 LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
 
+# A28's catalog: the StableToolBench folder (a clone of the public repository THUNLP-MT/StableToolBench; never
+# downloaded here). A path relative to the checkout or absolute; the stages read $$STABLETOOLBENCH, and make data /
+# make reproduce leave out what needs it (conf/ files with make_needs) when it is not a folder, saying so in one line.
+STABLETOOLBENCH ?= ../shared/data/stabletoolbench
+export STABLETOOLBENCH := $(abspath $(STABLETOOLBENCH))
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 
 .PHONY: help setup data scores test test-full reproduce reproduce-smoke tables results-check ui bench clean
@@ -55,7 +60,8 @@ test-full: setup ## run every test, the slow sweeps included
 scores: data ## score every domain with every scorer and print the ranking-quality table
 	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)
 
-reproduce: data ## run every experiment (one MLflow run per cell; JOBS=n: n cells at once), then tables and README
+reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folder; JOBS=n: n cells at once), then tables and README
+	@$(PY) -m camdf.pipeline.targets skipped
 	@set -e; experiments=$(EXPERIMENTS); for exp in $$experiments; do \
 	  echo "== experiment $$exp"; \
 	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \
@@ -72,7 +78,7 @@ reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, table
 tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow store alone
 	@$(PY) -m pipelines.tables $(HYDRA_QUIET)
 
-results-check: setup ## do the README Results match the checkout's code version? (camdf results check)
+results-check: setup ## recompute the Results from the store and compare them, number by number (camdf results check)
 	@$(PY) -m camdf.cli results check
 
 ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRACKING_URI or outputs/mlflow.db; prints the runs view's URL
@@ -80,7 +86,7 @@ ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRAC
 	  runs=$$($(PY) -c 'import sys; from camdf.tracking.client import runs_view; print(runs_view(*sys.argv[1:]))' \
 	    "$$store" "$(EXPERIMENT)") \
 	  && echo "MLflow UI for $$store: http://127.0.0.1:$(PORT)/$$runs (the runs view; Ctrl-C stops it)" \
-	  && exec $(VENV)/bin/mlflow ui --backend-store-uri "$$store" --host 127.0.0.1 --port $(PORT) --workers 1
+	  && MLFLOW_DISABLE_TELEMETRY=$${MLFLOW_DISABLE_TELEMETRY:-true} exec $(VENV)/bin/mlflow ui --backend-store-uri "$$store" --host 127.0.0.1 --port $(PORT) --workers 1
 
 bench: setup ## run the benchmarks (not part of make test)
 	@mkdir -p outputs/bench

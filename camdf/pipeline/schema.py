@@ -29,9 +29,10 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.integrations.registry import measured_regimes
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
-from camdf.policies import CARDS, METHODS
+from camdf.pipeline.refusals import BUILT_IN_CONVERTERS, ConfigError, _shown, converters  # noqa: F401  (re-exported)
+from camdf.policies import CARDS, methods
 from camdf.rankers.scoring import SCORERS
-from camdf.runtime.policy import POLICY_METHODS
+from camdf.runtime.policy import policy_methods
 
 PROTOCOLS = ("kfold", "split", "group")
 #: Every cost regime a config may name: the computed ones and the integrations' measured ones.
@@ -39,12 +40,6 @@ COST_REGIMES = (*REGIMES, *measured_regimes())
 EXPERIMENTS_DIR = CONF_DIR / "experiment"
 
 
-class ConfigError(ValueError):
-    """A config value the stage cannot run with: ``key: expected <what>, got <value>``."""
-
-    def __init__(self, key: str, value: Any, expected: str):
-        self.key, self.value, self.expected = key, value, expected
-        super().__init__(f"{key}: expected {expected}, got {value!r}")
 
 
 # -- value checks: each takes (key, value) and returns the normalised value or raises ConfigError ----------------
@@ -85,22 +80,18 @@ class Number:
         raise ConfigError(key, _shown(value), self.expected())
 
 
-def _shown(value: Any) -> Any:
-    """A value as an error message shows it: a very long number cut to its first digits and its length."""
-    text = str(value)
-    return f"{text[:20]}... ({len(text)} characters)" if isinstance(value, (int, float, str)) and len(text) > 40 \
-        else value
 
 
 @dataclass(frozen=True)
 class OneOf:
-    """One of a fixed set of names."""
+    """One of a set of names: fixed, or a function returning them (a registry query, read at each check)."""
 
-    names: Sequence[str]
+    names: Sequence[str] | Callable[[], Sequence[str]]
 
     def __call__(self, key: str, value: Any) -> str:
-        if not isinstance(value, str) or value not in self.names:
-            raise ConfigError(key, value, "one of " + ", ".join(sorted(self.names)))
+        names = self.names() if callable(self.names) else self.names
+        if not isinstance(value, str) or value not in names:
+            raise ConfigError(key, value, "one of " + ", ".join(sorted(names)))
         return value
 
 
@@ -146,20 +137,6 @@ def label_name(key: str, value: Any) -> str:
     return value
 
 
-#: The converters ``domain.converter._target_`` may name that are no integration's: the task-format reader
-#: and the distractor builder. A config value never names code to run (Hydra would import and call whatever
-#: it names): the allow-list is these plus every integration's declared converters (:func:`converters`).
-BUILT_IN_CONVERTERS = (
-    "camdf.data.io.read_domain",
-    "camdf.data.distractors.with_distractors",
-)
-
-
-def converters() -> tuple[str, ...]:
-    """The allow-list of ``converter._target_``: :data:`BUILT_IN_CONVERTERS` and the integrations' declared ones."""
-    from camdf.integrations.registry import converters as declared
-
-    return (*BUILT_IN_CONVERTERS, *declared())
 
 
 def converter_target(key: str, value: Any) -> str:
@@ -167,6 +144,15 @@ def converter_target(key: str, value: Any) -> str:
     allowed = converters()
     if not isinstance(value, str) or value not in allowed:
         raise ConfigError(key, _shown(value), "one of the built-in converters " + ", ".join(allowed))
+    return value
+
+
+def group_key(key: str, value: Any) -> str | None:
+    """``folds.group_by``: None (each task's ``group``) or ``meta.<field>`` (a field of each task's ``meta``)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"meta\.[A-Za-z0-9_]+", value):
+        raise ConfigError(key, _shown(value), "null (each task's group) or meta.<field> (a field of each task's meta)")
     return value
 
 
@@ -208,7 +194,7 @@ CELL = {
     "cost.regime": OneOf(COST_REGIMES),
     "cost.lam": LAM,
     "cost.d": Number(lo=0, hi=MAX_DISPERSION),
-    "method.names": ListOf(OneOf(METHODS)),
+    "method.names": ListOf(OneOf(methods)),
     "payoff": OneOf(KINDS),
     "seed": SEED,
     "label_noise": Number(lo=0, hi=1, hi_open=True),
@@ -217,7 +203,9 @@ CELL = {
     "folds.n_folds": count(2),
     "folds.protocol": OneOf(PROTOCOLS),
     "folds.repeats": count(1),
+    "folds.group_by": group_key,
     "candidates.top_k": Optional(count(1)),
+    "candidates.fit_depth": Optional(count(1)),
     "list_cost": Optional(Number(lo=0, hi=MAX_LAM, lo_open=True)),
     "stats.n_resamples": Number(lo=100, hi=MAX_RESAMPLES, integer=True),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
@@ -225,10 +213,10 @@ CELL = {
 SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "data": {"domain.name": plain_name},
     "scores": {k: CELL[k] for k in ("domain.name", "scorer.name", "cost.regime", "cost.lam", "cost.d",
-                                    "folds.n_folds", "folds.protocol")} | {"random_state": SEED},
+                                    "folds.n_folds", "folds.protocol", "folds.group_by")} | {"random_state": SEED},
     "evaluate": CELL,
-    "train": CELL | {"policy.method": OneOf(("auto", *POLICY_METHODS)),
-                     "policy.candidates": ListOf(OneOf(POLICY_METHODS)),
+    "train": CELL | {"policy.method": OneOf(lambda: ("auto", *policy_methods())),
+                     "policy.candidates": ListOf(OneOf(policy_methods)),
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
     "tables": {
@@ -237,7 +225,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
         "main.payoff": OneOf(KINDS), "main.protocol": OneOf(PROTOCOLS),
         "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
-        **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",
+        **{f"main.{k}": ListOf(OneOf(methods)) for k in ("methods", "grid_methods", "noise_methods",
                                                           "ablation_methods", "risk_methods")},
     },
 }
@@ -395,7 +383,7 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
     try:
         out = resolve(cfg)
         check_tree(cfg, out)  # code, paths and secrets (camdf.pipeline.gates)
-        check_kinds(out, stage)  # every key's kind, from the shipped configs (camdf.pipeline.tree)
+        check_kinds(out, stage, SCHEMAS.get(stage, {}))  # every key's kind, from the shipped configs (camdf.pipeline.tree)
         out = validate(out, stage)
         if stage in READS_DATA:
             verify_built(Path(out["paths"]["data_dir"]), out["domain"]["name"])

@@ -35,9 +35,6 @@ def policy_methods() -> tuple[str, ...]:
     return methods(shippable=True)
 
 
-#: The shippable rules when this module was imported (the config schema's choices); :func:`policy_methods` is live.
-POLICY_METHODS = policy_methods()
-
 
 class StopPolicy(BaseEstimator):
     """The CAM-DF stopper for run-time use: fit it (or load a fitted one), then :meth:`select`.

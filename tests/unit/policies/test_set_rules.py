@@ -18,7 +18,7 @@ from camdf.runtime.lean import LeanPolicy, lean_numbers
 
 from ..core.test_features import _random_instances
 from ..core.test_theory import _family
-from ..test_runtime import _openai
+from ..runtime.test_runtime import _openai
 
 SET_RULES = [m for m in CARDS if not CARDS[m].picks_prefix and CARDS[m].family != "oracle"]
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from camdf.runtime import StopPolicy
 from camdf.runtime.lean import LeanPolicy, lean_numbers
 
-from .core.test_theory import _family
+from ..core.test_theory import _family
 from .test_runtime import _openai, json_values
 
 

@@ -9,8 +9,8 @@ from camdf.core.membership import MembershipModel
 from camdf.policies import REGISTRY, StateBatch, make_policy
 from camdf.runtime import StopPolicy
 
-from .core.test_features import _random_instances
-from .core.test_theory import _family
+from ..core.test_features import _random_instances
+from ..core.test_theory import _family
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,9 @@ def _bm25s():
     return bm25s
 
 
-def _tokenize(texts: list[str]) -> list[list[str]]:
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """The bm25 ranker's tokens of each text (normalised, English stopwords out, stemmed): what it indexes and
+    queries with, so a caller can tell a text that gives the ranker nothing to match (the runtime's requests)."""
     bm25s = _bm25s()
 
     return bm25s.tokenize(
@@ -56,9 +58,9 @@ def bm25_scores(queries: list[str], docs: list[str], k1: float = 1.5, b: float =
     bm25s = _bm25s()
 
     retriever = bm25s.BM25(k1=k1, b=b)
-    retriever.index(_tokenize(docs), show_progress=False)
+    retriever.index(tokenize(docs), show_progress=False)
     distinct = list(dict.fromkeys(queries))
-    tokens = _tokenize(distinct)
+    tokens = tokenize(distinct)
     table = np.vstack([retriever.get_scores(q) if q else np.zeros(len(docs)) for q in tokens]).astype(np.float64)
     row = {q: i for i, q in enumerate(distinct)}
     return table[[row[q] for q in queries]]

@@ -248,15 +248,15 @@ def check_lam(value: Any, field: str = "lam") -> float:
 def bm25_tool_scores(query: str, tools: list[dict]) -> np.ndarray:
     """Built-in ranker for callers without scores: bm25 of the query against each tool's document."""
     from camdf.data.model import Tool
-    from camdf.rankers.lexical import _tokenize, bm25_scores
+    from camdf.rankers.lexical import bm25_scores, tokenize
     from camdf.rankers.text import tool_document
 
     docs = [tool_document(Tool(t["name"], t["description"], t["parameters"])) for t in tools]
     # bm25 needs words on both sides (two or more letters, not stop words); refused here, with the field.
     words = "two or more letters, not English stop words"
-    if not any(_tokenize([query])[0]):
+    if not any(tokenize([query])[0]):
         raise ValueError(f"query: no word the built-in bm25 ranker can use ({words}); give `scores` instead")
-    if not any(map(any, _tokenize(docs))):
+    if not any(map(any, tokenize(docs))):
         raise ValueError(f"tools: no tool name, description or parameter has a word the built-in bm25 ranker "
                          f"can use ({words}); give `scores` instead")
     return bm25_scores([query], docs)[0]

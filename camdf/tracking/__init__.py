@@ -7,6 +7,6 @@ runs through it) and imports nothing of camdf above :mod:`camdf.common`. By job:
 - :mod:`camdf.tracking.probe`: asking a tracking server once, quickly, before MLflow's retries;
 - :mod:`camdf.tracking.locations`: where a store and its artifacts live, relocating a moved SQLite
   store, and values written without the machine's paths;
-- :mod:`camdf.tracking.claims`: claims and heartbeats, so one worker computes each cell;
+- :mod:`camdf.tracking.leases`: claims and heartbeats, so one worker computes each cell;
 - :mod:`camdf.tracking.client`: the run client (:class:`~camdf.tracking.client.Tracker`).
 """

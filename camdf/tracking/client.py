@@ -3,7 +3,7 @@
 The default store is an embedded SQLite database under ``outputs/`` with artifacts
 beside it; ``MLFLOW_TRACKING_URI`` overrides it (a shared ``mlflow server``, say).
 A cell whose key already has a FINISHED run is skipped; a FAILED, KILLED or
-unfinished one is run again (claimed first: :mod:`camdf.tracking.claims`). A run of
+unfinished one is run again (claimed first: :mod:`camdf.tracking.leases`). A run of
 another kind (a policy, a sweep, the tables) is held with a heartbeat too (``owner.*``
 tags): the next stage that opens a run of that kind ends the stale ones, whose holder
 died or went silent (KILLED, tagged ``stale.ended_by``), so a SIGKILLed stage leaves no
@@ -30,7 +30,7 @@ from typing import Iterator
 import pandas as pd
 
 from camdf.common.machine import numeric_environment
-from camdf.tracking.claims import CLAIM_POLL, CLAIM_TIMEOUT, Claim, ClaimsMixin, _Heartbeat, owner_alive, owner_tags
+from camdf.tracking.leases import CLAIM_POLL, CLAIM_TIMEOUT, Claim, ClaimsMixin, _Heartbeat, owner_alive, owner_tags
 from camdf.tracking.locations import (
     check_store_file, default_artifact_root, portable, relocate_store, store_init_lock,
 )
@@ -200,7 +200,7 @@ class Tracker(ClaimsMixin):
         """Move a FINISHED run's ``claim.*`` tags into its :data:`PROVENANCE` artifact.
 
         Only after FINISHED: while the run is RUNNING other workers read its token,
-        ticket and heartbeat (:mod:`camdf.tracking.claims`); a FINISHED run ends any
+        ticket and heartbeat (:mod:`camdf.tracking.leases`); a FINISHED run ends any
         claim on its key by its status alone.
         """
         claim = {k: v for k, v in self.client.get_run(run_id).data.tags.items() if k.startswith("claim.")}
@@ -241,10 +241,10 @@ class Tracker(ClaimsMixin):
     def end_stale(self, kind: str, timeout: float | None = None) -> list[str]:
         """End the stale RUNNING runs of ``kind``: KILLED, tagged ``stale.ended_by``; returns their ids.
 
-        A run is stale when its holder (``owner.*`` tags, :func:`~camdf.tracking.claims.owner_tags`)
+        A run is stale when its holder (``owner.*`` tags, :func:`~camdf.tracking.leases.owner_tags`)
         is gone (this machine, no such process) or silent for ``timeout`` seconds (default
         ``claim_timeout``); a run without an owner (logged by an older camdf) when it started more
-        than ``timeout`` ago. Cell runs are the claims' business (:mod:`camdf.tracking.claims`).
+        than ``timeout`` ago. Cell runs are the claims' business (:mod:`camdf.tracking.leases`).
         """
         timeout = float(timeout or self.claim_timeout)
         now = time.time()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from camdf.tracking.claims import Claim, _proc_start
+from camdf.tracking.leases import Claim, _proc_start
 from camdf.tracking.client import EXPERIMENT_KIND, PROVENANCE, Tracker, store_has_experiment
 from camdf.tracking.probe import PROBE_PATH, TrackingUnreachable, check_server
 

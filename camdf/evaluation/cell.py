@@ -12,8 +12,10 @@ of fold f depends on fold f's labels.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +26,7 @@ from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
 from camdf.core.sets import set_success
-from camdf.policies import CARDS, StateBatch, make_policy
+from camdf.policies import CARDS, StateBatch, make_policy, own_dials
 
 OUTCOME_COLUMNS = (
     "task_id", "fold", "method", "depth", "n_exposed", "cost", "success", "success_partial", "covers_g", "payoff",
@@ -91,7 +93,7 @@ def evaluate_cell(
     lam_grid: tuple[float, ...] | list[float] | None = None,
     inner_folds: int = 5,
     membership_cache: str | None = None,
-    alpha: float | None = None,
+    dials: Mapping[str, Any] | None = None,
 ) -> CellResult:
     """Out-of-fold outcomes of every method on every evaluated task.
 
@@ -121,8 +123,10 @@ def evaluate_cell(
     membership_cache : path or None
         Folder where the membership probabilities are kept between cells
         (:func:`camdf.core.membership.fold_probabilities`; they do not depend on costs or lambda).
-    alpha : float or None
-        Target miss rate of the rules with that dial (``camdf_risk``; default: the rule's own, 0.05).
+    dials : mapping or None
+        Run-time dials by name (``method.dials``): each rule that has a dial of that name is fitted
+        with it as its default (checked against the dial's range); the others ignore it. None or
+        absent: every rule's own default.
 
     Returns
     -------
@@ -158,7 +162,7 @@ def evaluate_cell(
             truth = replace(test, u=u_true[te])  # what an oracle decides on
             idx = np.flatnonzero(te)
             across = None  # the training batch across the lambda grid, built once per fold when a rule asks
-            rules = [(name, make_policy(name, random_state, alpha=alpha)) for name in methods]
+            rules = [(name, make_policy(name, random_state, **own_dials(name, dials))) for name in methods]
             # Prefix rules' rows first, then set rules' (the outcome files' order since the oracle set was added).
             for name, policy in sorted(rules, key=lambda nr: not nr[1].picks_prefix):
                 if policy.lambda_conditioned:

@@ -63,7 +63,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
             random_state=seed + r, label_noise=float(cfg.get("label_noise", 0.0)),
             train_kind="partial" if cfg.get("label_source") == "partial" else None,
             lam_grid=cfg.get("lambda_grid"), membership_cache=str(paths.cache_dir),
-            alpha=cfg["method"].get("alpha"),
+            dials=cfg["method"].get("dials"),
         )
         verified = verified_curves(domain, inst)
         if verified is not None:

@@ -29,7 +29,7 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.integrations.registry import measured_regimes
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
-from camdf.policies import METHODS
+from camdf.policies import CARDS, METHODS
 from camdf.rankers.scoring import SCORERS
 from camdf.runtime.policy import POLICY_METHODS
 
@@ -207,7 +207,6 @@ CELL = {
     "cost.lam": LAM,
     "cost.d": Number(lo=0, hi=MAX_DISPERSION),
     "method.names": ListOf(OneOf(METHODS)),
-    "method.alpha": Number(lo=0, hi=1, lo_open=True, hi_open=True),
     "payoff": OneOf(KINDS),
     "seed": SEED,
     "label_noise": Number(lo=0, hi=1, hi_open=True),
@@ -306,6 +305,10 @@ def validate(cfg: dict[str, Any], stage: str) -> dict[str, Any]:
         if value is not _MISSING:
             _set(cfg, key, check(key, value))
     check_confined(cfg)
+    dials = _get(cfg, "method.dials")
+    if dials is not _MISSING:
+        names = _get(cfg, "method.names")
+        _set(cfg, "method.dials", method_dials(dials, [] if names is _MISSING else names))
     seed, repeats = _get(cfg, "seed"), _get(cfg, "folds.repeats")
     if _MISSING not in (seed, repeats) and seed + repeats - 1 > MAX_INT:  # repeat r runs at seed + r
         raise ConfigError("seed", seed, f"an integer in [0, {MAX_INT - repeats + 1}] (seed + folds.repeats - 1 "
@@ -317,6 +320,31 @@ def validate(cfg: dict[str, Any], stage: str) -> dict[str, Any]:
         if n is not None and n_folds > n:
             raise ConfigError("folds.n_folds", n_folds, f"an integer in [2, {n}] (the {what} of the domain)")
     return cfg
+
+
+def method_dials(dials: Any, methods: Sequence[str]) -> dict[str, float]:
+    """``method.dials`` checked against the dials the methods' rules declare (name, range; :class:`Dial`).
+
+    Every entry must be a dial of at least one of ``methods`` (the cell's ``method.names``) and
+    in that dial's range; null or ``{}``: every rule at its own defaults.
+    """
+    if dials is None:
+        return {}
+    if not isinstance(dials, dict):
+        raise ConfigError("method.dials", _shown(dials), "a mapping of dial name to value, e.g. {name: value}")
+    owned = {d.name: d for m in methods if m in CARDS for d in CARDS[m].dials}
+    out = {}
+    for name, value in dials.items():
+        key = f"method.dials.{name}"
+        if name not in owned:
+            have = ", ".join(f"{d.describe()}" for d in owned.values()) or "none"
+            raise ConfigError(key, _shown(value), f"a dial of one of the cell's methods ({', '.join(methods)}; "
+                                                  f"their dials: {have})")
+        try:
+            out[name] = owned[name].check(value, key)
+        except ValueError:
+            raise ConfigError(key, _shown(value), owned[name].describe()) from None
+    return out
 
 
 def _domain_counts(cfg: dict) -> tuple[int, int | None] | None:

@@ -20,6 +20,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from camdf.common.dials import Dial, dial_names
 from camdf.core.features import FEATURES, state_features
 from camdf.core.instances import Instances
 from camdf.core.targets import deltas, stop_labels, walk
@@ -134,8 +135,9 @@ class StoppingRule(BaseEstimator):
     needs_truth = False
     #: Whether the rule exposes a prefix of the ranking (a depth) rather than any subset of it.
     picks_prefix = True
-    #: The run-time dials :meth:`decide` and :meth:`select` take by keyword (their names).
-    dials: tuple[str, ...] = ()
+    #: The run-time dials :meth:`decide` and :meth:`select` take by keyword (:class:`~camdf.common.dials.Dial`:
+    #: name, range, default); the registry, configs, stages, the shipped policy and the CLI read them here.
+    dials: tuple[Dial, ...] = ()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -152,9 +154,10 @@ class StoppingRule(BaseEstimator):
 
     def check_dials(self, dials: dict[str, Any]) -> dict[str, Any]:
         """``dials`` without the absent (None) ones; ValueError naming a dial the rule does not have."""
+        names = dial_names(self.dials)
         for name in dials:
-            if name not in self.dials:
-                have = ", ".join(self.dials) or "none"
+            if name not in names:
+                have = ", ".join(names) or "none"
                 raise ValueError(f"{name}: not a dial of {type(self).__name__} (its dials: {have})")
         return {k: v for k, v in dials.items() if v is not None}
 

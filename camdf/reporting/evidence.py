@@ -187,17 +187,25 @@ def domain_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     return _latest(sel[sel["p:domain.name"] != main["domain"]], ["p:domain.name", "p:payoff"])
 
 
+#: The params of a cell's run-time dials (``method.dials.<name>``), numbers.
+DIALS = "p:method.dials."
+
+
 def risk_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
-    """A26: the risk-controlled stopper, one row per (domain, scorer, ``alpha``), sorted by them."""
+    """A26: the risk-controlled stopper, one row per (domain, scorer, dial values), sorted by them.
+
+    The dial columns (``p:method.dials.<name>``) are read as floats.
+    """
     p = main_params(main)
     for key in ("domain__name", "scorer__label"):
         p.pop(key)
     sel = select(runs, **p, method__names=str(list(main["risk_methods"])))
-    if sel.empty or "p:method.alpha" not in sel:
+    dials = sorted(c for c in sel.columns if c.startswith(DIALS))
+    if sel.empty or not dials:
         return sel.iloc[0:0]
-    sel = sel.assign(alpha=sel["p:method.alpha"].astype(float))
-    sel = sel.drop_duplicates(["p:domain.name", "p:scorer.label", "alpha"], keep="last")
-    return sel.sort_values(["p:domain.name", "p:scorer.label", "alpha"])
+    sel = sel.assign(**{c: sel[c].astype(float) for c in dials})
+    keys = ["p:domain.name", "p:scorer.label", *dials]
+    return sel.drop_duplicates(keys, keep="last").sort_values(keys)
 
 
 @dataclass(frozen=True)

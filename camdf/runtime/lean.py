@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from camdf.common.dials import dial_names
 from camdf.policies.registry import CARDS
 from camdf.runtime.door import FrontDoor
 from camdf.runtime.requests import Selection
@@ -38,7 +39,7 @@ def lean_numbers(policy) -> dict | None:
     if known is None or known.portable is None or not hasattr(rule, "to_numbers"):
         return None  # no class of the card reads the numbers without scikit-learn
     return {"format": FORMAT, "method": policy.method, "kind": policy.kind, "lam": float(policy.lam),
-            "dials": list(rule.dials), "vocab": list(policy.vocab_),
+            "dials": list(dial_names(rule.dials)), "vocab": list(policy.vocab_),
             "costs": {k: float(v) for k, v in policy.costs_.items()}, "rule": rule.to_numbers()}
 
 

@@ -19,7 +19,7 @@ from .test_runtime import _openai, json_values
 
 @pytest.fixture(scope="module")
 def risk():
-    return StopPolicy(method="camdf_risk", lam=0.2, alpha=0.2).fit(_family(80, True), costs={"x": 6.0})
+    return StopPolicy(method="camdf_risk", lam=0.2, dials={"alpha": 0.2}).fit(_family(80, True), costs={"x": 6.0})
 
 
 @pytest.fixture(scope="module")

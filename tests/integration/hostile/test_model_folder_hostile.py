@@ -46,7 +46,7 @@ class _Writes:
 
 @pytest.fixture(scope="module")
 def risk():
-    return StopPolicy(method="camdf_risk", lam=0.2, alpha=0.2).fit(_family(60, True), costs={"x": 6.0})
+    return StopPolicy(method="camdf_risk", lam=0.2, dials={"alpha": 0.2}).fit(_family(60, True), costs={"x": 6.0})
 
 
 def _model(tmp_path: Path, risk, policy="artifacts/policy.json", lean="artifacts/lean.json") -> Path:

@@ -174,19 +174,19 @@ def bench_fits(domain=None, what: str = "", top_k: int = TOP_K) -> dict:
     }
 
 
-def _a28_cell_overrides() -> list[str] | None:
+def _a28_cell_overrides(experiment: str = "a28") -> list[str] | None:
     """One cell of ``experiment=a28``: the first value of each swept key, N (a ``top_`` key) at 1,000."""
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     import camdf.pipeline.resolvers  # noqa: F401
 
-    if not (ROOT / "conf" / "experiment" / "a28.yaml").is_file():
+    if not (ROOT / "conf" / "experiment" / f"{experiment}.yaml").is_file():
         return None
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=["experiment=a28"], return_hydra_config=True)
+        cfg = compose(config_name="evaluate", overrides=[f"experiment={experiment}"], return_hydra_config=True)
     params = OmegaConf.to_container(cfg.hydra.sweeper.params or {}, resolve=False)
-    out = ["experiment=a28"]
+    out = [f"experiment={experiment}"]
     for key, values in params.items():
         first = str(values).split(",")[0].strip()
         out.append(f"{key}={A28_N if 'top_' in key else first}")

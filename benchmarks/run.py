@@ -20,6 +20,7 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 Needs the built domains (`make data`).  Options: ``--only NAME[,NAME]`` runs a subset;
 ``--skip NAME[,NAME]`` leaves some out; ``--skip-dense`` scores without the dense and
 hybrid scorers (the cold MiniLM embeddings are most of the rankers benchmark);
+``--scaling-counts 100,1000`` runs the scaling part at those distractor counts only;
 ``--out DIR`` changes the output folder (default ``outputs/bench``).  A failing
 benchmark is recorded with its error and the others still run; the exit status is 1
 when any failed.
@@ -56,10 +57,12 @@ def _core(name: str) -> Callable[[], Any]:
     return go
 
 
-def _cell(name: str) -> Callable[[], Any]:
+def _cell(name: str, counts: tuple[int, ...] | None = None) -> Callable[[], Any]:
     def go():
         import bench_cell
 
+        if name == "scaling" and counts:
+            return bench_cell.bench_scaling(counts)
         return {"cell": bench_cell.bench_cell, "scaling": bench_cell.bench_scaling,
                 "profile": bench_cell.profile_cell}[name]()
     return go
@@ -89,7 +92,7 @@ def _fresh_process(module: str) -> Callable[[], Any]:
     return go
 
 
-def steps(skip_dense: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
+def steps(skip_dense: bool, scaling_counts: tuple[int, ...] | None = None) -> dict[str, tuple[str, Callable[[], Any]]]:
     """name -> (description, function returning the figures)."""
     rankers_kwargs = {"scorers": ["bm25", "supervised", "prior"]} if skip_dense else {}
     out = {
@@ -97,7 +100,8 @@ def steps(skip_dense: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
         "features": ("features + CAM-DF prediction per state", _core("features")),
         "bootstrap": ("paired bootstrap, B 10 000 x n 2 285 x 12", _module_run("bench_stats")),
         "cell": ("retail cell end to end (issue 5)", _cell("cell")),
-        "scaling": ("retail + 0/100/500/1000/2472 distractors", _cell("scaling")),
+        "scaling": (f"retail + {'/'.join(map(str, scaling_counts or (0, 100, 500, 1000, 2472)))} distractors",
+                    _cell("scaling", scaling_counts)),
         "profile": ("cProfile of the retail cell", _cell("profile")),
         "sufficiency": ("G_x by execution, cold and warm", _module_run("bench_sufficiency")),
         "rankers": ("scoring, 4 domains x scorers, cold cache", _module_run("bench_rankers", **rankers_kwargs)),
@@ -445,11 +449,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
     parser.add_argument("--skip-dense", action="store_true", help="rankers without the dense and hybrid scorers")
     parser.add_argument("--out", default=str(ROOT / "outputs" / "bench"), help="output folder")
+    parser.add_argument("--scaling-counts", default="",
+                        help="comma-separated distractor counts of the scaling part (default 0,100,500,1000,2472)")
     parser.add_argument("--readme", action="store_true",
                         help="write the runtime, scaling and catalog figures into docs/speed.md")
     args = parser.parse_args(argv)
 
-    plan = steps(args.skip_dense)
+    try:
+        counts = tuple(int(c) for c in args.scaling_counts.split(",") if c.strip())
+    except ValueError:
+        parser.error(f"--scaling-counts: expected comma-separated integers, got {args.scaling_counts!r}")
+    if any(c < 0 for c in counts):
+        parser.error(f"--scaling-counts: counts must be >= 0, got {args.scaling_counts!r}")
+    plan = steps(args.skip_dense, counts or None)
     only = [s for s in args.only.split(",") if s]
     skip = [s for s in args.skip.split(",") if s]
     unknown = [s for s in only + skip if s not in plan]
@@ -462,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_facts(),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "load_avg_start": load(),
-        "options": {"only": only, "skip": skip, "skip_dense": args.skip_dense},
+        "options": {"only": only, "skip": skip, "skip_dense": args.skip_dense, "scaling_counts": list(counts)},
         "benchmarks": {},
         "skipped": [s for s in plan if s not in chosen],
     }

@@ -102,7 +102,8 @@ def test_camdf_inner_validation_walks_score_only_reachable_states_yet_match_the_
     inst = _random_instances(4, n_tasks=90, max_n=3 * FIRST_BLOCK, vocab=50)
     p = np.random.default_rng(4).random(inst.tools.shape) * inst.valid
     batch = StateBatch.make(inst, p, 0.05, "exact", train=True)
-    rule = CamDF()
+    rule = CamDF(grid=({"num_leaves": 3, "n_estimators": 20, "min_child_samples": 20},
+                       {"num_leaves": 7, "n_estimators": 20, "min_child_samples": 10}), inner_folds=2)
     inner = np.random.default_rng(rule.random_state).permutation(np.arange(inst.T) % rule.inner_folds)
     reached_late = False
     for f in range(rule.inner_folds):

@@ -1,0 +1,97 @@
+"""MCP: a real upstream server (the SDK, stdio) with 20 tools, `camdf mcp-proxy` in front of it, a real ClientSession."""
+
+import json
+import subprocess
+import sys
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+from ...conftest import FIXTURES, ROOT
+from .conftest import CATALOG, LAM, QUERY
+
+UPSTREAM = FIXTURES / "mcp_upstream.py"
+
+
+@pytest.fixture(scope="module")
+def upstream_cmd(tmp_path_factory):
+    catalog = tmp_path_factory.mktemp("mcp") / "catalog.json"
+    catalog.write_text(json.dumps(CATALOG))
+    return f"{sys.executable} {UPSTREAM} {catalog}"
+
+
+def _proxy(*args):
+    return StdioServerParameters(command=sys.executable, args=["-m", "camdf.cli", "mcp-proxy", *args],
+                                 env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT))
+
+
+def _text(result):
+    return result.content[0].text
+
+
+async def _session_run(params, body):
+    changed = []
+
+    async def on_message(message):
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            changed.append(message)
+
+    with anyio.fail_after(90):  # no step may hang
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, message_handler=on_message) as session:
+                await session.initialize()
+                await body(session, changed)
+
+
+def test_the_proxy_lists_the_selection_forwards_refuses_and_survives_a_crash(policy_dir, expected, upstream_cmd):
+    withheld = next(t["name"] for t in CATALOG if t["name"] not in expected)
+
+    async def body(session, changed):
+        names = lambda res: sorted(t.name for t in res.tools)  # noqa: E731
+        assert names(await session.list_tools()) == ["crash", "select_tools"]  # before the task
+        answer = _text(await session.call_tool("select_tools", {"task": QUERY}))
+        assert answer.startswith(f"{len(expected) + 1} of {len(CATALOG) + 1} tools exposed")
+        with anyio.fail_after(10):
+            while not changed:
+                await anyio.sleep(0.05)
+        assert names(await session.list_tools()) == sorted([*expected, "crash", "select_tools"])
+        assert _text(await session.call_tool(expected[0], {"id": "7"})) == f'{expected[0]}:{{"id": "7"}}'
+        with pytest.raises(MCPError, match=f"tool '{withheld}' is withheld"):
+            await session.call_tool(withheld, {"id": "7"})
+        with pytest.raises(MCPError, match="upstream .* failed on 'crash'"):
+            await session.call_tool("crash", {})
+        with pytest.raises(MCPError, match="upstream"):  # the next call: an error too, not a hang
+            await session.call_tool(expected[0], {"id": "8"})
+
+    anyio.run(_session_run, _proxy("--upstream", upstream_cmd, "--policy", str(policy_dir), "--lam", str(LAM),
+                                   "--always-include", "crash", "--call-timeout", "20"), body)
+
+
+@pytest.mark.slow  # another proxy process (~9 s); the refusing mode runs in make test
+def test_forward_mode_records_a_miss_instead_of_refusing(policy_dir, expected, upstream_cmd):
+    withheld = next(t["name"] for t in CATALOG if t["name"] not in expected)
+
+    async def body(session, changed):
+        await session.call_tool("select_tools", {"task": QUERY})
+        assert _text(await session.call_tool(withheld, {})) == f"{withheld}:{{}}"
+
+    anyio.run(_session_run, _proxy("--upstream", upstream_cmd, "--policy", str(policy_dir), "--lam", str(LAM),
+                                   "--on-withheld", "forward"), body)
+
+
+@pytest.mark.parametrize("upstream, policy, says", [
+    (f"{sys.executable} -c 'import sys; sys.exit(3)'", None, "upstream `.*`: cannot start or initialise"),
+    (None, "/nonexistent/policy", "policy: cannot load '/nonexistent/policy'"),
+])
+def test_a_bad_upstream_or_policy_is_one_line_and_exit_2(policy_dir, upstream_cmd, upstream, policy, says):
+    args = ["--upstream", upstream or upstream_cmd, "--policy", policy or str(policy_dir)]
+    done = subprocess.run([sys.executable, "-m", "camdf.cli", "mcp-proxy", *args], cwd=ROOT, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 2, done.stderr
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("camdf mcp-proxy:")]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    import re
+    assert re.search(says, lines[0]), lines[0]

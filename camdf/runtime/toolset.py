@@ -40,8 +40,11 @@ class Choice:
 
     @property
     def exposed(self) -> list[str]:
-        """The exposed names (the trace's ``camdf.exposed``)."""
-        return list(self.names)
+        """The exposed names, the policy's ranked order first (the trace's ``camdf.exposed``), then the others
+        (``always_include``, or every tool when failing open) in the caller's order."""
+        shown = set(self.names)
+        first = [n for n in self.ranked if n in shown]
+        return first + [n for n in self.names if n not in set(first)]
 
     @property
     def failed_open(self) -> bool:

@@ -11,7 +11,7 @@ parents a span on the active one.
 ========================  =====================================================================
 ``camdf.rule``            the policy's rule (its method)
 ``camdf.lam``             lambda of the decision
-``camdf.dials``           the rule's run-time dials of the decision (JSON)
+``camdf.dials``           the rule's run-time dials of the decision (an object)
 ``camdf.candidates``      the candidate tools' names, in the caller's order
 ``camdf.exposed``         the exposed names (ranked order)
 ``camdf.cost``            the exposed tools' summed cost (the request's costs, else the policy's)
@@ -27,7 +27,6 @@ When tracing is off, a decision pays one module-attribute read (``make bench``: 
 from __future__ import annotations
 
 import contextvars
-import json
 import os
 import time
 import warnings
@@ -76,6 +75,11 @@ def names(tools: Any) -> list[str]:
     return out
 
 
+def _plain(value: Any) -> Any:
+    """A dial's value as a JSON scalar (numpy numbers to Python's)."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def _origin(policy: Any) -> dict:
     origin = getattr(policy, "origin_", None)
     return origin if isinstance(origin, dict) else {}
@@ -112,7 +116,7 @@ def traced(policy: Any, decide: Callable[[], Any], *, query: str | None, candida
             span.set_inputs({"query": query, "candidates": candidates})
             span.set_attributes({
                 "camdf.rule": str(getattr(policy, "method", type(policy).__name__)), "camdf.lam": lam_used,
-                "camdf.dials": json.dumps(dials_used, sort_keys=True, default=str), "camdf.candidates": candidates,
+                "camdf.dials": {k: _plain(v) for k, v in dials_used.items()}, "camdf.candidates": candidates,
                 "camdf.policy_uri": origin.get("uri"), "camdf.policy_version": origin.get("version")})
             start = time.perf_counter()
             try:

@@ -19,6 +19,7 @@ parents a span on the active one.
 ``camdf.policy_version``  its registered version, else null
 ``camdf.latency_ms``      the decision's wall time
 ``camdf.fail_open``       (adapters) true when the policy failed and every tool was exposed
+``camdf.error``           (adapters, on failing open) the policy's error
 ========================  =====================================================================
 
 When tracing is off, a decision pays one module-attribute read (``make bench``: runtime).
@@ -124,8 +125,11 @@ def traced(policy: Any, decide: Callable[[], Any], *, query: str | None, candida
             finally:
                 span.set_attribute("camdf.latency_ms", (time.perf_counter() - start) * 1e3)
             exposed = list(result.exposed)
+            failed = bool(fail_open(result)) if fail_open else False
             span.set_attributes({"camdf.exposed": exposed, "camdf.cost": _cost(policy, exposed, costs, candidates),
-                                 "camdf.fail_open": bool(fail_open(result)) if fail_open else False})
+                                 "camdf.fail_open": failed})
+            if failed:
+                span.set_attribute("camdf.error", str(getattr(result, "error", "")))
             span.set_outputs({"exposed": exposed})
             return result
     finally:

@@ -74,3 +74,4 @@ def test_the_span_joins_the_harness_trace_and_records_a_failure(store, policy_di
         _agent(_model(), CamdfToolSelector(Broken())).invoke({"messages": [HumanMessage(QUERY)]})
     failed = [s for t in _new_traces(store) for s in t.data.spans if s.attributes.get("camdf.fail_open")]
     assert len(failed) == 1 and len(failed[0].attributes["camdf.exposed"]) == len(CATALOG)
+    assert "policy exploded" in failed[0].attributes["camdf.error"]

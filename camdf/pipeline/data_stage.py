@@ -39,6 +39,8 @@ class DataBuild:
 
 
 LABEL_SOURCES = ("annotated", "derived")
+#: The measured cost regime ``report_execution_costs: true`` lists in the data report (declared by an integration).
+EXECUTION_REGIME = "execution"
 
 
 def data_key(
@@ -129,7 +131,7 @@ def stage_code(executable: str | None, execution_costs: bool, config: dict[str, 
     if executable is not None:
         code += ("camdf.sufficiency", *executable_code(executable))
     if execution_costs:
-        code += ("camdf.costs", *measure_code("execution"))
+        code += ("camdf.costs", *measure_code(EXECUTION_REGIME))
     return tuple(dict.fromkeys(code))  # once each, in order
 
 
@@ -269,10 +271,11 @@ def build_domain(
     domain.name = config.get("name", domain.name)
     if exec_costs:
         from camdf.integrations.registry import cost_measures
-        from camdf.integrations.tau2.execution import execution_section
 
-        measured = cost_measures()["execution"](domain, cache_dir=cache_dir)
-        sections.append(execution_section({domain.name: measured}))
+        regime = cost_measures()[EXECUTION_REGIME]
+        measured = regime.measure(domain, cache_dir=cache_dir)
+        if regime.section is not None:
+            sections.append(regime.section({domain.name: measured}))
         extra["execution_costs"] = measured["mean_tokens"].round(3).to_dict()
     summary = {**summarize(domain), "label_source": "derived" if derived else "annotated", **extra}
     files = {

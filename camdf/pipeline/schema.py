@@ -26,6 +26,7 @@ from omegaconf.errors import OmegaConfBaseException
 from camdf.core.payoff import KINDS
 from camdf.costs.regimes import REGIMES
 from camdf.data.io import DOMAIN_NAME
+from camdf.integrations.registry import measured_regimes
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
 from camdf.policies import METHODS
@@ -33,6 +34,8 @@ from camdf.rankers.scoring import SCORERS
 from camdf.runtime.policy import POLICY_METHODS
 
 PROTOCOLS = ("kfold", "split", "group")
+#: Every cost regime a config may name: the computed ones and the integrations' measured ones.
+COST_REGIMES = (*REGIMES, *measured_regimes())
 EXPERIMENTS_DIR = CONF_DIR / "experiment"
 
 
@@ -143,21 +146,27 @@ def label_name(key: str, value: Any) -> str:
     return value
 
 
-#: The converters ``domain.converter._target_`` may name: the built-in ones. A config value never names code
-#: to run (Hydra would import and call whatever it names); a new converter is added here.
-CONVERTERS = (
+#: The converters ``domain.converter._target_`` may name that are no integration's: the task-format reader
+#: and the distractor builder. A config value never names code to run (Hydra would import and call whatever
+#: it names): the allow-list is these plus every integration's declared converters (:func:`converters`).
+BUILT_IN_CONVERTERS = (
     "camdf.data.io.read_domain",
     "camdf.data.distractors.with_distractors",
-    "camdf.integrations.tau2.convert.convert_customer_service",
-    "camdf.integrations.tau2.convert.convert_telecom",
-    "camdf.integrations.bfcl.convert.convert_multi_turn",
 )
 
 
+def converters() -> tuple[str, ...]:
+    """The allow-list of ``converter._target_``: :data:`BUILT_IN_CONVERTERS` and the integrations' declared ones."""
+    from camdf.integrations.registry import converters as declared
+
+    return (*BUILT_IN_CONVERTERS, *declared())
+
+
 def converter_target(key: str, value: Any) -> str:
-    """A ``_target_`` from :data:`CONVERTERS` (the allow-list of code a domain config may run)."""
-    if not isinstance(value, str) or value not in CONVERTERS:
-        raise ConfigError(key, _shown(value), "one of the built-in converters " + ", ".join(CONVERTERS))
+    """A ``_target_`` from :func:`converters` (the allow-list of code a domain config may run)."""
+    allowed = converters()
+    if not isinstance(value, str) or value not in allowed:
+        raise ConfigError(key, _shown(value), "one of the built-in converters " + ", ".join(allowed))
     return value
 
 
@@ -194,7 +203,7 @@ def count(lo: int) -> Number:
 CELL = {
     "domain.name": plain_name,
     "scorer.name": OneOf(tuple(SCORERS)),
-    "cost.regime": OneOf(REGIMES),
+    "cost.regime": OneOf(COST_REGIMES),
     "cost.lam": LAM,
     "cost.d": Number(lo=0, hi=MAX_DISPERSION),
     "method.names": ListOf(OneOf(METHODS)),
@@ -222,7 +231,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
     "tables": {
-        "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(REGIMES), "main.lam": LAM,
+        "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(COST_REGIMES), "main.lam": LAM,
         "main.d": Number(lo=0, hi=MAX_DISPERSION), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
         "main.payoff": OneOf(KINDS), "main.protocol": OneOf(PROTOCOLS),
         "experiments": Optional(ListOf(experiment_name)),

@@ -33,7 +33,7 @@ from camdf.common.checked import sha256_hex
 from camdf.common.files import parquet_bytes, write_atomic
 from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
 from camdf.costs.regimes import base_costs, coefficient_of_variation, disperse
-from camdf.integrations.registry import MEASURES, cost_measures, measure_code
+from camdf.integrations.registry import cost_measures, measure_code, measured_regimes
 from camdf.data.io import CATALOG, TASKS, read_domain
 from camdf.data.model import Domain
 from camdf.core.folds import assign_folds
@@ -145,7 +145,7 @@ def run_scores(
 def _measured_code(regime: str, params: dict[str, Any]) -> tuple[str, ...]:
     """The integration packages a regime's costs are measured with (``permuted`` of a measured one included)."""
     inner = params.get("of", "schema_tokens") if regime == "permuted" else regime
-    return measure_code(inner) if inner in MEASURES else ()
+    return measure_code(inner) if inner in measured_regimes() else ()
 
 
 def _record_digest(record: dict[str, Any]) -> str:
@@ -176,9 +176,9 @@ def run_costs(
 ) -> dict[str, Any]:
     """The domain's tool costs under one regime and dispersion (cached).
 
-    ``cost_cfg``: ``regime``, ``d``, ``random_state``, ``params``.  For
-    ``execution`` the tau2 environment is ``params.environment``, else the domain
-    config's ``environment``, else the domain name.
+    ``cost_cfg``: ``regime``, ``d``, ``random_state``, ``params``.  A measured regime's
+    ``domain_param`` (tau2's ``environment``) is ``params``'s, else the domain config's, else
+    the domain name (:meth:`~camdf.costs.measured.MeasuredRegime.with_defaults`).
 
     Returns
     -------
@@ -188,8 +188,9 @@ def run_costs(
     """
     name, regime, d = domain_cfg["name"], cost_cfg["regime"], float(cost_cfg.get("d", 1.0))
     params = dict(cost_cfg.get("params") or {})
-    if regime == "execution":
-        params["environment"] = params.get("environment") or domain_cfg.get("environment") or name
+    measures = cost_measures()
+    if regime in measures:
+        params = measures[regime].with_defaults(params, domain_cfg, name, str(cache_dir))
         params["cache_dir"] = str(cache_dir)
     keyed = {k: v for k, v in params.items() if k != "cache_dir"}
     key = hash_json(
@@ -205,7 +206,7 @@ def run_costs(
     out = Path(cache_dir) / "costs" / name / f"{regime}-d{d:g}" / f"{key}.parquet"
     if force or not out.is_file():
         domain = load_built_domain(data_dir, domain_cfg)
-        base = base_costs(domain, regime, random_state=cost_cfg.get("random_state", 0), measures=cost_measures(),
+        base = base_costs(domain, regime, random_state=cost_cfg.get("random_state", 0), measures=measures,
                           **params)
         frame = pd.DataFrame({"tool": base.index, "base_cost": base.to_numpy(), "cost": disperse(base, d).to_numpy()})
         write_atomic(out, parquet_bytes(frame))

@@ -18,15 +18,15 @@ from camdf.common.files import write_atomic
 from camdf.reporting.evidence import Evidence, gather
 from camdf.reporting.findings import headlines
 from camdf.reporting.readme import results_markdown, update_readme
-from camdf.reporting.registry import TABLES
+from camdf.reporting.registry import tables as declared_tables
 from camdf.reporting.report import Report
 from camdf.reporting.store import runs_frame
 from camdf.reporting.tables.base import Figure, TableSpec
 
 
-def build_all(evidence: Evidence, main: dict, tables: tuple[TableSpec, ...] = TABLES
+def build_all(evidence: Evidence, main: dict, tables: tuple[TableSpec, ...] | None = None
               ) -> tuple[list[Report], dict[str, bytes], list[str]]:
-    """Every registered table and figure the evidence can support, in registry order.
+    """Every declared table and figure the evidence can support, in table order.
 
     Parameters
     ----------
@@ -35,7 +35,7 @@ def build_all(evidence: Evidence, main: dict, tables: tuple[TableSpec, ...] = TA
     main : dict
         The ``main`` block of ``conf/tables.yaml``.
     tables : tuple of TableSpec
-        What to build (default: :data:`camdf.reporting.registry.TABLES`).
+        What to build (default: every declared table, :func:`camdf.reporting.registry.tables`).
 
     Returns
     -------
@@ -46,7 +46,7 @@ def build_all(evidence: Evidence, main: dict, tables: tuple[TableSpec, ...] = TA
         variant of a table (e.g. one ranking source) is built or skipped on its own.
     """
     reports, figures, missing = [], {}, []
-    for spec in tables:
+    for spec in declared_tables() if tables is None else tables:
         for variant in spec.variants(main):
             try:
                 out = spec.build(evidence, main, **variant)

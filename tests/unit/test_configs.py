@@ -57,3 +57,24 @@ def test_every_experiment_composes_with_its_sweep_and_header(experiment):
         params = cfg.hydra.sweeper.params or {}
         if experiment not in ("a20",):
             assert params, f"{experiment} has no sweep"
+
+
+def test_make_data_builds_each_domain_after_the_domains_it_reads(tmp_path):
+    from omegaconf import OmegaConf
+
+    from camdf.pipeline.targets import make_domains, make_experiments
+
+    built = make_domains()
+    assert {"retail", "airline", "telecom", "bfcl_multi_turn"} <= set(built)
+    for i, name in enumerate(built):
+        converter = OmegaConf.load(CONF / "domain" / f"{name}.yaml").converter
+        for source in [converter.get("base"), *(converter.get("sources") or [])]:
+            assert source is None or source in built[:i], (name, source)
+    (tmp_path / "experiment").mkdir()
+    (tmp_path / "experiment" / "x.yaml").write_text("make_reproduce: 1\n")
+    (tmp_path / "experiment" / "y.yaml").write_text("make_reproduce: 1\n")
+    with pytest.raises(ValueError, match=r"y.yaml: make_reproduce: 1 is also x.yaml's"):
+        make_experiments(tmp_path)
+    (tmp_path / "experiment" / "y.yaml").write_text("make_reproduce: yes\n")
+    with pytest.raises(ValueError, match=r"y.yaml: make_reproduce: expected an integer"):
+        make_experiments(tmp_path)

@@ -145,13 +145,17 @@ def test_execution_costs_need_gold_actions(valid_user):
 
 
 def test_measured_regimes_get_their_measure_from_the_caller(valid_user):
-    assert cost_measures() == {"execution": measure_execution}  # the integrations registry's table
+    measures = cost_measures()  # the integrations registry's table
+    assert list(measures) == ["execution"] and measures["execution"].measure is measure_execution
+    assert measures["execution"].section is execution_section
     for regime, params in (("execution", {}), ("permuted", {"of": "execution"})):
-        with pytest.raises(ValueError, match=r"cost regime execution: no measuring function was given \(pass "
-                                             r"measures=camdf.integrations.registry.cost_measures\(\)\)"):
+        with pytest.raises(ValueError, match=r"cost regime: unknown regime 'execution', expected one of .* \(a measured "
+                                             r"regime needs measures=camdf.integrations.registry.cost_measures\(\)\)"):
             base_costs(valid_user, regime, **params)
     with pytest.raises(ValueError, match="no task with meta.gold_actions"):  # permuted hands its measures on
         base_costs(valid_user, "permuted", measures=cost_measures(), of="execution")
+    with pytest.raises(ValueError, match=r"cost regime execution: unexpected parameter\(s\) \['bogus'\]"):
+        base_costs(valid_user, "execution", measures=measures, bogus=1)
 
 
 @pytest.mark.slow

@@ -62,4 +62,7 @@ def a19(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
 
 
 #: One A19 per ranking source of the main cell (``a19``, then ``a19_<scorer>``): claim (f) is judged at each.
-TABLE = TableSpec("a19", ("a19",), a19, variants=lambda main: [{"scorer": s} for s in main_scorers(main)])
+TABLE = TableSpec("a19", order=30, experiments=("a19",), build=a19, variants=lambda main: [{"scorer": s} for s in main_scorers(main)])
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

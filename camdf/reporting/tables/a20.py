@@ -77,5 +77,8 @@ def a20_lambda(evidence: Evidence, main: dict) -> Report:
 
 
 #: One A20 per ranking source of the main cell (``a20``, then ``a20_<scorer>``).
-TABLE = TableSpec("a20", ("a20",), a20, variants=lambda main: [{"scorer": s} for s in main_scorers(main)])
-LAMBDA = TableSpec("a20_lambda", ("a18",), a20_lambda)
+TABLE = TableSpec("a20", order=40, experiments=("a20",), build=a20, variants=lambda main: [{"scorer": s} for s in main_scorers(main)])
+LAMBDA = TableSpec("a20_lambda", order=50, experiments=("a18",), build=a20_lambda)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE, LAMBDA)

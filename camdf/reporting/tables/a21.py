@@ -41,4 +41,7 @@ def a21(evidence: Evidence, main: dict) -> Report:
                        f"repeats). Decisions: {protocol_note(sel.iloc[-1])}.")
 
 
-TABLE = TableSpec("a21", ("a21", "a21_oracle"), a21)
+TABLE = TableSpec("a21", order=60, experiments=("a21", "a21_oracle"), build=a21)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

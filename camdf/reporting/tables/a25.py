@@ -71,4 +71,7 @@ def a25(evidence: Evidence, main: dict) -> list[Report]:
 
 
 #: A25 (d) re-scores A19's cells.
-TABLE = TableSpec("a25", ("a25", "a19"), a25)
+TABLE = TableSpec("a25", order=100, experiments=("a25", "a19"), build=a25)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

@@ -72,4 +72,7 @@ def a26(evidence: Evidence, main: dict) -> Report:
                 f"Miss rate shown above alpha: {', '.join(bad)}."))
 
 
-TABLE = TableSpec("a26", ("a26", "a26_supervised"), a26)
+TABLE = TableSpec("a26", order=110, experiments=("a26", "a26_supervised"), build=a26)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

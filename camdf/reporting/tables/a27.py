@@ -98,4 +98,7 @@ def a27(evidence: Evidence, main: dict) -> list[Report | Figure]:
     return out
 
 
-TABLE = TableSpec("a27", ("table2", "a18", "a22", "a27"), a27)
+TABLE = TableSpec("a27", order=120, experiments=("table2", "a18", "a22", "a27"), build=a27)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

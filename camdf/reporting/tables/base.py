@@ -28,12 +28,14 @@ def one_variant(main: dict) -> list[dict]:
 
 @dataclass(frozen=True)
 class TableSpec:
-    """One registered table (or figure) of the tables stage.
+    """One table (or figure) of the tables stage, declared in its module's ``SPECS``.
 
     Attributes
     ----------
     name : str
         The table's name (``table2``, ``a18``, ...): what a skipped build is reported under.
+    order : int
+        Where it comes in the tables stage's build and the README (ascending; unique).
     experiments : tuple of str
         The experiment files (``conf/experiment/<name>.yaml``) whose cells it reads; the tables
         stage reads the cells of every registered table's experiments.
@@ -46,6 +48,11 @@ class TableSpec:
     """
 
     name: str
+    order: int
     experiments: tuple[str, ...]
     build: Callable[..., Output]
     variants: Callable[[dict], list[dict]] = field(default=one_variant)
+
+
+#: A helper module of ``tables/`` declares no table (every module there declares ``SPECS``).
+SPECS: tuple[TableSpec, ...] = ()

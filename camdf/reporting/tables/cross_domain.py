@@ -55,5 +55,8 @@ def a23(evidence: Evidence, main: dict) -> Report:
     return cross_domain(evidence, main, "partial")
 
 
-A22 = TableSpec("a22", ("a22",), a22)
-A23 = TableSpec("a23", ("a22",), a23)
+A22 = TableSpec("a22", order=70, experiments=("a22",), build=a22)
+A23 = TableSpec("a23", order=80, experiments=("a22",), build=a23)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (A22, A23)

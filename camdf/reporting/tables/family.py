@@ -49,4 +49,7 @@ def family_verdict(evidence: Evidence, main: dict) -> Report:
                      "No member of the family beats the best tuned baseline at any main cell."))
 
 
-TABLE = TableSpec("family", ("table2", "table2_group"), family_verdict)
+TABLE = TableSpec("family", order=130, experiments=("table2", "table2_group"), build=family_verdict)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

@@ -78,6 +78,9 @@ def a24(evidence: Evidence, main: dict) -> list[Report | Figure]:
                 f"A24: {main['domain']} lambda x d grid, CAM-DF minus the tuned score-per-cost threshold")
 
 
-A18 = TableSpec("a18", ("a18",), a18)
+A18 = TableSpec("a18", order=20, experiments=("a18",), build=a18)
 #: A24 reads A18's cells (conf/experiment/a24.yaml sweeps the same grid, so its cells are A18's).
-A24 = TableSpec("a24", ("a18",), a24)
+A24 = TableSpec("a24", order=90, experiments=("a18",), build=a24)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (A18, A24)

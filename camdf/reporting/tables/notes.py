@@ -118,3 +118,6 @@ def fit_columns(evidence, run: pd.Series, method: str) -> dict[str, object]:
         out["inner-CV choice (fits)"] = choice_text(choice_counts(tuned, method))
     return out
 
+
+#: A helper module: it declares no table (:func:`camdf.reporting.registry.tables` reads ``SPECS``).
+SPECS: tuple = ()

@@ -21,4 +21,7 @@ def payoff_vs_tools(evidence: Evidence, main: dict) -> Figure:
         table, f"{main['domain']}: lambda = {main['lam']}, d = 0 (homogeneous costs)"))
 
 
-TABLE = TableSpec("payoff_vs_tools", ("table2",), payoff_vs_tools)
+TABLE = TableSpec("payoff_vs_tools", order=150, experiments=("table2",), build=payoff_vs_tools)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

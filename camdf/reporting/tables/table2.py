@@ -66,5 +66,8 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
 
 
 #: One Table 2 per ranking source of the main cell (``table2``, then ``table2_<scorer>``).
-TABLE = TableSpec("table2", ("table2",), table2,
+TABLE = TableSpec("table2", order=10, experiments=("table2",), build=table2,
                   variants=lambda main: [{"scorer": s} for s in main_scorers(main)])
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

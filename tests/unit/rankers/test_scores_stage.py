@@ -92,7 +92,7 @@ def test_every_scorer_and_cost_option_composes_with_the_scores_primary(root):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from camdf.costs.regimes import REGIMES
+    from camdf.pipeline.schema import COST_REGIMES
     from camdf.rankers import SCORERS, scorer_params
 
     conf = root / "conf"
@@ -104,7 +104,7 @@ def test_every_scorer_and_cost_option_composes_with_the_scores_primary(root):
             assert set(cfg.scorer.params) <= set(scorer_params(cfg.scorer.name))
         for path in sorted((conf / "cost").glob("*.yaml")):
             cfg = compose(config_name="scores", overrides=[f"cost={path.stem}"])
-            assert cfg.cost.regime in REGIMES and cfg.cost.d >= 0
+            assert cfg.cost.regime in COST_REGIMES and cfg.cost.d >= 0
 
 
 @pytest.mark.parametrize("target", ["parquet", "record"])

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from camdf.evaluation.summary import summarize_cell
-from camdf.reporting.claims import HOLDS, UNSURE, rows_h
+from camdf.reporting.tables.claims import HOLDS, UNSURE, rows_h
 from camdf.reporting.evidence import Evidence
 from camdf.reporting.tables.a27 import a27
 from camdf.reporting.tables.base import Figure

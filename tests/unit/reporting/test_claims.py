@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from camdf.reporting.claims import FAILS, HOLDS, UNSURE, claim_a, claims
+from camdf.reporting.tables.claims import FAILS, HOLDS, UNSURE, claim_a, claims
 from camdf.reporting.evidence import gather
 
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,

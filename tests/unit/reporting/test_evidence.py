@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from camdf.reporting.claims import claims
+from camdf.reporting.tables.claims import claims
 from camdf.reporting.evidence import gather, main_cells
 from camdf.reporting.tables.grid import a18
 

@@ -10,7 +10,7 @@ import pytest
 from camdf.evaluation.fits import choice_counts, paired_differences
 from camdf.evaluation.power import min_detectable_difference, miss_rate_test, seed_intervals
 from camdf.reporting.artifacts import CellArtifacts
-from camdf.reporting.claims import FAILS, HOLDS, claims, rows_f
+from camdf.reporting.tables.claims import FAILS, HOLDS, claims, rows_f
 from camdf.reporting.evidence import gather
 from camdf.reporting.tables.a19 import a19, noise_drops
 from camdf.reporting.tables.a26 import binomial_columns
@@ -168,7 +168,7 @@ def test_choice_counts_spread_most_frequent_first():
 
 
 def test_inconclusive_rows_say_whether_the_data_could_show_the_effect():
-    from camdf.reporting.claims import Row, power_text
+    from camdf.reporting.tables.claims import Row, power_text
     small = Row("a", "s", "c", "stat", "inconclusive", mdd=0.02, effect=-0.013)
     large = Row("a", "s", "c", "stat", "inconclusive", mdd=0.02, effect=0.03)
     assert power_text(small).startswith("no: the observed 0.013 is below the MDD 0.020")

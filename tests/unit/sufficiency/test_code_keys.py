@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from camdf.common.fingerprint import defining_package
-from camdf.integrations.registry import EXECUTABLE, MEASURES, executable_code, get_executable, measure_code
+from camdf.integrations.registry import executable_code, executable_domains, get_executable, measure_code, measured_regimes
 from camdf.pipeline.data_stage import stage_code
 
 PACKAGE = Path(__file__).resolve().parents[3] / "camdf"
@@ -36,10 +36,10 @@ print(json.dumps({"package": camdf.__file__, "cached": build.cached, "key": buil
 
 
 def test_the_registry_names_each_integrations_package():
-    for name in EXECUTABLE:
+    for name in executable_domains():
         assert executable_code(name) == ("camdf.integrations.tau2",)
         assert defining_package(get_executable(name)) == executable_code(name)[0]  # what derive's cache hashes
-    assert {r: measure_code(r) for r in MEASURES} == {"execution": ("camdf.integrations.tau2",)}
+    assert {r: measure_code(r) for r in measured_regimes()} == {"execution": ("camdf.integrations.tau2",)}
     assert stage_code("airline", True, {"converter": {"_target_": "camdf.integrations.bfcl.convert.convert_multi_turn"}}) == (
         "camdf.data", "camdf.common.fingerprint", "camdf.integrations.bfcl", "camdf.sufficiency",
         "camdf.integrations.tau2", "camdf.costs")

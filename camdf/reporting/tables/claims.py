@@ -372,4 +372,7 @@ def claims(evidence: Evidence, main: dict) -> Report:
 
 
 #: The claims read the main cells, the A18 grid, A19 and A21.
-TABLE = TableSpec("claims", ("table2", "table2_group", "a18", "a19", "a21"), claims)
+TABLE = TableSpec("claims", order=140, experiments=("table2", "table2_group", "a18", "a19", "a21"), build=claims)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

@@ -138,10 +138,12 @@ def read_export(folder: str | os.PathLike):
     if not isinstance(files, dict) or POLICY_FILE not in files:
         raise ValueError(f"{where}: files: expected the SHA-256 of each file, {POLICY_FILE} among them")
     root = folder.resolve()
+    for rel in files:  # every path first: a manifest naming a file outside the folder is refused as such
+        path = (folder / rel).resolve()
+        if not path.is_relative_to(root) or path == root:
+            raise ValueError(f"{where}: files: {rel!r} leads outside the folder")
     for rel, digest in files.items():
         path = (folder / rel).resolve()
-        if not isinstance(rel, str) or not path.is_relative_to(root) or path == root:
-            raise ValueError(f"{where}: files: {rel!r} leads outside the folder")
         if not path.is_file():
             raise ValueError(f"{folder / rel}: missing (the manifest lists it)")
         if path.stat().st_size > MAX_BYTES:

@@ -87,3 +87,14 @@ def test_async_agent_sees_the_same_selection(policy_dir, expected):
     with pytest.warns(FailOpenWarning):
         asyncio.run(_agent(broken, CamdfToolSelector(Broken())).ainvoke({"messages": [HumanMessage(QUERY)]}))
     assert broken.seen[0] == sorted(s["name"] for s in CATALOG)
+
+
+def test_provider_dict_tools_are_judged_by_name_and_unnamed_ones_kept(policy_dir, expected):
+    from langchain.agents.middleware.types import ModelRequest
+
+    dicts = [{"type": "function", "function": s} for s in CATALOG] + [{"type": "web_search"}]
+    request = ModelRequest(model=_model(), messages=[HumanMessage(QUERY)], tools=dicts)
+    mw = CamdfToolSelector(str(policy_dir), lam=LAM)
+    out = mw.wrap_model_call(request, lambda r: r)
+    names = [t["function"]["name"] for t in out.tools if "function" in t]
+    assert sorted(names) == sorted(expected) and out.tools[-1] == {"type": "web_search"}

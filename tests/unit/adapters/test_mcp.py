@@ -95,3 +95,34 @@ def test_a_bad_upstream_or_policy_is_one_line_and_exit_2(policy_dir, upstream_cm
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     import re
     assert re.search(says, lines[0]), lines[0]
+
+
+@pytest.mark.slow  # an HTTP server and a proxy (~15 s); the stdio upstream runs in make test
+def test_a_streamable_http_upstream_beside_a_stdio_one(policy_dir, upstream_cmd):
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(FIXTURES / "mcp_http_upstream.py"), str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+
+        async def body(session, changed):
+            answer = _text(await session.call_tool("select_tools", {"task": "book a flight"}))
+            assert f"of {len(CATALOG) + 3} tools exposed" in answer  # both upstreams' tools (and crash) are candidates
+            assert _text(await session.call_tool("book_flight", {"origin": "A", "destination": "B"})) == "A-B: booked"
+
+        anyio.run(_session_run, _proxy("--upstream", upstream_cmd, "--upstream", f"http://127.0.0.1:{port}/mcp",
+                                       "--policy", str(policy_dir), "--lam", "0.01", "--on-withheld", "forward"), body)
+    finally:
+        server.kill()
+        server.wait()

@@ -1,6 +1,8 @@
-"""MCP: a real upstream server (the SDK, stdio) with 20 tools, `camdf mcp-proxy` in front of it, a real ClientSession."""
+"""MCP: a real upstream server (the SDK, stdio) with 20 tools, `camdf mcp-proxy` in front of it, a real
+ClientSession."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -89,11 +91,11 @@ def test_forward_mode_records_a_miss_instead_of_refusing(policy_dir, expected, u
 def test_a_bad_upstream_or_policy_is_one_line_and_exit_2(policy_dir, upstream_cmd, upstream, policy, says):
     args = ["--upstream", upstream or upstream_cmd, "--policy", policy or str(policy_dir)]
     done = subprocess.run([sys.executable, "-m", "camdf.cli", "mcp-proxy", *args], cwd=ROOT, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                          capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode == 2, done.stderr
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("camdf mcp-proxy:")]
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    import re
     assert re.search(says, lines[0]), lines[0]
 
 

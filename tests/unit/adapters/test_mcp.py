@@ -128,3 +128,46 @@ def test_a_streamable_http_upstream_beside_a_stdio_one(policy_dir, upstream_cmd)
     finally:
         server.kill()
         server.wait()
+
+
+class Broken:
+    method = "broken"
+
+    def select(self, *args, **kwargs):
+        raise RuntimeError("policy exploded")
+
+
+def test_a_policy_that_fails_deciding_lists_every_tool(upstream_cmd, capfd):
+    """The proxy in this process (its Server over the SDK's memory streams), the real upstream over stdio."""
+    from contextlib import AsyncExitStack
+
+    from mcp.server.lowlevel import NotificationOptions
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from camdf.adapters.mcp import ToolProxy
+    from camdf.runtime.toolset import ToolChooser
+
+    proxy = ToolProxy([upstream_cmd], ToolChooser(Broken()))
+
+    async def go():
+        with anyio.fail_after(60):
+            await run()
+
+    async def run():
+        async with AsyncExitStack() as stack:
+            await proxy.connect(stack)
+            server = proxy.server()
+            options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+            async with create_client_server_memory_streams() as ((c_read, c_write), (s_read, s_write)):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(server.run, s_read, s_write, options)
+                    async with ClientSession(c_read, c_write) as session:
+                        await session.initialize()
+                        answer = _text(await session.call_tool("select_tools", {"task": QUERY}))
+                        assert answer.startswith(f"{len(CATALOG) + 1} of {len(CATALOG) + 1} tools exposed")
+                        assert "the policy failed, so every tool is exposed: RuntimeError: policy exploded" in answer
+                        assert len((await session.list_tools()).tools) == len(CATALOG) + 2
+                    tg.cancel_scope.cancel()
+
+    anyio.run(go)
+    assert "camdf mcp-proxy: camdf: the policy failed (RuntimeError: policy exploded)" in capfd.readouterr().err

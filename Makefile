@@ -24,6 +24,11 @@ EXPERIMENT ?= camdf
 # LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
 LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
 
+# A28's catalog: the StableToolBench folder (a clone of the public repository THUNLP-MT/StableToolBench; never
+# downloaded here). A path relative to the checkout or absolute; the stages read $$STABLETOOLBENCH, and make data /
+# make reproduce leave out what needs it (conf/ files with make_needs) when it is not a folder, saying so in one line.
+STABLETOOLBENCH ?= ../shared/data/stabletoolbench
+export STABLETOOLBENCH := $(abspath $(STABLETOOLBENCH))
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 
 .PHONY: help setup data scores test test-full reproduce reproduce-smoke tables results-check ui bench clean
@@ -55,7 +60,8 @@ test-full: setup ## run every test, the slow sweeps included
 scores: data ## score every domain with every scorer and print the ranking-quality table
 	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)
 
-reproduce: data ## run every experiment (one MLflow run per cell; JOBS=n: n cells at once), then tables and README
+reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folder; JOBS=n: n cells at once), then tables and README
+	@$(PY) -m camdf.pipeline.targets skipped
 	@set -e; experiments=$(EXPERIMENTS); for exp in $$experiments; do \
 	  echo "== experiment $$exp"; \
 	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \

@@ -7,12 +7,13 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 - features: state features + CAM-DF prediction for a whole cell, per state (bench_core.py)
 - bootstrap: paired bootstrap, B = 10 000 x n = 2 285 x 12 methods (bench_stats.py)
 - cell: the issue-5 retail cell end to end and by parts (bench_cell.py)
-- scaling: the retail cell with 0 / 100 / 500 / 1 000 distractor tools (bench_cell.py)
+- scaling: the retail cell with 0 / 100 / 500 / 1 000 / 2 472 distractor tools (bench_cell.py)
 - profile: cProfile of the retail cell's evaluation (bench_cell.py)
 - sufficiency: G_x derivation by execution, cold and warm (bench_sufficiency.py)
 - rankers: scoring four domains x five scorers from a cold cache (bench_rankers.py)
 - runtime: StopPolicy per-decision latency p50/p99 and batch throughput (bench_runtime.py)
 - sets: plugin_set and risk_set decisions for one request of 7 / 100 / 1 000 tools vs the prefix rules (bench_sets.py)
+- catalog: every rule fitted on StableToolBench's 2,479 APIs at N = 20, bm25 per query, A28's cell (bench_catalog.py)
 - data: `camdf data validate` and the data stage on 5 000 tools x 50 000 tasks (bench_data.py)
 - cli: `camdf select` wall time for one request from the shell, p50 (bench_cli.py)
 
@@ -96,12 +97,14 @@ def steps(skip_dense: bool) -> dict[str, tuple[str, Callable[[], Any]]]:
         "features": ("features + CAM-DF prediction per state", _core("features")),
         "bootstrap": ("paired bootstrap, B 10 000 x n 2 285 x 12", _module_run("bench_stats")),
         "cell": ("retail cell end to end (issue 5)", _cell("cell")),
-        "scaling": ("retail + 0/100/500/1000 distractors", _cell("scaling")),
+        "scaling": ("retail + 0/100/500/1000/2472 distractors", _cell("scaling")),
         "profile": ("cProfile of the retail cell", _cell("profile")),
         "sufficiency": ("G_x by execution, cold and warm", _module_run("bench_sufficiency")),
         "rankers": ("scoring, 4 domains x scorers, cold cache", _module_run("bench_rankers", **rankers_kwargs)),
         "runtime": ("run-time stopper latency and batch throughput (own process)", _fresh_process("bench_runtime")),
         "sets": ("set rules vs prefix rules, one request of 7 / 100 / 1 000 tools", _module_run("bench_sets")),
+        "catalog": ("every rule fitted on the 2,479-API catalog at N = 20; bm25 per query; A28's cell",
+                    _module_run("bench_catalog")),
         "data": ("validate + data stage, 5 000 tools x 50 000 tasks", _module_run("bench_data")),
         "cli": ("camdf select from the shell, one request", _module_run("bench_cli")),
     }
@@ -201,15 +204,39 @@ def _md_cell(r: dict) -> str:
 def _md_scaling(r: dict) -> str:
     base = next((x for x in r["rows"] if x["distractors"] == 100), r["rows"][0])
     rows = [[x["distractors"], x["candidates"], x["states"], x["instances_s"], x["evaluate_s"], x["cell_s"],
-             f"{x['us_per_state']:.0f}", f"{x['states'] / base['states']:.2f}x", f"{x['cell_s'] / base['cell_s']:.2f}x"]
+             f"{x['us_per_state']:.0f}", f"{x['states'] / base['states']:.2f}x", f"{x['cell_s'] / base['cell_s']:.2f}x",
+             *([x["cpu_s"], f"{x['cpu_us_per_state']:.0f}", f"{x['cpu_s'] / base['cpu_s']:.2f}x"]
+               if "cpu_s" in x and "cpu_s" in base else ["", "", ""])]
             for x in r["rows"]]
     text = _table(["distractors", "candidates / task", "states", "instances (s)", "evaluate_cell (s)", "cell (s)",
-                   "us / state", "states vs 100", "time vs 100"], rows, "r" * 9)
+                   "us / state", "states vs 100", "time vs 100", "CPU (s)", "CPU us / state", "CPU vs 100"],
+                  rows, "r" * 12)
     text += f"\n\nMethods: {', '.join(r['methods'])}."
     if "time_ratio_1000_vs_100" in r:
         text += (f" 1 000 vs 100 distractors: time {r['time_ratio_1000_vs_100']:.1f}x for "
                  f"{r['state_ratio_1000_vs_100']:.1f}x the states (target <= {r['target_ratio']:.0f}x): "
                  f"**{'met' if r['meets_target'] else 'missed'}**.")
+    return text
+
+
+def _md_catalog(r: dict) -> str:
+    f = r["fits"]
+    rows = [[x["method"], x["fit_s"], x["select_s"], x["mean_exposed"]] for x in f["rows"]]
+    text = (f"{f['catalog']}: {f['tasks']} queries, {f['apis']:,} APIs; bm25 over the whole catalog "
+            f"{f['ranker_ms_per_query']:.1f} ms per query ({f['ranker_s']:.1f} s from a cold cache); candidates: "
+            f"each query's top {f['top_k']} (every gold API inside for {f['recall_at_k']:.3f} of the queries). "
+            f"Every rule fitted on the first fold's {f['train_tasks']} training tasks ({f['train_states']:,} states; "
+            f"membership probabilities {f['membership_s']:.1f} s, computed once) and deciding its {f['test_tasks']}:"
+            "\n\n" + _table(["rule", "fit (s)", "decide (s)", "mean exposed"], rows)
+            + f"\n\nSlowest fit: {f['slowest_fit']} {f['slowest_fit_s']:.1f} s (target each < {f['target_fit_s']:.0f} s: "
+              f"**{'met' if f['meets_target'] else 'missed'}**).")
+    a = r["a28"]
+    if a["ran"]:
+        text += (f"\n\nA28 cell at N = 1,000 (`{' '.join(a['overrides'])}`), a fresh process: {a['wall_s']:.0f} s, "
+                 f"peak resident memory {a['peak_gb']:.2f} GB (target < {a['target_gb']:.0f} GB: "
+                 f"**{'met' if a['meets_target'] else 'missed'}**).")
+    else:
+        text += f"\n\nA28 cell: not run ({a['reason']})."
     return text
 
 
@@ -249,7 +276,8 @@ def _md_sets(r: dict) -> str:
 
 
 RENDER = {"labels": _md_labels, "sets": _md_sets, "features": _md_features, "bootstrap": _md_bootstrap, "cell": _md_cell,
-          "scaling": _md_scaling, "profile": _md_profile, "sufficiency": _md_flat, "rankers": _md_rankers}
+          "scaling": _md_scaling, "profile": _md_profile, "sufficiency": _md_flat, "rankers": _md_rankers,
+          "catalog": _md_catalog}
 
 
 def acceptance(results: dict, total_s: float, partial: bool = False) -> list[dict]:
@@ -268,6 +296,15 @@ def acceptance(results: dict, total_s: float, partial: bool = False) -> list[dic
     if sc is not None:
         checks.append({"point": "3. 1 000 vs 100 distractors <= 12x time per cell", "value": f"{sc:.1f}x",
                        "met": sc <= 12})
+    fits = get("catalog", "fits")
+    if fits is not None:
+        checks.append({"point": "issue 39: every rule fitted on the 2,479-API catalog at N = 20, each < 60 s",
+                       "value": f"slowest {fits['slowest_fit']} {fits['slowest_fit_s']:.1f} s ({fits['catalog'].split(' (')[0]})",
+                       "met": fits["meets_target"]})
+    a28 = get("catalog", "a28")
+    if a28 is not None and a28.get("ran"):
+        checks.append({"point": "issue 39: A28 cell at N = 1,000 under 4 GB",
+                       "value": f"{a28['peak_gb']:.2f} GB, {a28['wall_s']:.0f} s", "met": a28["meets_target"]})
     cell = get("cell", "run_cell_end_to_end")
     if cell is not None:
         checks.append({"point": "issue 5: retail cell, all methods, <= 10 s", "value": f"{cell['best_s']:.1f} s",
@@ -340,26 +377,63 @@ def runtime_table(f: dict) -> str:
     def us(x: float) -> str:
         return f"{x / 1000:.2f} ms" if x >= 1000 else f"{x:.0f} µs"
 
+    def cpu(key: str) -> str:
+        return us(f[f"{key}_cpu_p50_us"]) if f"{key}_cpu_p50_us" in f else ""
+
     t = f["targets"]
     rows = [["camdf_lite, 7 tools", us(f["camdf_lite_7_p50_us"]), us(f["camdf_lite_7_p99_us"]),
-             f"p50 <= {us(t['camdf_lite_7_p50_us'])}"],
-            ["camdf, 7 tools", us(f["camdf_7_p50_us"]), us(f["camdf_7_p99_us"]), f"p50 <= {us(t['camdf_7_p50_us'])}"],
+             f"p50 <= {us(t['camdf_lite_7_p50_us'])}", cpu("camdf_lite_7")],
+            ["camdf, 7 tools", us(f["camdf_7_p50_us"]), us(f["camdf_7_p99_us"]), f"p50 <= {us(t['camdf_7_p50_us'])}",
+             cpu("camdf_7")],
             ["camdf_risk, 7 tools", us(f["camdf_risk_7_p50_us"]), us(f["camdf_risk_7_p99_us"]),
-             f"p50 <= {us(t['camdf_risk_7_p50_us'])}"],
+             f"p50 <= {us(t['camdf_risk_7_p50_us'])}", cpu("camdf_risk_7")],
             ["camdf, 1,000 tools (worst case: it exposes all 1,000, every state is scored)",
-             us(f["camdf_1000_p50_us"]), us(f["camdf_1000_p99_us"]), f"p50 <= {us(t['camdf_1000_p50_us'])}"],
-            ["camdf_lite, batches of 2,280 requests",
-             f"{f['camdf_lite_batch_per_s']:,.0f} decisions/s (median round {f['camdf_lite_batch_per_s_median']:,.0f})",
-             "", f">= {t['camdf_lite_batch_per_s']:,.0f}/s"]]
-    return _table(["request", "p50", "p99", "target"], rows, "lrrr")
+             us(f["camdf_1000_p50_us"]), us(f["camdf_1000_p99_us"]), f"p50 <= {us(t['camdf_1000_p50_us'])}",
+             cpu("camdf_1000")]]
+    n = f.get("catalog_candidates")
+    for m in f.get("catalog_rules", []):
+        exposed = f.get("catalog_mean_exposed", {}).get(m)
+        shown = "" if exposed is None else f" (exposes {exposed:,.0f})"
+        rows.append([f"{m}, {n:,} tools{shown}", us(f[f"{m}_{n}_p50_us"]), us(f[f"{m}_{n}_p99_us"]), "",
+                     cpu(f"{m}_{n}")])
+    rows.append(["camdf_lite, batches of 2,280 requests",
+                 f"{f['camdf_lite_batch_per_s']:,.0f} decisions/s (median round {f['camdf_lite_batch_per_s_median']:,.0f})",
+                 "", f">= {t['camdf_lite_batch_per_s']:,.0f}/s", ""])
+    return _table(["request", "p50", "p99", "target", "CPU p50"], rows, "lrrrr")
 
 
 def splice_readme(readme: Path, f: dict) -> None:
     """Write :func:`runtime_table` between the runtime-latency markers of a page (docs/speed.md)."""
+    splice(readme, "runtime-latency", runtime_table(f))
+
+
+def splice(page: Path, marker: str, text: str) -> None:
+    """Write ``text`` between the ``<!-- marker -->`` and ``<!-- /marker -->`` lines of a page."""
     from camdf.reporting.readme import update_readme
 
-    readme.write_text(update_readme(readme.read_text(), runtime_table(f), "<!-- runtime-latency -->",
-                                    "<!-- /runtime-latency -->"))
+    page.write_text(update_readme(page.read_text(), text, f"<!-- {marker} -->", f"<!-- /{marker} -->"))
+
+
+def scaling_table(f: dict, commit: str = "") -> str:
+    """The scaling rows of docs/speed.md (cell wall and CPU time per candidate count), from the scaling figures."""
+    base = next((x for x in f["rows"] if x["distractors"] == 100), f["rows"][0])
+    rows = [[f"{x['candidates']:,}", f"{x['states']:,}", f"{x['cell_s']:.1f} s", f"{x['us_per_state']:,.0f}",
+             f"{x['cell_s'] / base['cell_s']:.1f}x",
+             f"{x['cpu_s']:.1f} s" if "cpu_s" in x else "", f"{x['cpu_us_per_state']:,.0f}" if "cpu_s" in x else ""]
+            for x in f["rows"]]
+    text = _table(["candidates per task", "states", "cell wall time", "µs per state", "time vs 107", "cell CPU time",
+                   "CPU µs per state"], rows, "r" * 7)
+    if "time_ratio_1000_vs_100" in f:
+        text += (f"\n\n1,000 vs 100 distractors: {f['time_ratio_1000_vs_100']:.1f}x the time (CPU "
+                 f"{f.get('cpu_ratio_1000_vs_100', float('nan')):.1f}x) for {f['state_ratio_1000_vs_100']:.1f}x the "
+                 f"states; target <= {f['target_ratio']:.0f}x: **{'met' if f['meets_target'] else 'missed'}**"
+                 + (f" (code {commit})." if commit else "."))
+    return text
+
+
+def catalog_table(f: dict) -> str:
+    """The catalog rows of docs/speed.md: each rule's fit on the 2,479-API catalog at N = 20, bm25 per query, A28."""
+    return _md_catalog(f)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -371,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
     parser.add_argument("--skip-dense", action="store_true", help="rankers without the dense and hybrid scorers")
     parser.add_argument("--out", default=str(ROOT / "outputs" / "bench"), help="output folder")
-    parser.add_argument("--readme", action="store_true", help="write the runtime figures into docs/speed.md")
+    parser.add_argument("--readme", action="store_true",
+                        help="write the runtime, scaling and catalog figures into docs/speed.md")
     args = parser.parse_args(argv)
 
     plan = steps(args.skip_dense)
@@ -426,6 +501,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.readme and runtime.get("ok"):
         splice_readme(ROOT / "docs" / "speed.md", runtime["figures"])
         console.print("wrote the runtime figures into docs/speed.md")
+    commit = m["git_commit"] + (" with uncommitted changes" if m["git_dirty"] else "")
+    for name, marker, render in (("scaling", "scaling", lambda f: scaling_table(f, commit)),
+                                 ("catalog", "catalog", catalog_table)):
+        entry = report["benchmarks"].get(name, {})
+        if args.readme and entry.get("ok"):
+            splice(ROOT / "docs" / "speed.md", marker, render(entry["figures"]))
+            console.print(f"wrote the {name} figures into docs/speed.md")
     for c in report["acceptance"]:
         console.print(f"{'[green]met[/]' if c['met'] else '[red]missed[/]'}  {c['point']}: {c['value']}")
     console.print(f"wrote {out / 'bench.json'} and {out / 'summary.md'} ({report['total_s']:.0f} s)")

@@ -14,6 +14,11 @@ and the bootstrap's resample means), so the older kernel costs little time.
 import os
 import sys
 
+from camdf.common.process import guard_start, started_as_command
+
+if started_as_command():
+    guard_start()  # Ctrl-C during the imports: one line, exit 130 (camdf.common.process)
+
 PINNED_CORETYPE = "Nehalem"
 
 _core = os.environ.get("CAMDF_OPENBLAS_CORETYPE", PINNED_CORETYPE)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 from camdf.common.markdown import markdown_table
 from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
 from camdf.data.overview import summarize
+from camdf.policies.registry import dial_specs
 
 
 def _names(text: str) -> list[str]:
@@ -83,6 +85,11 @@ def _dial(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"expected NAME=NUMBER, got {text!r}") from None
 
 
+def _alias(name: str, text: str) -> tuple[str, float]:
+    """``VALUE`` of a dial's own flag (``--NAME VALUE``): the ``(name, value)`` of ``--dial NAME=VALUE``."""
+    return _dial(f"{name}={text}")
+
+
 def cmd_select(args: argparse.Namespace) -> int:
     """Read a JSON request (or a list of them), write the selection(s) as JSON."""
     from camdf.runtime import load_policy
@@ -92,7 +99,7 @@ def cmd_select(args: argparse.Namespace) -> int:
         request = parse_json(_request_bytes(args.input), "request" if args.input == "-" else args.input)
         policy = load_policy(args.policy, lean=True)  # a rule with a portable form loads without scikit-learn
         batch = request if isinstance(request, list) else [request]
-        dials = {"alpha": args.alpha, **dict(args.dial or [])}
+        dials = dict(args.dial or [])  # --dial NAME=VALUE and its aliases --NAME VALUE, in command-line order
         selections = policy.select_batch(batch, lam=args.lam, **dials)
         if selections is None:  # the lean policy decides single short requests only
             selections = policy.full().select_batch(batch, lam=args.lam, **dials)
@@ -184,8 +191,16 @@ exit status: 0 done, 1 the Results are stale (results check) or a fault of the m
 The task format: docs/task-format.md."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, its errors as one line (not the usage text): ``camdf <command>: <what> (camdf ... --help)``."""
+
+    def error(self, message: str):
+        print(f"{self.prog}: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="camdf", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
                     "tools to expose, check the README Results.",
@@ -207,17 +222,19 @@ def build_parser() -> argparse.ArgumentParser:
         "select", help="expose a prefix of a ranked tool list with a fitted policy",
         description="Read a request (a JSON object with `tools` (OpenAI function tools or MCP tool "
                     "descriptions) and `scores`, or a `query` for the built-in bm25 ranker; optional `costs`, "
-                    "`lam`, `alpha`), or a list of them, and print the selection(s) as JSON: `depth`, "
+                    "`lam`, the rule's dials), or a list of them, and print the selection(s) as JSON: `depth`, "
                     "`exposed`, `ranked` and the exposed `tools`.")
     select.add_argument("--policy", default="models:/camdf-stopper@champion",
                         help="MLflow model URI (runs:/..., models:/...) or model folder (default: the shipped champion, "
                              "in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)")
     select.add_argument("--input", default="-", help="JSON request file (default: stdin)")
     select.add_argument("--lam", type=float, default=None, help="lambda (default: the request's, else the policy's)")
-    select.add_argument("--alpha", type=float, default=None,
-                        help="target miss rate of a camdf_risk policy (default: the request's, else the policy's)")
     select.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE",
-                        help="a run-time dial of the policy's rule (repeatable; --alpha is --dial alpha=...)")
+                        help="a run-time dial of the policy's rule (repeatable; --NAME VALUE is the same, for every "
+                             "registered dial; default: the request's, else the policy's)")
+    for spec in dial_specs().values():  # --<dial> VALUE, an alias of --dial <dial>=VALUE, for every registered dial
+        select.add_argument(f"--{spec.name}", dest="dial", action="append", metavar="VALUE",
+                            type=partial(_alias, spec.name), help=f"--dial {spec.name}=VALUE ({spec.describe()})")
     select.set_defaults(func=cmd_select)
     export = sub.add_parser(
         "export", help="write a fitted policy as a self-contained folder (JSON, LightGBM text, manifest)",
@@ -257,8 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; any failure it does not handle itself is one line on stderr (exit 2, 1 or 130)."""
+    from camdf.common.process import release_start
     from camdf.pipeline.boundary import cli_boundary
 
+    release_start()  # from here on, cli_boundary handles Ctrl-C
     args = build_parser().parse_args(argv)
     command = " ".join(str(getattr(args, k)) for k in ("group", "cmd") if getattr(args, k, None))
     return cli_boundary(command, lambda: args.func(args))

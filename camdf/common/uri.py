@@ -1,18 +1,42 @@
-"""URIs as they may be shown: without the credentials a tracking URI can carry."""
+"""Text as it may be shown: without the credentials a URI can carry, its query's values, or a known secret."""
 
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+# A URI's query values (``?token=abc&x=1``): access tokens travel there as often as in the userinfo.
+_QUERY = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*:[^\s?'\"]*\?)(?P<query>[^\s'\"#]*)")
+#: What a removed secret or query value reads as.
+HIDDEN = "***"
+#: Values taken from the environment (``${oc.env:...}``) in this process, removed from every shown text.
+_SECRETS: set[str] = set()
+#: Shorter environment values are not hidden (``0``, ``true`` would be hidden everywhere in a line).
+MIN_SECRET = 4
+
+
+def add_secrets(values: Iterable[str]) -> None:
+    """Remember ``values`` (each at least :data:`MIN_SECRET` characters) to remove from every :func:`safe_uri` text."""
+    _SECRETS.update(v for v in map(str, values) if len(v) >= MIN_SECRET)
+
+
+def _hide_query(m: re.Match) -> str:
+    parts = [p.split("=", 1)[0] + f"={HIDDEN}" if "=" in p else p for p in m.group("query").split("&")]
+    return m.group("head") + "&".join(parts)
 
 
 def safe_uri(text: str) -> str:
-    """``text`` with the credentials of every URI in it removed (``http://user:pw@host`` -> ``http://host``).
+    """``text`` without credentials: a URI's ``user:password@`` and query values, and every registered secret.
 
     Examples
     --------
     >>> safe_uri("cannot reach http://ana:s3cret@db.example:5000/x")
     'cannot reach http://db.example:5000/x'
+    >>> safe_uri("cannot reach http://db.example:5000/x?token=abc&v=1")
+    'cannot reach http://db.example:5000/x?token=***&v=***'
     """
-    return _USERINFO.sub(lambda m: m.group("scheme"), str(text))
+    text = _QUERY.sub(_hide_query, _USERINFO.sub(lambda m: m.group("scheme"), str(text)))
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, HIDDEN)
+    return text

@@ -8,16 +8,19 @@ depths a threshold gives a batch, and the same depth for one ranked task in plai
 from __future__ import annotations
 
 import math
-import reprlib
 
 import numpy as np
 
+from camdf.common.dials import Dial
+
+
+#: The run-time dial of the conformal risk rules (camdf_risk, risk_set): the target miss rate.
+ALPHA = Dial("alpha", default=0.05, lo=0.0, hi=1.0, what="a target miss rate")
+
 
 def check_alpha(value, field: str = "alpha") -> float:
-    """``value`` as a float in (0, 1), else ValueError naming ``field``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
-        raise ValueError(f"{field}: must be a number in (0, 1), got {reprlib.repr(value)}")
-    return float(value)
+    """``value`` as a float in (0, 1), else ValueError naming ``field`` (:data:`ALPHA`'s check)."""
+    return ALPHA.check(value, field)
 
 
 def miss_scores(risk: np.ndarray, success: np.ndarray, n: np.ndarray) -> np.ndarray:

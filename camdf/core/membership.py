@@ -17,7 +17,7 @@ import numpy as np
 
 from camdf.common.checked import read_checked_npz, write_checked_npz
 from camdf.core.features import normalised_scores
-from camdf.core.instances import Instances
+from camdf.core.instances import Instances, truncate
 
 #: Decimals of every membership probability handed on to a stopper. The logistic fit's BLAS
 #: kernel (OpenBLAS Haswell or SkylakeX on one machine) moves probabilities by up to 1e-10;
@@ -186,23 +186,26 @@ def membership_task(numbers: dict, z: list[float], scores: list[float], ids: lis
     return round_proba(np.asarray(out)).tolist()
 
 def cross_fit(
-    inst: Instances, member: np.ndarray, n_folds: int = 5, random_state: int = 0, C: float = 1.0
+    inst: Instances, member: np.ndarray, n_folds: int = 5, random_state: int = 0, C: float = 1.0,
+    fit_depth: int | None = None,
 ) -> np.ndarray:
-    """Out-of-fold membership probabilities within ``inst`` (each task scored by a model that never saw it)."""
+    """Out-of-fold membership probabilities within ``inst`` (each task scored by a model that never saw it);
+    with ``fit_depth`` each model is fitted on its tasks' first ``fit_depth`` positions and scores every position."""
     rng = np.random.default_rng(random_state)
     k = max(2, min(n_folds, inst.T))
     inner = rng.permutation(np.arange(inst.T) % k)
     p = np.zeros(inst.tools.shape)
     for f in range(k):
         te = inner == f
-        model = MembershipModel(C).fit(inst.subset(~te), member[~te])
+        fit = truncate(inst.subset(~te), fit_depth)
+        model = MembershipModel(C).fit(fit, member[~te][:, :fit.N])
         p[te] = model.predict_proba(inst.subset(te))
     return p
 
 
 def fold_probabilities(
     inst: Instances, member: np.ndarray, fold_list: list[int], inner_folds: int = 5, random_state: int = 0,
-    cache_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None, fit_depth: int | None = None,
 ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Every evaluated fold's membership probabilities: ``f -> (p_test, p_train)``.
 
@@ -216,6 +219,8 @@ def fold_probabilities(
     kept in ``<cache_dir>/membership/<key>.npz``, keyed by the content of every input
     (every view's too) and the source of this module, with a checksum checked on read
     (:func:`camdf.common.checked.read_checked_npz`: a file that fails it is recomputed).
+    With ``fit_depth`` every model is fitted on its training tasks' first ``fit_depth`` positions
+    (:func:`~camdf.core.instances.truncate`) and scores every position of the tasks it scores.
     """
     views = inst.train_views
     path = None
@@ -228,7 +233,7 @@ def fold_probabilities(
                 a = np.ascontiguousarray(a)
                 h.update(str((a.dtype.str, a.shape)).encode())
                 h.update(a.tobytes())
-        h.update(repr((sorted(fold_list), inner_folds, random_state, len(inst.vocab))).encode())
+        h.update(repr((sorted(fold_list), inner_folds, random_state, len(inst.vocab), fit_depth)).encode())
         h.update(Path(__file__).read_bytes())
         path = Path(cache_dir, "membership", h.hexdigest()[:32] + ".npz")
         z = read_checked_npz(path)
@@ -239,8 +244,9 @@ def fold_probabilities(
         source, labels = (inst, member) if views is None else (views[f], views[f].member)
         te = source.folds == f
         tr_inst = source.subset(~te)
-        p_te = MembershipModel().fit(tr_inst, labels[~te]).predict_proba(source.subset(te))
-        p_tr = cross_fit(tr_inst, labels[~te], n_folds=inner_folds, random_state=random_state + f)
+        fit = truncate(tr_inst, fit_depth)
+        p_te = MembershipModel().fit(fit, labels[~te][:, :fit.N]).predict_proba(source.subset(te))
+        p_tr = cross_fit(tr_inst, labels[~te], n_folds=inner_folds, random_state=random_state + f, fit_depth=fit_depth)
         out[f] = (p_te, p_tr)
     if path is not None:
         write_checked_npz(path, {**{f"te{f}": p for f, (p, _) in out.items()},

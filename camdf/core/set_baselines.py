@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from camdf.core.features import sufficiency_curve
 
@@ -74,68 +75,38 @@ class StaticSet:
             G_x membership (partial payoff only).
         g_size : int, shape (T,), optional
             |G_x| including tools off the list (partial payoff; default ``member.sum(1)``).
+
+        Notes
+        -----
+        The forward path and the flips change one tool at a time, so each step scores all V
+        moves from the current set in O(V + P), P the (task, set, tool) memberships: a
+        move's payoff is the current one plus the tasks it completes (or breaks) and lam
+        times the tool's summed cost. The whole search is O(V (V + P)), against
+        O(V^3 T K) when every trial set is scored from scratch (what it did before, kept
+        as the reference in ``tests/unit/core/reference.py``).
         """
         if not 0 <= self.max_exact <= 20:
             raise ValueError(f"max_exact: must be in [0, 20], got {self.max_exact!r}")
         if kind not in ("exact", "partial"):
             raise ValueError(f"kind: expected 'exact' or 'partial', got {kind!r}")
+        if kind == "partial" and member is None:
+            raise ValueError("member: the partial payoff needs the (T, N) membership of G_x")
         ids = np.where(valid, tool_ids, -1)
         vocab = np.unique(ids[ids >= 0])
         V = len(vocab)
         col = np.where(ids >= 0, np.searchsorted(vocab, np.maximum(ids, 0)), 0)
-        T = len(ids)
-        rows = np.broadcast_to(np.arange(T)[:, None], ids.shape)
-        # Task x tool matrices: the cost of listing each tool, and per sufficient set its members.
-        occ = np.zeros((T, V))
-        occ[rows[valid], col[valid]] = np.where(valid, costs, 0.0)[valid]
-        inc = np.zeros((T, sets.shape[1], V))
-        t_, k_, j_ = np.nonzero(sets & valid[:, None, :])
-        inc[t_, k_, col[t_, j_]] = 1.0
-        size = inc.sum(axis=2)
-        if kind == "partial":
-            if member is None:
-                raise ValueError("member: the partial payoff needs the (T, N) membership of G_x")
-            mem = np.zeros((T, V))
-            mem[rows[valid & member], col[valid & member]] = 1.0
-            g = member.sum(axis=1) if g_size is None else np.asarray(g_size)
-
-        def mean_payoff(S: np.ndarray) -> np.ndarray:
-            """Mean training payoff of each row of S, (M, V) bool -> (M,)."""
-            Sf = S.astype(float)
-            cost = occ @ Sf.T                                              # (T, M)
-            if kind == "exact":
-                covered = np.einsum("tkv,mv->tkm", inc, Sf)               # members of each set inside S
-                value = (present[:, :, None] & (covered >= size[:, :, None] - 0.5)).any(axis=1)
-            else:
-                value = np.where(g[:, None] > 0, (mem @ Sf.T) / np.maximum(g, 1)[:, None], 1.0)
-            return (value - lam * cost).mean(axis=0)
-
+        payoff = _SetPayoff(col, valid, costs, lam, sets, present, kind, member, g_size, V)
         if V <= self.max_exact:
             table = _subsets(V)
-            step = max(1, (1 << 22) // max(1, T * sets.shape[1]))
-            values = np.concatenate([mean_payoff(table[lo:lo + step]) for lo in range(0, len(table), step)])
+            step = max(1, (1 << 22) // max(1, len(ids) * sets.shape[1]))
+            values = np.concatenate([payoff.mean_payoff(table[lo:lo + step]) for lo in range(0, len(table), step)])
             best = table[int(np.argmax(values))]
             self.exact_ = True
         else:
-            current = np.zeros(V, dtype=bool)
-            best, best_value = current.copy(), float(mean_payoff(current[None])[0])
-            for _ in range(V):  # the forward path
-                trial = np.repeat(current[None], V, axis=0)
-                trial[np.arange(V), np.arange(V)] = True
-                values = np.where(current, -np.inf, mean_payoff(trial))
-                current = trial[int(np.argmax(values))]
-                if values.max() > best_value + 1e-12:
-                    best, best_value = current.copy(), float(values.max())
-            for _ in range(4 * V):  # single flips while one gains
-                trial = np.repeat(best[None], V, axis=0)
-                trial[np.arange(V), np.arange(V)] ^= True
-                values = mean_payoff(trial)
-                if values.max() <= best_value + 1e-12:
-                    break
-                best, best_value = trial[int(np.argmax(values))], float(values.max())
+            best = payoff.search(V)
             self.exact_ = False
         self.tools_ = vocab[best]
-        self.value_ = float(mean_payoff(best[None])[0])
+        self.value_ = float(payoff.mean_payoff(best[None])[0])
         return self
 
     def predict(self, tool_ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -143,6 +114,118 @@ class StaticSet:
         if "tools_" not in vars(self):
             raise AttributeError("StaticSet: call fit before predict")
         return np.asarray(valid, dtype=bool) & np.isin(tool_ids, self.tools_)
+
+
+class _SetPayoff:
+    """The training tasks' payoff of tool subsets S of a vocabulary of V tools (what :class:`StaticSet` maximises).
+
+    ``mean_payoff`` scores whole subsets, (M, V) bool -> (M,); ``search`` runs the greedy
+    forward path and the single flips with one-tool moves scored incrementally.
+    """
+
+    def __init__(self, col, valid, costs, lam, sets, present, kind, member, g_size, V):
+        T = len(col)
+        self.T, self.V, self.lam, self.kind = T, V, float(lam), kind
+        rows = np.broadcast_to(np.arange(T)[:, None], col.shape)
+        # The cost of listing each tool in each task (a tool's cost is its cost in the task that lists it).
+        occ = np.zeros((T, V))
+        occ[rows[valid], col[valid]] = np.where(valid, costs, 0.0)[valid]
+        self.occ = occ
+        self.cost_of = occ.sum(axis=0)                       # (V,) summed over tasks
+        # The (task, set, tool) memberships of the listed part of each sufficient set, without repeats.
+        t_, k_, j_ = np.nonzero(sets & valid[:, None, :])
+        K = sets.shape[1]
+        key = np.unique((t_ * K + k_) * max(V, 1) + col[t_, j_])
+        self.pair = key // max(V, 1)                         # flat (task, set) of each membership
+        self.tool = key % max(V, 1)
+        self.K = K
+        self.size = np.bincount(self.pair, minlength=T * K)  # listed members of each set
+        self.incidence = csr_matrix((np.ones(len(key), dtype=np.int64), (self.pair, self.tool)), shape=(T * K, V))
+        self.present = np.asarray(present, dtype=bool).reshape(-1)
+        if kind == "partial":
+            mem = np.zeros((T, V))
+            mem[rows[valid & member], col[valid & member]] = 1.0
+            g = member.sum(axis=1) if g_size is None else np.asarray(g_size)
+            self.mem, self.g = mem, g
+            # value_t(S) = |G_t inside S| / g_t (1 when g_t = 0): linear in S.
+            self.weight = (mem[g > 0] / g[g > 0][:, None]).sum(axis=0)
+            self.free = float((g <= 0).sum())
+
+    def mean_payoff(self, S: np.ndarray) -> np.ndarray:
+        """Mean training payoff of each row of S, (M, V) bool -> (M,)."""
+        Sf = S.astype(float)
+        cost = self.occ @ Sf.T                                          # (T, M)
+        if self.kind == "exact":
+            held = (self.incidence @ S.T.astype(np.int64)).T                # listed members of each set inside S
+            done = self.present[None, :] & (held == self.size[None, :])
+            value = done.reshape(len(S), self.T, self.K).any(axis=2).T
+        else:
+            value = np.where(self.g[:, None] > 0, (self.mem @ Sf.T) / np.maximum(self.g, 1)[:, None], 1.0)
+        return (value - self.lam * cost).mean(axis=0)
+
+    def search(self, V: int) -> np.ndarray:
+        """The greedy forward path (keeping its best set), then single add / drop moves while one gains."""
+        T, K = self.T, self.K
+        S = np.zeros(V, dtype=bool)
+        held = np.zeros(T * K, dtype=np.int64)
+
+        def total(S, held):
+            """Summed payoff of S over tasks: tasks with a complete set (or their partial value) minus lam * cost."""
+            if self.kind == "exact":
+                value = float((self.present & (held == self.size)).reshape(T, K).any(axis=1).sum())
+            else:
+                value = self.free + float(self.weight[S].sum())
+            return value - self.lam * float(self.cost_of[S].sum())
+
+        def moves(S, held):
+            """Change of the summed payoff when each tool is flipped alone (added if out of S, dropped if in), (V,)."""
+            if self.kind == "partial":
+                value = np.where(S, -self.weight, self.weight)
+            else:
+                done = self.present & (held == self.size)
+                valued = done.reshape(T, K).any(axis=1)
+                task = self.pair // K
+                # Adding a tool values a task without a complete set when it is the last missing member of one.
+                last = ~done[self.pair] & (held[self.pair] == self.size[self.pair] - 1) & self.present[self.pair] \
+                    & ~S[self.tool] & ~valued[task]
+                gained = np.unique(task[last] * V + self.tool[last])
+                value = np.bincount(gained % V, minlength=V).astype(float)
+                # Dropping a tool unvalues a task when it belongs to every complete set of the task.
+                inside = done[self.pair]
+                n_done = done.reshape(T, K).sum(axis=1)
+                tv, count = np.unique(task[inside] * V + self.tool[inside], return_counts=True)
+                lost = tv[count == n_done[tv // V]]
+                value -= np.bincount(lost % V, minlength=V)
+            return value - self.lam * np.where(S, -self.cost_of, self.cost_of)
+
+        def flip(S, held, v):
+            S = S.copy()
+            S[v] = ~S[v]
+            at = self.pair[self.tool == v]
+            held = held.copy()
+            held[at] += 1 if S[v] else -1
+            return S, held
+
+        current_value = total(S, held)
+        best, best_value = S.copy(), current_value / T
+        for _ in range(V):  # the forward path, down to the whole vocabulary
+            values = np.where(S, -np.inf, (current_value + moves(S, held)) / T)
+            v = int(np.argmax(values))
+            S, held = flip(S, held, v)
+            current_value = total(S, held)
+            if values[v] > best_value + 1e-12:
+                best, best_value = S.copy(), float(values[v])
+        S = best
+        held = self.incidence @ S.astype(np.int64)
+        current_value = total(S, held)
+        for _ in range(4 * V):  # single flips while one gains
+            values = (current_value + moves(S, held)) / T
+            v = int(np.argmax(values))
+            if values[v] <= best_value + 1e-12:
+                break
+            S, held = flip(S, held, v)
+            current_value, best_value = total(S, held), float(values[v])
+        return S
 
 
 # ---------------------------------------------------------------- Bits-over-Random

@@ -12,8 +12,10 @@ of fold f depends on fold f's labels.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +26,7 @@ from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
 from camdf.core.sets import set_success
-from camdf.policies import CARDS, StateBatch, make_policy
+from camdf.policies import CARDS, StateBatch, make_policy, own_dials
 
 OUTCOME_COLUMNS = (
     "task_id", "fold", "method", "depth", "n_exposed", "cost", "success", "success_partial", "covers_g", "payoff",
@@ -92,6 +94,8 @@ def evaluate_cell(
     inner_folds: int = 5,
     membership_cache: str | None = None,
     alpha: float | None = None,
+    fit_depth: int | None = None,
+    dials: Mapping[str, Any] | None = None,
 ) -> CellResult:
     """Out-of-fold outcomes of every method on every evaluated task.
 
@@ -123,6 +127,16 @@ def evaluate_cell(
         (:func:`camdf.core.membership.fold_probabilities`; they do not depend on costs or lambda).
     alpha : float or None
         Target miss rate of the rules with that dial (``camdf_risk``; default: the rule's own, 0.05).
+    fit_depth : int or None
+        Bound on the states the models learn from at catalog scale (``candidates.fit_depth``): the
+        membership model and every rule are fitted on each training task's first ``fit_depth`` states
+        (:meth:`camdf.policies.StateBatch.head`); features, payoffs and Delta labels are computed on the
+        whole lists first, so a kept state is the same state a test task meets; test tasks are decided
+        on their whole lists. None: every state.
+    dials : mapping or None
+        Run-time dials by name (``method.dials``): each rule that has a dial of that name is fitted
+        with it as its default (checked against the dial's range); the others ignore it. None or
+        absent: every rule's own default.
 
     Returns
     -------
@@ -146,24 +160,25 @@ def evaluate_cell(
     # Results are unchanged (checked on retail: identical outcomes, thresholds and coefficients).
     with _blas_controller().limit(limits=1, user_api="blas"):
         probabilities = fold_probabilities(train_inst, train_member, fold_ids(inst.folds), inner_folds,
-                                           random_state, cache_dir=membership_cache)
+                                           random_state, cache_dir=membership_cache, fit_depth=fit_depth)
         for f in fold_ids(inst.folds):
             te = inst.folds == f
             tr = ~te
             tr_inst = train_inst.training_view(f).subset(tr)
             te_inst = inst.subset(te)
             p_te, p_tr = probabilities[f]
-            train = StateBatch.make(tr_inst, p_tr, lam, train_kind or kind, train=True)
+            train = StateBatch.make(tr_inst, p_tr, lam, train_kind or kind, train=True).head(fit_depth)
             test = StateBatch.make(te_inst, p_te, lam, kind, train=False)
             truth = replace(test, u=u_true[te])  # what an oracle decides on
             idx = np.flatnonzero(te)
             across = None  # the training batch across the lambda grid, built once per fold when a rule asks
-            rules = [(name, make_policy(name, random_state, alpha=alpha)) for name in methods]
+            rules = [(name, make_policy(name, random_state, **own_dials(name, dials))) for name in methods]
             # Prefix rules' rows first, then set rules' (the outcome files' order since the oracle set was added).
             for name, policy in sorted(rules, key=lambda nr: not nr[1].picks_prefix):
                 if policy.lambda_conditioned:
                     if across is None:
-                        across = StateBatch.across_lambdas(tr_inst, p_tr, lam_grid or [lam], train_kind or kind)
+                        across = StateBatch.across_lambdas(tr_inst, p_tr, lam_grid or [lam],
+                                                           train_kind or kind).head(fit_depth)
                     policy.fit(across)
                 else:
                     policy.fit(train)

@@ -69,11 +69,27 @@ def cell_costs(cfg: dict[str, Any], domain: Domain, paths: Paths) -> pd.Series:
                       measures=measures, **params)
 
 
+def task_groups(domain: Domain, group_by: str | None = None) -> list[str | None]:
+    """Each task's fold group: its ``group`` (``group_by`` None) or its ``meta`` field ``group_by = "meta.<field>"``.
+
+    A domain may record several groupings (StableToolBench: the tool and the category a query's
+    gold APIs share, for the unseen-tool and unseen-category protocols); a task without the
+    field is a group of its own.
+    """
+    if group_by is None:
+        return [t.group for t in domain.tasks]
+    field = group_by.removeprefix("meta.")
+    values = [t.meta.get(field) for t in domain.tasks]
+    if all(v is None for v in values):
+        raise ValueError(f"folds.group_by: no task of domain `{domain.name}` has the meta field `{field}`")
+    return [None if v is None else str(v) for v in values]
+
+
 def cell_folds(cfg: dict[str, Any], domain: Domain, repeat: int = 0) -> np.ndarray:
     """Fold of every task for one repeat: ``folds.protocol`` seeded ``seed + repeat`` (repeat 0: the seed itself)."""
     folds_cfg = cfg["folds"]
     protocol = folds_cfg["protocol"]
-    extra = {"groups": [t.group for t in domain.tasks]} if protocol == "group" else {}
+    extra = {"groups": task_groups(domain, folds_cfg.get("group_by"))} if protocol == "group" else {}
     return assign_folds(
         [t.id for t in domain.tasks], [t.split for t in domain.tasks],
         n_folds=int(folds_cfg["n_folds"]), protocol=protocol, random_state=int(cfg["seed"]) + repeat, **extra,

@@ -74,8 +74,17 @@ def explain(err: BaseException, uri: str | None = None) -> tuple[str, int]:
     if isinstance(err, KeyboardInterrupt):
         return ("interrupted (Ctrl-C): nothing unfinished was kept; rerun the same command to go on "
                 "(finished cells are reused)"), INTERRUPTED
+    if isinstance(err, BrokenPipeError):
+        from camdf.common.process import closed_stdout
+
+        return closed_stdout()
     if isinstance(err, TrackingUnreachable):
         return safe_uri(_one_line(err)), BAD_INPUT
+    if _is_store_error(err) and re.search(r"Read timed out|ConnectTimeout|timed out", str(err)):
+        store = f"the tracking server {safe_uri(uri)}" if uri else "the tracking server"
+        wait = os.environ.get("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+        return (f"tracking.uri: {store} did not answer within {wait} s (MLFLOW_HTTP_REQUEST_TIMEOUT); check the "
+                "server, or point MLFLOW_TRACKING_URI at another store"), FAULT
     if _is_store_error(err):
         store = f"the tracking store {safe_uri(uri)}" if uri else "the tracking store"
         text = _one_line(err).split("; ")[0][:300]
@@ -141,21 +150,57 @@ def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None 
     is one line and exit 130 too; nothing of the job's has been written at those points
     that :func:`stage` would not have removed.
     """
+    from camdf.common.process import flush_stdout, release_start
     from camdf.pipeline.choices import check_choices, check_keys
+    from camdf.pipeline.gates import preflight
 
+    release_start()  # from here on, this boundary handles Ctrl-C
     try:
+        output_dir = preflight(config_name, argv)  # code, paths and secrets of the composed config, Hydra's too
         check_choices(argv)  # a config-group choice naming no file: one line, exit 2
         check_keys(config_name, argv)  # a key no config has (`cost.lamda`, `+cost.lamda`): one line, exit 2
+        _hydra_reports_through_us(output_dir)
         main()
     except KeyboardInterrupt as err:
         print(f"error: {explain(err)[0]}", file=sys.stderr)
         raise SystemExit(INTERRUPTED) from None
+    except BrokenPipeError as err:
+        print(f"error: {explain(err)[0]}", file=sys.stderr)
+        raise SystemExit(explain(err)[1]) from None
+    code = flush_stdout()
+    if code is not None:
+        raise SystemExit(code)
+
+
+def _hydra_reports_through_us(output_dir: str | None) -> None:
+    """Hydra's own start-up (its job folder, its config files, its logging, the launcher) reports a failure
+    in several lines and exit 1; route it through :func:`explain` instead: one line, the documented code, and
+    the job folder Hydra made removed. (Hydra looks ``run_and_report`` up in its module at each run.)"""
+    import hydra._internal.utils as hydra_utils
+
+    def run_and_report(func: Callable[[], Any]) -> Any:
+        from camdf.pipeline.schema import refuse
+
+        try:
+            return func()
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as err:  # noqa: BLE001  the boundary around Hydra's start-up
+            if _traceback_asked():
+                traceback.print_exc()
+            line, code = explain(err)
+            refuse(line, output_dir, code)
+
+    hydra_utils.run_and_report = run_and_report
 
 
 def cli_boundary(command: str, func: Callable[[], int], uri: str | None = None) -> int:
     """Run a ``camdf`` command: its return code, or one line ``camdf <command>: <cause>`` and 2, 1 or 130."""
+    from camdf.common.process import flush_stdout
+
     try:
-        return func()
+        code = func()
+        return flush_stdout() or code
     except SystemExit:
         raise
     except BaseException as err:  # noqa: BLE001  the command line's boundary

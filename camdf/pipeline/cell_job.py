@@ -29,6 +29,9 @@ from camdf.policies import FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.figures import payoff_vs_tools_png
 from camdf.tracking.client import METRICS_TABLE
 
+#: The depths k of the logged coverage curve ``ranking/coverage_at_depth_<k>`` (BoR's coverage@k, A28).
+COVERAGE_DEPTHS = tuple(range(1, 11))
+
 
 def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[str, bytes]]:
     """Evaluate one cell over its ``folds.repeats`` repeated cross-fits.
@@ -55,7 +58,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     repeats = int(cfg["folds"].get("repeats", 1))
     domain = load_domain(cfg, paths.data_dir)
     catalog_costs = cell_costs(cfg, domain, paths)
-    outcomes, bounds, tuned, coefs, quality = [], [], [], [], []
+    outcomes, bounds, tuned, coefs, quality, cover = [], [], [], [], [], []
     for r in range(repeats):
         inst, domain, costs, scores = cell_instances(cfg, paths, repeat=r, domain=domain, catalog_costs=catalog_costs)
         result = evaluate_cell(
@@ -63,7 +66,8 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
             random_state=seed + r, label_noise=float(cfg.get("label_noise", 0.0)),
             train_kind="partial" if cfg.get("label_source") == "partial" else None,
             lam_grid=cfg.get("lambda_grid"), membership_cache=str(paths.cache_dir),
-            alpha=cfg["method"].get("alpha"),
+            alpha=cfg["method"].get("alpha"), fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
+            dials=cfg["method"].get("dials"),
         )
         verified = verified_curves(domain, inst)
         if verified is not None:
@@ -74,6 +78,8 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
         if not result.lite_coefficients.empty:
             coefs.append(result.lite_coefficients.assign(repeat=r))
         quality.append(ranking_quality(scores, domain))
+        # BoR's coverage@k of the list the rules decide on: tasks whose G_x (or an alternative) is in its top k.
+        cover.append([float(inst.success[:, min(k, inst.N)].mean()) for k in COVERAGE_DEPTHS])
     outcomes = pd.concat(outcomes, ignore_index=True)
     stats = cfg["stats"]
     metrics, table = summarize_cell(outcomes, n_resamples=int(stats["n_resamples"]),
@@ -91,6 +97,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     # MLflow metric names may not hold "@": recall@3 is logged as ranking/recall_at_3.
     keys = [k for k, v in quality[0].items() if isinstance(v, (int, float))]
     metrics.update({f"ranking/{k.replace('@', '_at_')}": float(np.mean([q[k] for q in quality])) for k in keys})
+    metrics.update({f"ranking/coverage_at_depth_{k}": float(v) for k, v in zip(COVERAGE_DEPTHS, np.mean(cover, axis=0))})
     per_repeat = outcomes.groupby(["repeat", "method"])[["payoff", "success", "n_exposed", "cost"]].mean()
     artifacts = {
         "outcomes.parquet": parquet_bytes(outcomes),

@@ -8,6 +8,26 @@ from typing import Sequence
 
 from camdf.pipeline.identity import CONF_DIR
 
+#: Hydra's command-line options that take a value (``--cfg job``): the value is no override.
+_WITH_VALUE = ("--cfg", "-c", "--package", "-p", "--config-name", "-cn", "--config-path", "-cp", "--config-dir",
+               "-cd", "--info", "-i", "--experimental-rerun", "--shell-completion", "-sc")
+
+
+def hydra_overrides(args: Sequence[str]) -> list[str]:
+    """The overrides of a Hydra command line: its arguments without the options and their values."""
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            if not a.startswith("-") and "=" not in a:
+                continue
+        if a.startswith("-"):
+            skip = a in _WITH_VALUE
+            continue
+        out.append(a)
+    return out
+
+
 # Options that point Hydra at other config folders, where choices this checkout lacks may live.
 _OTHER_CONFIGS = ("-cd", "--config-dir", "-cp", "--config-path", "-cn", "--config-name", "hydra.searchpath")
 
@@ -29,7 +49,7 @@ def check_choices(argv: Sequence[str] | None = None, conf_dir: Path = CONF_DIR) 
     if any(a.split("=", 1)[0].lstrip("+~") in _OTHER_CONFIGS or a in _OTHER_CONFIGS for a in args):
         return
     try:
-        overrides = OverridesParser.create().parse_overrides([a for a in args if not a.startswith("-")])
+        overrides = OverridesParser.create().parse_overrides(hydra_overrides(args))
     except HydraException:
         return  # a syntax error: Hydra's own message says where
     for o in overrides:
@@ -92,7 +112,7 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
     if any(a.split("=", 1)[0].lstrip("+~") in _OTHER_CONFIGS or a in _OTHER_CONFIGS for a in args):
         return
     try:
-        overrides = OverridesParser.create().parse_overrides([a for a in args if not a.startswith("-")])
+        overrides = OverridesParser.create().parse_overrides(hydra_overrides(args))
     except HydraException as err:  # Hydra's message is several lines: the override, then the parser's reason
         lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
         what = lines[0].removeprefix("Error parsing override ").strip("'") if lines else "an override"

@@ -63,9 +63,13 @@ def cell_name(cfg: dict[str, Any]) -> str:
         parts.append(f"labels={cfg['label_source']}")
     folds = cfg.get("folds") or {}
     if folds.get("protocol", "kfold") != "kfold":
-        parts.append(f"folds={folds['protocol']}")
-    if (cfg.get("candidates") or {}).get("top_k") is not None:
-        parts.append(f"top{cfg['candidates']['top_k']}")
+        by = folds.get("group_by")
+        parts.append(f"folds={folds['protocol']}" + (f"@{by.removeprefix('meta.')}" if by else ""))
+    candidates = cfg.get("candidates") or {}
+    if candidates.get("top_k") is not None:
+        parts.append(f"top{candidates['top_k']}")
+    if candidates.get("fit_depth") is not None:
+        parts.append(f"fit{candidates['fit_depth']}")
     if cfg.get("list_cost") is not None:
         parts.append(f"list_cost={cfg['list_cost']}")
     return "/".join(parts)

@@ -88,7 +88,7 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
     inst, domain, costs, _ = cell_instances(cfg, paths)
     policy = StopPolicy(method=method, kind=cfg["payoff"], lam=float(cfg["cost"]["lam"]),
                         lam_grid=pol.get("lam_grid") or None, random_state=int(cfg["seed"]),
-                        alpha=float(cfg["method"].get("alpha", 0.05)))
+                        dials=dict(cfg["method"].get("dials") or {}) or None)
     policy.fit(inst, costs=costs.to_dict())
     # A prefix rule's decision is a depth; a set rule's any subset of the ranking (its depth is null).
     exposed = policy.exposed(inst)

@@ -29,9 +29,9 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.integrations.registry import measured_regimes
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
-from camdf.policies import METHODS
+from camdf.policies import CARDS, methods
 from camdf.rankers.scoring import SCORERS
-from camdf.runtime.policy import POLICY_METHODS
+from camdf.runtime.policy import policy_methods
 
 PROTOCOLS = ("kfold", "split", "group")
 #: Every cost regime a config may name: the computed ones and the integrations' measured ones.
@@ -94,13 +94,14 @@ def _shown(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class OneOf:
-    """One of a fixed set of names."""
+    """One of a set of names: fixed, or a function returning them (a registry query, read at each check)."""
 
-    names: Sequence[str]
+    names: Sequence[str] | Callable[[], Sequence[str]]
 
     def __call__(self, key: str, value: Any) -> str:
-        if not isinstance(value, str) or value not in self.names:
-            raise ConfigError(key, value, "one of " + ", ".join(sorted(self.names)))
+        names = self.names() if callable(self.names) else self.names
+        if not isinstance(value, str) or value not in names:
+            raise ConfigError(key, value, "one of " + ", ".join(sorted(names)))
         return value
 
 
@@ -170,6 +171,15 @@ def converter_target(key: str, value: Any) -> str:
     return value
 
 
+def group_key(key: str, value: Any) -> str | None:
+    """``folds.group_by``: None (each task's ``group``) or ``meta.<field>`` (a field of each task's ``meta``)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"meta\.[A-Za-z0-9_]+", value):
+        raise ConfigError(key, _shown(value), "null (each task's group) or meta.<field> (a field of each task's meta)")
+    return value
+
+
 def experiment_name(key: str, value: Any) -> str:
     """The name of an experiment file under ``conf/experiment/``."""
     names = sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.yaml"))
@@ -191,6 +201,8 @@ def override_list(key: str, value: Any) -> list[str]:
 MAX_LAM = 1e6
 MAX_DISPERSION = 1e3
 MAX_INT = 2**31 - 1
+#: More bootstrap resamples than this add nothing an interval can show and hold tasks x B floats per method.
+MAX_RESAMPLES = 100_000
 LAM = Number(lo=0, hi=MAX_LAM)
 SEED = Number(lo=0, hi=MAX_INT, integer=True)
 
@@ -206,8 +218,7 @@ CELL = {
     "cost.regime": OneOf(COST_REGIMES),
     "cost.lam": LAM,
     "cost.d": Number(lo=0, hi=MAX_DISPERSION),
-    "method.names": ListOf(OneOf(METHODS)),
-    "method.alpha": Number(lo=0, hi=1, lo_open=True, hi_open=True),
+    "method.names": ListOf(OneOf(methods)),
     "payoff": OneOf(KINDS),
     "seed": SEED,
     "label_noise": Number(lo=0, hi=1, hi_open=True),
@@ -216,18 +227,20 @@ CELL = {
     "folds.n_folds": count(2),
     "folds.protocol": OneOf(PROTOCOLS),
     "folds.repeats": count(1),
+    "folds.group_by": group_key,
     "candidates.top_k": Optional(count(1)),
+    "candidates.fit_depth": Optional(count(1)),
     "list_cost": Optional(Number(lo=0, hi=MAX_LAM, lo_open=True)),
-    "stats.n_resamples": count(100),
+    "stats.n_resamples": Number(lo=100, hi=MAX_RESAMPLES, integer=True),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
 }
 SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "data": {"domain.name": plain_name},
     "scores": {k: CELL[k] for k in ("domain.name", "scorer.name", "cost.regime", "cost.lam", "cost.d",
-                                    "folds.n_folds", "folds.protocol")} | {"random_state": SEED},
+                                    "folds.n_folds", "folds.protocol", "folds.group_by")} | {"random_state": SEED},
     "evaluate": CELL,
-    "train": CELL | {"policy.method": OneOf(("auto", *POLICY_METHODS)),
-                     "policy.candidates": ListOf(OneOf(POLICY_METHODS)),
+    "train": CELL | {"policy.method": OneOf(lambda: ("auto", *policy_methods())),
+                     "policy.candidates": ListOf(OneOf(policy_methods)),
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
     "tables": {
@@ -236,7 +249,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
         "main.payoff": OneOf(KINDS), "main.protocol": OneOf(PROTOCOLS),
         "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
-        **{f"main.{k}": ListOf(OneOf(METHODS)) for k in ("methods", "grid_methods", "noise_methods",
+        **{f"main.{k}": ListOf(OneOf(methods)) for k in ("methods", "grid_methods", "noise_methods",
                                                           "ablation_methods", "risk_methods")},
     },
 }
@@ -306,6 +319,10 @@ def validate(cfg: dict[str, Any], stage: str) -> dict[str, Any]:
         if value is not _MISSING:
             _set(cfg, key, check(key, value))
     check_confined(cfg)
+    dials = _get(cfg, "method.dials")
+    if dials is not _MISSING:
+        names = _get(cfg, "method.names")
+        _set(cfg, "method.dials", method_dials(dials, [] if names is _MISSING else names))
     seed, repeats = _get(cfg, "seed"), _get(cfg, "folds.repeats")
     if _MISSING not in (seed, repeats) and seed + repeats - 1 > MAX_INT:  # repeat r runs at seed + r
         raise ConfigError("seed", seed, f"an integer in [0, {MAX_INT - repeats + 1}] (seed + folds.repeats - 1 "
@@ -317,6 +334,31 @@ def validate(cfg: dict[str, Any], stage: str) -> dict[str, Any]:
         if n is not None and n_folds > n:
             raise ConfigError("folds.n_folds", n_folds, f"an integer in [2, {n}] (the {what} of the domain)")
     return cfg
+
+
+def method_dials(dials: Any, methods: Sequence[str]) -> dict[str, float]:
+    """``method.dials`` checked against the dials the methods' rules declare (name, range; :class:`Dial`).
+
+    Every entry must be a dial of at least one of ``methods`` (the cell's ``method.names``) and
+    in that dial's range; null or ``{}``: every rule at its own defaults.
+    """
+    if dials is None:
+        return {}
+    if not isinstance(dials, dict):
+        raise ConfigError("method.dials", _shown(dials), "a mapping of dial name to value, e.g. {name: value}")
+    owned = {d.name: d for m in methods if m in CARDS for d in CARDS[m].dials}
+    out = {}
+    for name, value in dials.items():
+        key = f"method.dials.{name}"
+        if name not in owned:
+            have = ", ".join(f"{d.describe()}" for d in owned.values()) or "none"
+            raise ConfigError(key, _shown(value), f"a dial of one of the cell's methods ({', '.join(methods)}; "
+                                                  f"their dials: {have})")
+        try:
+            out[name] = owned[name].check(value, key)
+        except ValueError:
+            raise ConfigError(key, _shown(value), owned[name].describe()) from None
+    return out
 
 
 def _domain_counts(cfg: dict) -> tuple[int, int | None] | None:
@@ -358,9 +400,15 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
     """
     from camdf.pipeline.data_stage import DataNotReady, verify_built
 
+    from camdf.pipeline.gates import check_tree
+    from camdf.pipeline.tree import check_kinds
+
     output_dir = OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False)
     try:
-        out = validate(resolve(cfg), stage)
+        out = resolve(cfg)
+        check_tree(cfg, out)  # code, paths and secrets (camdf.pipeline.gates)
+        check_kinds(out, stage)  # every key's kind, from the shipped configs (camdf.pipeline.tree)
+        out = validate(out, stage)
         if stage in READS_DATA:
             verify_built(Path(out["paths"]["data_dir"]), out["domain"]["name"])
     except (ConfigError, DataNotReady) as err:
@@ -427,7 +475,10 @@ def _remove_job_folder(output_dir: str | None) -> None:
     if output_dir is None or not HydraConfig.initialized():
         return
     stop = Path(output_dir).resolve()
-    job_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    try:
+        job_dir = Path(HydraConfig.get().runtime.output_dir).resolve()
+    except Exception:  # noqa: BLE001  Hydra failed before it chose the job folder (`--cfg job`): nothing to remove
+        return
     if stop not in job_dir.parents or not job_dir.is_dir():
         return
     if any(p.name != ".hydra" and p.suffix != ".log" for p in job_dir.iterdir()):

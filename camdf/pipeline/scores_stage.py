@@ -37,6 +37,7 @@ from camdf.integrations.registry import cost_measures, measure_code, measured_re
 from camdf.data.io import CATALOG, TASKS, read_domain
 from camdf.data.model import Domain
 from camdf.core.folds import assign_folds
+from camdf.pipeline.assembly import task_groups
 from camdf.rankers.scoring import score_domain
 from camdf.rankers.quality import METRICS, quality_table, ranking_quality
 
@@ -122,7 +123,7 @@ def run_scores(
     folds = assign_folds(
         [t.id for t in domain.tasks], [t.split for t in domain.tasks],
         n_folds=folds_cfg.get("n_folds", 5), protocol=folds_cfg.get("protocol", "kfold"),
-        random_state=folds_cfg.get("random_state", 0), groups=[t.group for t in domain.tasks],
+        random_state=folds_cfg.get("random_state", 0), groups=task_groups(domain, folds_cfg.get("group_by")),
     )
     frame = score_domain(domain, scorer, folds, cache_dir=Path(cache_dir), random_state=random_state, **params)
     record = {

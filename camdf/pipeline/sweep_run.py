@@ -46,7 +46,10 @@ def record_job(tracker, job: int | None, status: str) -> None:
     """A job's line on its sweep's parent run (``cell.<job>``); nothing outside a sweep."""
     parent = os.environ.get(ENV)
     if parent and job is not None:
-        tracker.client.set_tag(parent, f"cell.{int(job):04d}", status[:5000])
+        key = f"cell.{int(job):04d}"
+        if status.startswith("running ") and _done(tracker.client.get_run(parent).data.tags.get(key, "")):
+            return  # a concurrent sweep of the same jobs logged this cell already: merged, never set back
+        tracker.client.set_tag(parent, key, status[:5000])
 
 
 def parent_tags() -> dict[str, str]:
@@ -108,9 +111,8 @@ def grid_heatmap(cells: pd.DataFrame, title: str) -> bytes | None:
     """The A18 heatmap (CAM-DF minus predict-then-threshold per lambda x d) of a sweep over lambda or d,
     else None (a sweep whose cells lack predict-then-threshold, or hold one (lambda, d) only)."""
     from camdf.reporting.figures import heatmap_png
-    from camdf.reporting.tables.grid import grid_long
+    from camdf.reporting.tables.grid import SUBJECT_A18 as rival, grid_long
 
-    rival = "predict_threshold"
     if cells.empty or f"m:{rival}/diff_vs_ref" not in cells or "p:cost.lam" not in cells:
         return None
     grid = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))
@@ -218,10 +220,15 @@ class SweepRun(Callback):
         swept = [o for o in task if o.split("=", 1)[0].lstrip("+~") not in NOT_PARAMS]  # no machine paths
         tags = {"experiment": experiment, "code_version": stamp, "sweep.overrides": " ".join(swept)[:5000],
                 "sweep.n_cells": str(total)}
+        self.tracker.end_stale(SWEEP)
+        live = self.tracker.runs(f"tags.kind = '{SWEEP}' and tags.experiment = '{experiment}' and "
+                                 f"tags.code_version = '{stamp}'", status="RUNNING")
         self.run_id = self.tracker.open_kind_run(SWEEP, f"sweep {experiment}", tags, same=("experiment", "code_version"))
-        # A reopened parent starts its job lines afresh.
-        for key in _cells(self.tracker.client.get_run(self.run_id).data.tags):
-            self.tracker.client.delete_tag(self.run_id, f"cell.{key:04d}")
+        # A reopened parent starts its job lines afresh, unless another sweep of it is running now: then the
+        # two sweeps' lines are merged (same experiment and code version, same jobs), never overwritten.
+        if not any(r.info.run_id == self.run_id for r in live):
+            for key in _cells(self.tracker.client.get_run(self.run_id).data.tags):
+                self.tracker.client.delete_tag(self.run_id, f"cell.{key:04d}")
         os.environ[ENV] = self.run_id
         atexit.register(self._abandon)
         if not quiet():
@@ -260,7 +267,8 @@ class SweepRun(Callback):
             if self.progress is not None:
                 self.progress.stop()
             try:
-                self.tracker.close_kind_run(self.run_id, "FAILED")
+                self.tracker.close_kind_run(self.run_id, "FAILED", failure="a job of the sweep failed or the sweep "
+                                                                          "stopped before its end (see the jobs' lines)")
             except Exception:  # noqa: BLE001  the store is gone as well: nothing left to mark
                 pass
             self.run_id = None

@@ -18,12 +18,28 @@ from omegaconf import DictConfig, OmegaConf
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
+#: The most jobs one sweep may have (the largest shipped experiment has a few hundred): a sweep past it is refused
+#: before any job is composed or run; ``CAMDF_MAX_JOBS`` raises it for a sweep that really is that large.
+MAX_JOBS = 5000
+
+
+def max_jobs() -> int:
+    """:data:`MAX_JOBS`, or ``CAMDF_MAX_JOBS`` when it is a positive integer."""
+    import os
+
+    value = os.environ.get("CAMDF_MAX_JOBS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else MAX_JOBS
+
+
 def expand(overrides: Iterable[str]) -> list[list[str]]:
     """The jobs of a sweep: the cartesian product of every discrete sweep, in Hydra's basic-sweeper order.
 
     A later override of a key replaces an earlier one (command line after the experiment's
-    ``hydra.sweeper.params``), as in Hydra.
+    ``hydra.sweeper.params``), as in Hydra. More than :func:`max_jobs` jobs raise ValueError
+    (counted before the product is built).
     """
+    import math
+
     by_key: dict[str, list[str]] = {}
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.get_key_element()
@@ -33,6 +49,9 @@ def expand(overrides: Iterable[str]) -> list[list[str]]:
             by_key[key] = [f"{key}={v}" for v in override.sweep_string_iterator()]
         else:
             by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
+    n = math.prod(len(v) for v in by_key.values())
+    if n > max_jobs():
+        raise ValueError(f"{n} jobs, more than the limit of {max_jobs()} (CAMDF_MAX_JOBS raises it)")
     return [list(job) for job in itertools.product(*by_key.values())]
 
 
@@ -125,6 +144,8 @@ class CheckSweep(Callback):
     """
 
     def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
+        from camdf.pipeline.gates import check_tree
+        from camdf.pipeline.tree import check_kinds
         from camdf.pipeline.schema import SCHEMAS, ConfigError, refuse, resolve, validate
 
         if config_name not in SCHEMAS:
@@ -139,8 +160,12 @@ class CheckSweep(Callback):
                 refuse(ConfigError(empty[0] if empty else "hydra.sweeper.params", "an empty sweep",
                                    "at least one value to sweep"))
             for cfg in compose_jobs(config_name, jobs):
-                validate(resolve(cfg), config_name)
+                resolved = resolve(cfg)
+                check_tree(cfg, resolved)  # code, paths and secrets of every job (camdf.pipeline.gates)
+                check_kinds(resolved, config_name)  # every key's kind (camdf.pipeline.tree)
+                validate(resolved, config_name)
         except ConfigError as err:
             refuse(err)
         except ValueError as err:
-            refuse(ConfigError("hydra.sweeper.params", str(err), "discrete sweeps"))
+            what = "at most CAMDF_MAX_JOBS jobs" if "CAMDF_MAX_JOBS" in str(err) else "discrete sweeps"
+            refuse(ConfigError("hydra.sweeper.params", str(err), what))

@@ -20,8 +20,9 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from camdf.common.dials import Dial, dial_names
 from camdf.core.features import FEATURES, state_features
-from camdf.core.instances import Instances
+from camdf.core.instances import Instances, truncate
 from camdf.core.targets import deltas, stop_labels, walk
 from camdf.core.payoff import prefix_payoffs
 
@@ -59,6 +60,23 @@ class StateBatch:
         """One training batch of the same tasks at every lambda of ``lams``, stacked (lambda is a
         feature, so a rule fitted on it is lambda-conditioned)."""
         return concat_batches([cls.make(inst, p, float(lam), kind, train=True) for lam in lams])
+
+    def head(self, depth: int | None) -> "StateBatch":
+        """The batch's first ``depth`` states per task (None, or at least the batch's width: itself).
+
+        Features, payoffs and Delta labels were computed on the whole lists, so each kept state is
+        unchanged (its label still compares against every deeper prefix of the whole list); only the
+        lists end at ``depth`` (:func:`camdf.core.instances.truncate`), where a rule fitted on the batch
+        stops walking. Used to bound what the rules learn from at catalog scale (``candidates.fit_depth``).
+        """
+        if depth is None or depth >= self.inst.N:
+            return self
+        k = int(depth)
+        cut = (lambda a: None if a is None else a[:, :k])
+        return StateBatch(
+            truncate(self.inst, k), self.p[:, :k], self.lam, self.kind, {n: v[:, :k] for n, v in self.feats.items()},
+            None if self.u is None else self.u[:, : k + 1], cut(self.delta), cut(self.label), cut(self.weight),
+        )
 
     def subset(self, rows: np.ndarray) -> "StateBatch":
         pick = (lambda a: None if a is None else a[rows])
@@ -134,8 +152,9 @@ class StoppingRule(BaseEstimator):
     needs_truth = False
     #: Whether the rule exposes a prefix of the ranking (a depth) rather than any subset of it.
     picks_prefix = True
-    #: The run-time dials :meth:`decide` and :meth:`select` take by keyword (their names).
-    dials: tuple[str, ...] = ()
+    #: The run-time dials :meth:`decide` and :meth:`select` take by keyword (:class:`~camdf.common.dials.Dial`:
+    #: name, range, default); the registry, configs, stages, the shipped policy and the CLI read them here.
+    dials: tuple[Dial, ...] = ()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -152,9 +171,10 @@ class StoppingRule(BaseEstimator):
 
     def check_dials(self, dials: dict[str, Any]) -> dict[str, Any]:
         """``dials`` without the absent (None) ones; ValueError naming a dial the rule does not have."""
+        names = dial_names(self.dials)
         for name in dials:
-            if name not in self.dials:
-                have = ", ".join(self.dials) or "none"
+            if name not in names:
+                have = ", ".join(names) or "none"
                 raise ValueError(f"{name}: not a dial of {type(self).__name__} (its dials: {have})")
         return {k: v for k, v in dials.items() if v is not None}
 

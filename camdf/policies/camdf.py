@@ -45,8 +45,11 @@ ARGMAX_GRID = (
 )
 # CamDF.decide scores these first depths of every task before the rest of the walking ones.
 FIRST_BLOCK = 16
-# Predictions on at least this many states at once may use CamDF.predict_jobs threads.
-PARALLEL_ROWS = 512
+# Predictions on at least this many states at once may use CamDF.predict_jobs threads. One request of a
+# few thousand tools is scored in about a millisecond on one thread, less than an OpenMP hand-off costs on a
+# busy machine (at 512 rows, two threads made one 1,000-tool decision 2-3x slower under load); a big
+# batch still uses them. Threads change no prediction (rows are scored independently).
+PARALLEL_ROWS = 16_384
 BASE_PARAMS = {
     "n_estimators": 150,
     "learning_rate": 0.05,
@@ -223,8 +226,10 @@ class CamDF(_StateBooster):
         return first_stop(self._predict(self.model_, X).tolist())
 
     def fit(self, batch: StateBatch) -> "CamDF":
+        # Only the walk's depth of each inner-validation task enters its payoff, so only the states a walk
+        # reaches are scored (:meth:`_walk`; the same depths as walking the whole stop matrix).
         self.params_ = self._choose(batch, lambda tr, va, params: at_depth(
-            va.u, walk(self._stop(self._fit_one(tr, params), va), va.inst.n)).sum())
+            va.u, self._walk(self._fit_one(tr, params), va)).sum())
         self.model_ = self._fit_one(batch, self.params_)
         return self
 
@@ -259,21 +264,25 @@ class CamDF(_StateBooster):
         return self._stop(self.model_, batch)
 
     def _depths(self, batch: StateBatch) -> np.ndarray:
-        """The walk of :meth:`stop_matrix`, predicting only the depths a walk can reach.
+        """The walk of :meth:`stop_matrix`, predicting only the depths a walk can reach (:meth:`_walk`)."""
+        check_is_fitted(self)
+        return self._walk(self.model_, batch)
+
+    def _walk(self, model, batch: StateBatch) -> np.ndarray:
+        """``walk(self._stop(model, batch), n)``, predicting only the depths a walk can reach.
 
         The first :data:`FIRST_BLOCK` depths are predicted for every task, the rest only
         for tasks that did not stop among them. The booster scores rows independently,
-        so the depths equal ``walk(stop_matrix(batch), n)``; on a long ranking (a
-        catalog of 1,000 tools) that stops early, most states are never scored.
+        so the depths equal walking the whole stop matrix; on a long ranking (a catalog
+        of 1,000 tools) that stops early, most states are never scored.
         """
-        check_is_fitted(self)
         inst = batch.inst
         valid = inst.valid
         X = self._matrix(batch)
         if inst.T == 1:  # one ranking: its states are rows 0..n-1, so blocks are slices
-            stop = self._predict(self.model_, X[:FIRST_BLOCK])
+            stop = self._predict(model, X[:FIRST_BLOCK])
             if not stop.any() and len(X) > FIRST_BLOCK:
-                stop = np.concatenate([stop, self._predict(self.model_, X[FIRST_BLOCK:])])
+                stop = np.concatenate([stop, self._predict(model, X[FIRST_BLOCK:])])
             return np.array([int(np.argmax(stop)) if stop.any() else int(inst.n[0])])
         row = np.cumsum(valid, axis=1) - 1 + np.concatenate([[0], np.cumsum(inst.n)[:-1]])[:, None]
         early = np.arange(inst.N)[None, :] < FIRST_BLOCK
@@ -282,7 +291,7 @@ class CamDF(_StateBooster):
             if block is None:  # second pass: the later depths of tasks still walking
                 block = valid & ~early & ~stop.any(axis=1)[:, None]
             if block.any():
-                stop[block] = self._predict(self.model_, X[row[block]])
+                stop[block] = self._predict(model, X[row[block]])
         return walk(stop, inst.n)
 
 

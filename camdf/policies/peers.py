@@ -98,7 +98,7 @@ class BoRDepthRule(StoppingRule):
 
     Parameters
     ----------
-    alpha : float
+    ridge : float
         Ridge penalty.
 
     Attributes
@@ -106,8 +106,8 @@ class BoRDepthRule(StoppingRule):
     model_ : BoRDepth
     """
 
-    def __init__(self, alpha: float = 1.0):
-        self.alpha = alpha
+    def __init__(self, ridge: float = 1.0):
+        self.ridge = ridge
 
     def feature_names(self) -> tuple[str, ...]:
         return ()
@@ -117,7 +117,7 @@ class BoRDepthRule(StoppingRule):
         sets, present = inst.sufficient()
         size = np.where(present, sets.sum(axis=2), np.iinfo(np.int64).max).min(axis=1)
         g = np.where(present.any(axis=1), size, inst.member.sum(axis=1))
-        self.model_ = BoRDepth(alpha=self.alpha).fit(bor_features(batch), inst.success, inst.n, np.minimum(g, inst.n))
+        self.model_ = BoRDepth(alpha=self.ridge).fit(bor_features(batch), inst.success, inst.n, np.minimum(g, inst.n))
         return self
 
     def _depths(self, batch: StateBatch) -> np.ndarray:

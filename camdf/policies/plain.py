@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from camdf.core.conformal import crc_threshold, task_risk_depth
+from camdf.core.conformal import ALPHA, crc_threshold, task_risk_depth
 from camdf.core.features import task_features
 from camdf.core.membership import membership_task
 
@@ -74,7 +74,7 @@ def risk_task_depth(membership: dict, tau: float, task: OneTask) -> int:
 class PortableRisk:
     """A fitted :class:`camdf.policies.risk.CamDFRisk` from its ``to_numbers()``: the one-task path, alpha a dial."""
 
-    dials = ("alpha",)
+    dials = (ALPHA,)
 
     def __init__(self, membership: dict, threshold: float, calibration_scores: list[float], tie_seed: int):
         self.membership = membership
@@ -163,7 +163,7 @@ class PortablePluginSet:
 class PortableRiskSet:
     """A fitted :class:`camdf.policies.sets.RiskSetRule` from its ``to_numbers()``: the one-task path, alpha a dial."""
 
-    dials = ("alpha",)
+    dials = (ALPHA,)
 
     def __init__(self, membership: dict, calibrator: dict | None, threshold: float, calibration_scores: list[float],
                  u: float):

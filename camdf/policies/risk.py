@@ -35,7 +35,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from camdf.core.conformal import check_alpha, crc_threshold, miss_scores, risk_depths, task_risk_depth
+from camdf.core.conformal import ALPHA, check_alpha, crc_threshold, miss_scores, risk_depths, task_risk_depth
 from camdf.core.features import sufficiency_curve
 from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel
@@ -95,7 +95,7 @@ class CamDFRisk(StoppingRule):
         Share of calibration tasks whose whole list is not sufficient.
     """
 
-    dials = ("alpha",)
+    dials = (ALPHA,)
 
     def __init__(self, alpha: float = 0.05, calibration: float = 0.5, split: bool = True, random_state: int = 0):
         self.alpha = alpha

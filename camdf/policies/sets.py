@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from camdf.core.conformal import ALPHA
 from camdf.core.calibration import ToolCalibrator, cross_calibrate
 from camdf.core.membership import MembershipModel, cross_fit
 from camdf.core.sets import RiskSet, plugin_set, set_payoffs
@@ -262,7 +263,7 @@ class RiskSetRule(StoppingRule):
     """
 
     picks_prefix = False
-    dials = ("alpha",)
+    dials = (ALPHA,)
 
     def __init__(self, alpha: float = 0.05, calibration: float = 0.5, calibrate: bool = True, random_state: int = 0):
         self.alpha = alpha

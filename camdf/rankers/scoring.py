@@ -15,6 +15,7 @@ from camdf.rankers.dense import score_dense
 from camdf.rankers.fusion import score_hybrid
 from camdf.rankers.lexical import score_bm25
 from camdf.rankers.oracle import score_noisy_oracle
+from camdf.rankers.pairwise import score_pairwise
 from camdf.rankers.supervised import score_prior, score_supervised
 
 SCORERS = {
@@ -24,6 +25,7 @@ SCORERS = {
     "hybrid": score_hybrid,
     "prior": score_prior,
     "noisy_oracle": score_noisy_oracle,
+    "pairwise": score_pairwise,
 }
 COMMON = ("cache_dir", "random_state")
 

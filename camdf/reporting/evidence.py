@@ -187,17 +187,47 @@ def domain_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     return _latest(sel[sel["p:domain.name"] != main["domain"]], ["p:domain.name", "p:payoff"])
 
 
+#: The params of a cell's run-time dials (``method.dials.<name>``), numbers.
+DIALS = "p:method.dials."
+
+
 def risk_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
-    """A26: the risk-controlled stopper, one row per (domain, scorer, ``alpha``), sorted by them."""
+    """A26: the risk-controlled stopper, one row per (domain, scorer, dial values), sorted by them.
+
+    The dial columns (``p:method.dials.<name>``) are read as floats.
+    """
     p = main_params(main)
     for key in ("domain__name", "scorer__label"):
         p.pop(key)
     sel = select(runs, **p, method__names=str(list(main["risk_methods"])))
-    if sel.empty or "p:method.alpha" not in sel:
+    dials = sorted(c for c in sel.columns if c.startswith(DIALS))
+    if sel.empty or not dials:
         return sel.iloc[0:0]
-    sel = sel.assign(alpha=sel["p:method.alpha"].astype(float))
-    sel = sel.drop_duplicates(["p:domain.name", "p:scorer.label", "alpha"], keep="last")
-    return sel.sort_values(["p:domain.name", "p:scorer.label", "alpha"])
+    sel = sel.assign(**{c: sel[c].astype(float) for c in dials})
+    keys = ["p:domain.name", "p:scorer.label", *dials]
+    return sel.drop_duplicates(keys, keep="last").sort_values(keys)
+
+
+def catalog_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A28: the catalog-scale cells (a top-N cut of the whole catalog), one row per (domain, scorer, N, fold
+    protocol and grouping), at the main lambda, d, cost regime and seed, sorted by them."""
+    if "catalog_methods" not in main:
+        return runs.iloc[0:0]
+    p = main_params(main)
+    for key in ("domain__name", "scorer__label", "folds__protocol"):
+        p.pop(key)
+    sel = select(runs, **p, method__names=str(list(main["catalog_methods"])))
+    if sel.empty or "p:candidates.top_k" not in sel:
+        return sel.iloc[0:0]
+    sel = sel[sel["p:candidates.top_k"] != "None"]
+    if sel.empty:
+        return sel
+    by = sel["p:folds.group_by"] if "p:folds.group_by" in sel else pd.Series("None", index=sel.index)
+    sel = sel.assign(top_n=sel["p:candidates.top_k"].astype(int),
+                     protocol=[proto if g in ("None", None) else f"{proto}:{str(g).removeprefix('meta.')}"
+                               for proto, g in zip(sel["p:folds.protocol"], by)])
+    sel = sel.drop_duplicates(["p:domain.name", "p:scorer.label", "top_n", "protocol"], keep="last")
+    return sel.sort_values(["p:domain.name", "protocol", "p:scorer.label", "top_n"], kind="stable")
 
 
 @dataclass(frozen=True)
@@ -208,9 +238,9 @@ class Evidence:
     ----------
     main, homogeneous : DataFrame
         :func:`main_cells` at the main cell and at ``d = 0`` (the payoff-vs-tools figure).
-    ablations, grid, noise, rankers, label_sources, domains, risk : DataFrame
+    ablations, grid, noise, rankers, label_sources, domains, risk, catalog : DataFrame
         :func:`ablation_cells`, :func:`grid_cells`, :func:`noise_cells`, :func:`ranker_cells`,
-        :func:`label_source_cells`, :func:`domain_cells`, :func:`risk_cells`.
+        :func:`label_source_cells`, :func:`domain_cells`, :func:`risk_cells`, :func:`catalog_cells`.
     artifacts : CellArtifacts or None
         The cell runs' outcomes and tuned parameters (per-fit differences, inner-CV choices,
         MDDs, seed stability); None: the tables read the logged metrics alone.
@@ -228,6 +258,7 @@ class Evidence:
     domains: pd.DataFrame
     risk: pd.DataFrame
     artifacts: CellArtifacts | None = None
+    catalog: pd.DataFrame = field(default_factory=pd.DataFrame)
     judge: Judge = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -249,5 +280,5 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
         ablations=ablation_cells(runs, main), grid=grid_cells(runs, main), noise=noise_cells(runs, main),
         rankers=ranker_cells(runs, main), label_sources=label_source_cells(runs, main),
         domains=domain_cells(runs, main), risk=risk_cells(runs, main),
-        artifacts=artifacts,
+        artifacts=artifacts, catalog=catalog_cells(runs, main),
     )

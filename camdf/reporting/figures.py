@@ -10,17 +10,17 @@ import pandas as pd
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.policies import CARDS
 
-# One colour and one marker per method (its registry card), fixed by name so that a method looks the same in
-# every figure; a card without them gets a spare pair chosen by name.
-STYLES = {c.name: (c.colour, c.marker) for c in CARDS.values() if c.colour is not None and c.marker is not None}
+# One colour and one marker per method (its registry card, read when drawn), fixed by name so that a method
+# looks the same in every figure; a card without them gets a spare pair chosen by name.
 _SPARE = ["#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#dbdb8d", "#9edae5"]
 _SPARE_MARKERS = ["o", "v", "^", "<", ">", "s", "D", "P", "X"]
 
 
 def method_style(method: str) -> tuple[str, str]:
     """(colour, marker) of a method: fixed for the known ones, else from a spare palette by name."""
-    if method in STYLES:
-        return STYLES[method]
+    c = CARDS.get(method)
+    if c is not None and c.colour is not None and c.marker is not None:
+        return c.colour, c.marker
     h = sum(method.encode())  # deterministic across runs (unlike hash())
     return _SPARE[h % len(_SPARE)], _SPARE_MARKERS[h % len(_SPARE_MARKERS)]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from camdf.policies import ORACLES
+from camdf.policies import FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.evidence import Evidence, main_cell, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -28,12 +28,12 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
     try:
         run = main_cell(evidence.main, "headline", main["scorer"])
         g = lambda m, k: run[f"m:{m}/{k}"]  # noqa: E731
-        c = evidence.judge.compare(run, "camdf", "full")
+        c = evidence.judge.compare(run, REFERENCE, FULL_ACCESS)
         power = "" if np.isnan(c.mdd) else f"; MDD {c.mdd:.3f}"
-        out.append(f"Main cell (Table 2): CAM-DF payoff {g('camdf', 'payoff_mean'):.3f} against full access "
-                   f"{g('full', 'payoff_mean'):.3f}; CAM-DF minus full {c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]"
+        out.append(f"Main cell (Table 2): CAM-DF payoff {g(REFERENCE, 'payoff_mean'):.3f} against full access "
+                   f"{g(FULL_ACCESS, 'payoff_mean'):.3f}; CAM-DF minus full {c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]"
                    f"{power}: CAM-DF {wording(c, 'full access')} here, exposing "
-                   f"{g('camdf', 'n_exposed'):.2f} of {g('full', 'n_exposed'):.0f} tools.")
+                   f"{g(REFERENCE, 'n_exposed'):.2f} of {g(FULL_ACCESS, 'n_exposed'):.0f} tools.")
         best = max((m for m in methods_of(run) if m not in ORACLES),
                    key=lambda m: g(m, "payoff_mean"))
         out.append(f"Best deployable method at the main cell: `{best}` ({g(best, 'payoff_mean'):.3f}).")

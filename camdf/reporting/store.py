@@ -10,8 +10,6 @@ from camdf.policies import methods
 from camdf.tracking.client import METRICS_TABLE
 from camdf.tracking.runs import is_cell
 
-#: Methods in display order (their registry cards' ``order``).
-METHOD_ORDER = methods()
 
 
 def cell_metrics(tracker, run) -> dict[str, float]:
@@ -67,12 +65,13 @@ def select(runs: pd.DataFrame, **params: Any) -> pd.DataFrame:
 
 
 def methods_of(run: pd.Series) -> list[str]:
-    """Methods with a payoff in one run, in :data:`METHOD_ORDER` (unknown ones after, sorted)."""
+    """Methods with a payoff in one run, in display order (the registry's, read live; unknown ones after, sorted)."""
     present = {c.split("/")[0][2:] for c in run.index if c.startswith("m:") and c.endswith("/payoff_mean")}
     present = {m for m in present if pd.notna(run.get(f"m:{m}/payoff_mean"))}
-    return [m for m in METHOD_ORDER if m in present] + sorted(present - set(METHOD_ORDER))
+    order = methods()
+    return [m for m in order if m in present] + sorted(present - set(order))
 
 
 def present_methods(sel: pd.DataFrame) -> list[str]:
     """Methods with a payoff in any of the selected runs (columns from other runs' methods are dropped)."""
-    return [m for m in METHOD_ORDER if f"m:{m}/payoff_mean" in sel and sel[f"m:{m}/payoff_mean"].notna().any()]
+    return [m for m in methods() if f"m:{m}/payoff_mean" in sel and sel[f"m:{m}/payoff_mean"].notna().any()]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from camdf.policies import REFERENCE
 from camdf.evaluation.fits import paired_differences
 from camdf.evaluation.power import min_detectable_difference, seed_intervals
 from camdf.reporting.artifacts import CellArtifacts
@@ -212,7 +213,7 @@ def _logged(run: pd.Series, a: str, b: str) -> tuple[float, float, float] | None
         return None if pd.isna(v) else float(v)
     orientations = ((a, b, 1.0), (b, a, -1.0))
     # The difference to the reference (CAM-DF) first, then a family member's to the cell's best baseline.
-    for kind, applies in (("diff_vs_ref", lambda ref: ref == "camdf"),
+    for kind, applies in (("diff_vs_ref", lambda ref: ref == REFERENCE),
                           ("diff_vs_best_baseline", lambda ref: run.get(f"m:{ref}/is_best_baseline", np.nan) == 1.0)):
         for m, ref, sign in orientations:
             if applies(ref) and get(m, kind) is not None:

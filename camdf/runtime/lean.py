@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from camdf.common.dials import dial_names
 from camdf.policies.registry import CARDS
 from camdf.runtime.door import FrontDoor
 from camdf.runtime.requests import Selection
@@ -38,7 +39,7 @@ def lean_numbers(policy) -> dict | None:
     if known is None or known.portable is None or not hasattr(rule, "to_numbers"):
         return None  # no class of the card reads the numbers without scikit-learn
     return {"format": FORMAT, "method": policy.method, "kind": policy.kind, "lam": float(policy.lam),
-            "dials": list(rule.dials), "vocab": list(policy.vocab_),
+            "dials": list(dial_names(rule.dials)), "vocab": list(policy.vocab_),
             "costs": {k: float(v) for k, v in policy.costs_.items()}, "rule": rule.to_numbers()}
 
 
@@ -63,10 +64,14 @@ class LeanPolicy:
     def read(cls, path: Path, full: Callable[[], Any]) -> "LeanPolicy | None":
         """The lean policy of ``path`` (a model's ``lean.json``), or None when it is not one this code reads
         (another format, or a method without a registered portable form)."""
+        from camdf.runtime.finite import _paths
+
         try:
             numbers = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        for where in _paths(numbers):  # a NaN here would decide silently: refused, not passed over
+            raise ValueError(f"{path}: {where}: expected a finite number, got NaN or Infinity")
         if not isinstance(numbers, dict) or numbers.get("format") != FORMAT:
             return None
         known = CARDS.get(numbers.get("method")) if isinstance(numbers.get("method"), str) else None

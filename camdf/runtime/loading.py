@@ -97,6 +97,8 @@ def _artifact(folder: Path, artifacts: dict, name: str, uri: str, mlmodel: Path)
     if not path.is_relative_to(root) or path == root:
         raise ValueError(f"policy: cannot load {uri!r}: {mlmodel}: artifact {name!r} path {rel!r} leads outside "
                          "the model folder")
+    if path.exists() and not path.is_file():  # a FIFO or a device would block the reader, a folder is no file
+        raise ValueError(f"policy: cannot load {uri!r}: {path}: not a regular file (a model folder holds files only)")
     return path
 
 
@@ -124,7 +126,10 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
     if lean_path is not None:
         from camdf.runtime.lean import LeanPolicy
 
-        found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri))
+        try:
+            found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri))
+        except ValueError as err:
+            raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
         if found is not None:
             return found
     if path.suffix == ".pkl":
@@ -136,6 +141,20 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
         return read_policy(path)
     except ValueError as err:
         raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
+
+
+def _check_read_only_store(uri: str, tracking: str, where: str, hint: str) -> None:
+    """A loader only reads a store: a SQLite store that is missing is refused (MLflow would create it), and one
+    that is not a database (0 bytes, random bytes) is refused by :func:`check_store_file` (MLflow would make an
+    empty store of a 0-byte file, which the stages would then accept)."""
+    from camdf.tracking.locations import check_store_file, sqlite_path
+
+    db = sqlite_path(tracking)
+    if db is None:
+        return
+    if not db.exists():
+        raise ValueError(f"policy: cannot load {uri!r}{where}: the store does not exist{hint}")
+    check_store_file(tracking)
 
 
 def load_policy(uri: str = CHAMPION_URI, lean: bool = False):
@@ -155,6 +174,7 @@ def load_policy(uri: str = CHAMPION_URI, lean: bool = False):
     if uri.startswith(("models:/", "runs:/")):
         tracking = default_tracking_uri()
         where = f" in the tracking store {tracking}"
+        _check_read_only_store(uri, tracking, where, hint)
     try:
         if uri.startswith("models:/"):
             folder, version = _registered_folder(uri, tracking, where, hint)
@@ -193,6 +213,14 @@ def _load_with_mlflow(uri: str, tracking: str | None, where: str, hint: str):
     """The policy of a URI only MLflow resolves (a remote store, ``models:/name/latest``): its files are
     downloaded into a temporary folder and read as a local folder is (MLflow loads no model object)."""
     import tempfile
+
+    from camdf.tracking.probe import TrackingUnreachable, check_server
+
+    if tracking is not None:
+        try:
+            check_server(tracking)  # before importing MLflow: an unreachable server is one line in seconds
+        except TrackingUnreachable as err:
+            raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
 
     import mlflow
     import mlflow.artifacts

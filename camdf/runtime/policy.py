@@ -23,7 +23,8 @@ from sklearn.utils.validation import check_is_fitted
 from camdf.core.features import state_features
 from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel, cross_fit
-from camdf.policies import StateBatch, card, make_policy, methods
+from camdf.common.dials import dial_names
+from camdf.policies import StateBatch, card, make_policy, methods, own_dials
 from camdf.policies.base import check_fitted
 from camdf.runtime import tracing
 from camdf.runtime.door import FrontDoor
@@ -34,9 +35,6 @@ def policy_methods() -> tuple[str, ...]:
     """The rules a StopPolicy can be (shippable cards): the train stage fits each and ships the best out of fold."""
     return methods(shippable=True)
 
-
-#: The shippable rules when this module was imported (the config schema's choices); :func:`policy_methods` is live.
-POLICY_METHODS = policy_methods()
 
 
 class StopPolicy(BaseEstimator):
@@ -54,8 +52,6 @@ class StopPolicy(BaseEstimator):
     kind : {"exact", "partial"}
     lam : float
         Default lambda (the one it was trained at).
-    alpha : float
-        Default target miss rate of a rule with that dial (``camdf_risk``; the others ignore it).
     lam_grid : sequence of float or None
         Train the method's lambda-conditioned form (its card's ``across_lambdas``: ``camdf`` ->
         ``camdf_lambda``) across these lambdas (lambda is a feature), so lambda is a run-time
@@ -64,7 +60,9 @@ class StopPolicy(BaseEstimator):
     n_jobs : int
         Threads for the full model's predictions on long rankings (-1: every CPU).
     dials : dict or None
-        Default values of the rule's other run-time dials (fitted as its parameters of those names).
+        Default values of the rule's run-time dials by name (its class's ``dials``; fitted as its
+        parameters of those names, each checked against its dial's range; a dial the rule does not
+        have is ignored). None: every dial at the rule's own default.
 
     Attributes
     ----------
@@ -79,11 +77,10 @@ class StopPolicy(BaseEstimator):
 
     def __init__(self, method: str = "camdf_lite", kind: str = "exact", lam: float = 0.12,
                  lam_grid: Sequence[float] | None = None, random_state: int = 0, n_jobs: int = -1,
-                 alpha: float = 0.05, dials: dict | None = None):
+                 dials: dict | None = None):
         self.method = method
         self.kind = kind
         self.lam = lam
-        self.alpha = alpha
         self.lam_grid = lam_grid
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -102,7 +99,7 @@ class StopPolicy(BaseEstimator):
                                  f"not {self.method}")
         # A set rule carries a membership model of its own, which its portable form (to_numbers) ships.
         return make_policy(name, self.random_state, predict_jobs=self.n_jobs, carry_membership=True,
-                           **{"alpha": self.alpha, **(self.dials or {})})
+                           **own_dials(name, self.dials))
 
     def fit(self, inst: Instances, costs: dict[str, float] | None = None) -> "StopPolicy":
         """Fit on every task of ``inst`` (rankings, costs, true G_x)."""
@@ -130,7 +127,7 @@ class StopPolicy(BaseEstimator):
         check_fitted(self, "rule_")
         door = self.__dict__.get("_door")
         if door is None:
-            door = self._door = FrontDoor(self.method, tuple(self.rule_.dials), self.vocab_, self.costs_)
+            door = self._door = FrontDoor(self.method, dial_names(self.rule_.dials), self.vocab_, self.costs_)
         return door
 
     def __getstate__(self):
@@ -163,10 +160,10 @@ class StopPolicy(BaseEstimator):
         return self.rule_.select(self._batch(inst, lam), **dials)
 
     def dial_defaults(self) -> dict[str, Any]:
-        """The fitted rule's default value of each of its dials (e.g. ``{"alpha": 0.05}``)."""
+        """The fitted rule's default value of each of its dials, by name."""
         check_fitted(self, "rule_")
         params = self.rule_.get_params()
-        return {d: params.get(d) for d in self.rule_.dials}
+        return {d: params.get(d) for d in dial_names(self.rule_.dials)}
 
     def instances(self, requests: list[dict]) -> tuple[Instances, np.ndarray, list[Request]]:
         """Validate requests and pad them into :class:`Instances`, ranked by score.
@@ -219,7 +216,7 @@ class StopPolicy(BaseEstimator):
 
     def select(self, tools: list, scores=None, costs=None, lam: float | None = None, query: str | None = None,
                **dials: Any) -> Selection:
-        """The tools to expose for one task (``dials``: the rule's, e.g. camdf_risk's ``alpha``): a prefix of the
+        """The tools to expose for one task (``dials``: the rule's run-time dials by name): a prefix of the
         ranking and its depth for a prefix rule, any subset of it (in ranked order, depth None) for a set rule."""
         request = {"tools": tools, "scores": scores, "costs": costs, "query": query}
         if tracing.ON and not tracing.inside():  # off: this read is all a decision pays (make bench: runtime)

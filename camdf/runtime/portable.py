@@ -81,6 +81,14 @@ def write_policy(policy, path: Path) -> Path:
     return Path(path)
 
 
+def _refuse_non_finite(numbers, path: Path) -> None:
+    """A policy's numbers are finite: a NaN coefficient would answer every request "expose nothing"."""
+    from camdf.runtime.finite import _paths
+
+    for where in _paths(numbers):
+        raise ValueError(f"{path}: {where}: expected a finite number, got NaN or Infinity")
+
+
 def read_policy(path: Path):
     """The StopPolicy of a file :func:`write_policy` wrote; ValueError naming the file and what is wrong
     (unreadable, too large, not JSON - a pickle, say -, or not a policy's numbers). Nothing in it is run."""
@@ -90,6 +98,7 @@ def read_policy(path: Path):
             raise ValueError(f"{path}: larger than {MAX_BYTES >> 20} MB, not a camdf policy")
         text = path.read_bytes().decode("utf-8")
         numbers = json.loads(text)
+        _refuse_non_finite(numbers, path)
     except OSError as err:
         raise ValueError(f"{path}: cannot read: {err.strerror or type(err).__name__}") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):

@@ -2,7 +2,7 @@
 
 One row per request, with the columns ``tools`` (a list of OpenAI function tools or MCP
 tool descriptions), ``scores`` and ``costs`` (lists of numbers, optional) and ``query``
-(optional); the params are ``lam`` and the registered rules' run-time dials (``alpha``).
+(optional); the params are ``lam`` and the registered rules' run-time dials (by name, from the cards).
 MLflow is imported only inside :func:`signature`.
 """
 
@@ -27,8 +27,8 @@ def signature(policy):
 
     Inputs: ``tools`` (array of objects, required), ``scores`` and ``costs`` (arrays of
     doubles, optional), ``query`` (string, optional). Params: ``lam`` (default: the lambda
-    the policy was trained at) and every registered rule's dial (:func:`dial_params`; e.g.
-    ``alpha``, camdf_risk's target miss rate): the policy's own default where its rule has the
+    the policy was trained at) and every registered rule's dial (:func:`dial_params`): the
+    policy's own default where its rule has the
     dial, else None (the rule refuses it). Outputs: ``depth`` (optional, absent for a set rule),
     ``exposed`` and ``ranked`` (tool names) and ``tools`` (the exposed tools as given).
     """

@@ -160,10 +160,10 @@ class Tracker(ClaimsMixin):
                 self.client.log_batch(rid, params=[Param(k, v) for k, v in items[i:i + 100]])
             self.log_files(rid, {PROVENANCE: _provenance_json({})})
             yield run
-        except BaseException:
+        except BaseException as err:
             if claim is not None:
                 claim.release()
-            self.client.set_terminated(rid, status="FAILED")
+            self.end_failed(rid, err)
             raise
         if claim is None:
             self.client.set_terminated(rid, status="FINISHED")
@@ -275,11 +275,35 @@ class Tracker(ClaimsMixin):
         self.__dict__.setdefault("_beats", {})[rid] = beat
         return rid
 
-    def close_kind_run(self, run_id: str, status: str = "FINISHED") -> None:
-        """End a run of :meth:`open_kind_run` with ``status`` (its heartbeat stops)."""
+    def end_failed(self, run_id: str, err: BaseException | str) -> None:
+        """End a run that failed: its one-line cause in the ``failure`` tag first, then FAILED (KILLED on Ctrl-C).
+
+        A run is FAILED only with its ``failure`` tag: when the store cannot take the tag (a full
+        disk), the run ends KILLED (recomputed or taken over next time, like an interrupted one).
+        A store that cannot take the status either is left as it is (its heartbeat stops, so the
+        next stage ends it as stale); the stage's own error line says why.
+        """
+        from camdf.pipeline.boundary import explain
+
+        line = err if isinstance(err, str) else explain(err, self.uri)[0]
+        status = "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
+        try:
+            self.client.set_tag(run_id, "failure", line[:5000])
+        except Exception:  # noqa: BLE001  no tag, no FAILED
+            status = "KILLED"
+        try:
+            self.client.set_terminated(run_id, status=status)
+        except Exception:  # noqa: BLE001  the store is gone: the stage's line says so
+            pass
+
+    def close_kind_run(self, run_id: str, status: str = "FINISHED", failure: BaseException | str | None = None) -> None:
+        """End a run of :meth:`open_kind_run` with ``status`` (its heartbeat stops); FAILED through :meth:`end_failed`."""
         beat = self.__dict__.get("_beats", {}).pop(run_id, None)
         if beat is not None:
             beat.stop()
+        if status == "FAILED":
+            self.end_failed(run_id, failure if failure is not None else "failed (no cause recorded)")
+            return
         self.client.set_terminated(run_id, status=status)
 
     @contextmanager
@@ -289,7 +313,7 @@ class Tracker(ClaimsMixin):
         try:
             yield self.client.get_run(rid)
         except BaseException as err:
-            self.close_kind_run(rid, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+            self.close_kind_run(rid, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED", failure=err)
             raise
         self.close_kind_run(rid, "FINISHED")
 

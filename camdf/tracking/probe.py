@@ -20,10 +20,38 @@ PROBE_PATH = "/api/2.0/mlflow/experiments/search?max_results=1"  # a read every 
 PROBE_TIMEOUT = 3.0    # seconds to connect, and to wait for the answer, when checking a server
 
 
+#: Seconds MLflow's HTTP client waits to connect and for each answer, and how often it retries a failed request,
+#: unless the environment sets them: MLflow's own defaults (120 s, 7 retries with back-off) hang a command for
+#: minutes on a server that stalls. ``MLFLOW_HTTP_REQUEST_TIMEOUT`` / ``..._MAX_RETRIES`` override them.
+HTTP_TIMEOUT = "5"
+HTTP_RETRIES = "0"
+
+
+def bound_waits() -> None:
+    """Bound every MLflow HTTP call of this process (connect and read timeout, retries); idempotent."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", HTTP_TIMEOUT)
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", HTTP_RETRIES)
+
+
 def quiet_mlflow() -> None:
-    """Keep MLflow's own loggers (and its database's) to warnings."""
+    """Keep MLflow's own loggers (and its database's) to warnings; bound its HTTP waits (:func:`bound_waits`)."""
+    bound_waits()
     for name in ("mlflow", "alembic", "sqlalchemy"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.WARNING if name == "mlflow" else logging.CRITICAL)
+        for handler in logger.handlers:  # MLflow's own handler: its ERROR lines come back as the exception
+            if _NoErrors not in map(type, handler.filters):
+                handler.addFilter(_NoErrors())
+        if _NoErrors not in map(type, logger.filters):
+            logger.addFilter(_NoErrors())
+
+
+class _NoErrors(logging.Filter):
+    """Drop the store's ERROR records: the store raises what it logged, and the boundary shows that in one line
+    (on a full disk MLflow logged 95 lines of it before)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno < logging.ERROR
 
 
 class TrackingUnreachable(RuntimeError):
@@ -94,6 +122,7 @@ def check_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
     """
     if not uri.lower().startswith(("http://", "https://")):
         return
+    bound_waits()
     import requests
 
     from_env = os.environ.get("MLFLOW_TRACKING_URI") == uri

@@ -17,18 +17,16 @@ from camdf.policies import Card, Dial, StoppingRule, card, registered
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _check_cap(value, field):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"{field}: must be a number >= 0, got {value!r}")
-    return int(value)
+#: The toy's run-time dial, declared on its class (name, range, default): nothing else names it.
+CAP = Dial("cap", default=1000.0, lo=0.0, hi=1e9, what="a cap on the tools exposed")
 
 
 class CappedTopK(StoppingRule):
     """Expose the top k (k tuned on training payoff), at most ``cap`` of them: ``cap`` is a run-time dial."""
 
-    dials = ("cap",)
+    dials = (CAP,)
 
-    def __init__(self, cap: int = 1000):
+    def __init__(self, cap: float = CAP.default):
         self.cap = cap
 
     def fit(self, batch):
@@ -40,7 +38,7 @@ class CappedTopK(StoppingRule):
 
     def _depths(self, batch, cap=None):
         check_is_fitted(self)
-        return np.minimum(min(self.k_, self.cap if cap is None else cap), batch.inst.n)
+        return np.minimum(min(self.k_, int(self.cap if cap is None else cap)), batch.inst.n)
 
     def tuned_parameters(self):
         check_is_fitted(self)
@@ -53,13 +51,12 @@ class CappedTopK(StoppingRule):
 
     @classmethod
     def from_numbers(cls, numbers):
-        rule = cls(cap=int(numbers["cap"]))
+        rule = cls(cap=float(numbers["cap"]))
         rule.k_ = int(numbers["k"])
         return rule
 
 
-CAP = Dial("cap", _check_cap, "a cap on the tools exposed")
-TOY = Card("toy_cap", lambda rs: CappedTopK(), family="peer", shippable=True, dials=(CAP,))
+TOY = Card("toy_cap", lambda rs: CappedTopK(), family="peer", shippable=True, dials=CappedTopK.dials)
 
 
 def _train_config(data: Path, out: Path) -> dict:
@@ -83,7 +80,7 @@ def test_a_registered_rule_runs_through_evaluate_train_and_select(data_dir, tmp_
     from camdf.pipeline.assembly import Paths
     from camdf.pipeline.cell_job import run_cell
     from camdf.pipeline.policy_job import train_policy
-    from camdf.pipeline.schema import open_tracker
+    from camdf.pipeline.schema import ConfigError, method_dials, open_tracker
 
     out = tmp_path / "out"
     out.mkdir()
@@ -97,8 +94,20 @@ def test_a_registered_rule_runs_through_evaluate_train_and_select(data_dir, tmp_
         metrics, _ = run_cell(cell, paths)
         for stat in ("payoff_mean", "n_exposed", "success"):
             assert metrics[f"{TOY.name}/{stat}"] == metrics[f"fixed_k/{stat}"]
+        # ... and with its dial set per cell (method.dials, checked against the rule's own dial): capped at 1.
+        names = [TOY.name, "fixed_k", "full"]
+        assert method_dials({"cap": 1}, names) == {"cap": 1.0}
+        with pytest.raises(ConfigError, match=r"method.dials.cap: expected a dial of one of the cell's methods"):
+            method_dials({"cap": 1}, ["fixed_k", "full"])
+        with pytest.raises(ConfigError, match=r"method.dials.cap: expected cap: a cap on the tools exposed in \(0, 1e\+09\)"):
+            method_dials({"cap": -1}, names)
+        capped, _ = run_cell({**cell, "method": {**cell["method"], "dials": method_dials({"cap": 1}, names)}}, paths)
+        assert capped[f"{TOY.name}/n_exposed"] <= 1 < metrics[f"{TOY.name}/n_exposed"]
+        assert capped["fixed_k/payoff_mean"] == metrics["fixed_k/payoff_mean"]  # other rules ignore the dial
 
-        # The train stage: the toy rule is the candidate, compared out of fold and shipped as the champion.
+        # The train stage: the toy rule is the candidate, compared out of fold and shipped as the champion, with
+        # the cell's dial as its default.
+        cfg["method"]["dials"] = {"cap": 3.0}
         uri, info = train_policy(cfg, paths, open_tracker(cfg), ROOT)
         assert info["method"] == TOY.name and TOY.name in info["comparison"].index
         assert uri.endswith("@champion")
@@ -112,13 +121,17 @@ def test_a_registered_rule_runs_through_evaluate_train_and_select(data_dir, tmp_
         req = {"tools": tools, "scores": [8.0 - j for j in range(8)]}
         path = tmp_path / "request.json"
         path.write_text(json.dumps(req), encoding="utf-8")
-        uncapped = policy.select(**req).depth
-        assert uncapped >= 1
+        assert policy.dial_defaults() == {"cap": 3.0}
+        uncapped = policy.select(**req, cap=1000).depth
+        assert uncapped >= 2
+        assert policy.select(**req).depth == min(3, uncapped)  # the shipped default
         capsys.readouterr()
         assert camdf_cli(["select", "--policy", uri, "--input", str(path), "--dial", "cap=1"]) == 0
         assert json.loads(capsys.readouterr().out)["depth"] == min(1, uncapped) == 1
+        assert camdf_cli(["select", "--policy", uri, "--input", str(path), "--cap", "2"]) == 0  # the dial's own flag
+        assert json.loads(capsys.readouterr().out)["depth"] == 2
         assert camdf_cli(["select", "--policy", uri, "--input", str(path)]) == 0
-        assert json.loads(capsys.readouterr().out)["depth"] == uncapped
+        assert json.loads(capsys.readouterr().out)["depth"] == min(3, uncapped)
         # A dial the rule does not have is refused with its name; the toy's dial on another rule too.
         assert camdf_cli(["select", "--policy", uri, "--input", str(path), "--alpha", "0.1"]) == 2
         assert "alpha: only the camdf_risk / risk_set policy has a target miss rate; this one is toy_cap" in capsys.readouterr().err

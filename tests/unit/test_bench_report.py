@@ -49,3 +49,14 @@ def test_splice_replaces_only_the_marked_block(run, tmp_path):
 def test_the_speed_page_has_the_markers():
     text = (ROOT / "docs" / "speed.md").read_text()
     assert text.count("<!-- runtime-latency -->") == 1 and text.count("<!-- /runtime-latency -->") == 1
+
+
+def test_runtime_table_has_a_row_per_rule_at_catalog_size_and_the_cpu_column(run):
+    figures = {**FIGURES, "catalog_candidates": 2479, "catalog_rules": ["camdf", "plugin_set"],
+               "catalog_mean_exposed": {"camdf": 2479.0, "plugin_set": 3.4},
+               "camdf_2479_p50_us": 4100.0, "camdf_2479_p99_us": 9000.0, "camdf_2479_cpu_p50_us": 3900.0,
+               "plugin_set_2479_p50_us": 2500.0, "plugin_set_2479_p99_us": 2600.0, "camdf_1000_cpu_p50_us": 2000.0}
+    table = run.runtime_table(figures)
+    assert "| camdf, 2,479 tools (exposes 2,479) | 4.10 ms | 9.00 ms |  | 3.90 ms |" in table
+    assert "| plugin_set, 2,479 tools (exposes 3) | 2.50 ms | 2.60 ms |  |  |" in table
+    assert "| 3.46 ms | 5.00 ms | p50 <= 5.00 ms | 2.00 ms |" in table

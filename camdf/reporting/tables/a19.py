@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from camdf.policies import REFERENCE
 from camdf.reporting.evidence import Evidence, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import present_methods
@@ -12,7 +13,7 @@ from camdf.reporting.tables.notes import MDD_NOTE, by_scorer, ci_text, protocol_
 from camdf.reporting.verdicts import Comparison, Judge, fits_text
 
 
-def noise_drops(evidence: Evidence, scorer: str, method: str = "camdf",
+def noise_drops(evidence: Evidence, scorer: str, method: str = REFERENCE,
                 judge: Judge | None = None) -> list[tuple[float, Comparison]]:
     """``method``'s payoff at the noise-free level minus at each noisy level (signed: < 0 when noise helps).
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.policies import REFERENCE
 from camdf.reporting.evidence import Evidence
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import TableSpec
@@ -16,7 +17,7 @@ def a21(evidence: Evidence, main: dict) -> Report:
     sel = evidence.rankers
     if sel.empty:
         raise LookupError("A21: no FINISHED scorer runs in the store; run `experiment=a21` first")
-    needed = [f"m:{m}/payoff_mean" for m in ("camdf", "predict_threshold", "score_per_cost", "fixed_k", "best_prefix")]
+    needed = [f"m:{m}/payoff_mean" for m in (REFERENCE, "predict_threshold", "score_per_cost", "fixed_k", "best_prefix")]
     lacking = [c[2:].split("/")[0] for c in needed if c not in sel or sel[c].isna().any()]
     if lacking:
         raise LookupError(f"A21: the scorer runs at the main cell lack {', '.join(lacking)}; run `experiment=a21` first")

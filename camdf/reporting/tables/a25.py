@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.policies import FULL_ACCESS
 from camdf.reporting.evidence import Evidence
 from camdf.reporting.report import Report
 from camdf.reporting.store import present_methods
@@ -38,7 +39,7 @@ def a25(evidence: Evidence, main: dict) -> list[Report]:
     for s in order:
         r = sel.loc[s]
         for m in methods:
-            if m == "full" or pd.isna(r.get(f"m:{m}/verified_tost_p_vs_full", np.nan)):
+            if m == FULL_ACCESS or pd.isna(r.get(f"m:{m}/verified_tost_p_vs_full", np.nan)):
                 continue
             tests.append({"label source / method": f"{SOURCES[s]} / {m}",
                           "verified success minus full": r[f"m:{m}/verified_diff_vs_full"],

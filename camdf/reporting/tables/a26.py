@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.evaluation.power import miss_rate_test
-from camdf.reporting.evidence import Evidence
+from camdf.reporting.evidence import DIALS, Evidence
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import ci_text, protocol_note
@@ -38,7 +38,7 @@ def a26(evidence: Evidence, main: dict) -> Report:
     rows = []
     for _, r in sel.iterrows():
         g = lambda k: r.get(f"m:camdf_risk/{k}", np.nan)  # noqa: E731
-        miss, se, alpha = g("miss_rate"), g("miss_rate_se"), r["alpha"]
+        miss, se, alpha = g("miss_rate"), g("miss_rate_se"), r[DIALS + "alpha"]
         tost = g("verified_tost_p_vs_full") if pd.notna(g("verified_tost_p_vs_full")) else g("tost_p_vs_full")
         rows.append({
             "domain / scorer / alpha": f"{r['p:domain.name']} / {r['p:scorer.label']} / {alpha:g}",

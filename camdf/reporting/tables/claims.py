@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from camdf.policies import CARDS, FAMILY, ORACLES
+from camdf.policies import CARDS, FAMILY, FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.evidence import Evidence, is_degenerate, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -56,6 +56,9 @@ RULES = {
     "h": "ours (A27), per ranking source at the k-fold main cell: the best deployable set rule minus the best "
          "deployable prefix rule; holds if the set rule beats it (wording rule: CI above 0 and in most fits); does "
          "not hold if the prefix rule beats the set rule; inconclusive otherwise",
+    "i": "ours (A28), over the non-degenerate catalog cells (every N, fold protocol and ranker): the best of our "
+         "rules of either kind minus the best tuned baseline; holds if ours beats it (wording rule) in every such "
+         "cell; does not hold if the baseline beats ours in any; inconclusive otherwise",
 }
 
 
@@ -104,14 +107,16 @@ def _median(values) -> float:
 #: Our own rules and their ablations (beyond the paper; their cards say ``ours``) and the field's peer baselines
 #: (A27): not rivals in the paper's claims, which compare CAM-DF with the paper's baselines (the family verdict
 #: and A27 compare the others).
-OURS = tuple(c.name for c in CARDS.values() if c.ours or c.family == "peer")
+def ours() -> tuple[str, ...]:
+    """This project's own rules and the field's peers (not the paper's rivals): a registry query, read live."""
+    return tuple(c.name for c in CARDS.values() if c.ours or c.family == "peer")
 
 
 def claim_a(run: pd.Series, judge: Judge | None = None) -> tuple[str, str, Comparison]:
     """Claim (a) at one main cell: the verdict, its statistic and the comparison that decided it."""
     judge = judge or Judge()
-    deployable = [m for m in methods_of(run) if m not in ORACLES and m != "camdf" and m not in OURS]
-    diffs = {m: judge.compare(run, "camdf", m) for m in deployable}
+    deployable = [m for m in methods_of(run) if m not in ORACLES and m != REFERENCE and m not in ours()]
+    diffs = {m: judge.compare(run, REFERENCE, m) for m in deployable}
     dirs = {m: direction(c) for m, c in diffs.items()}
     if all(d > 0 for d in dirs.values()):
         verdict = HOLDS
@@ -150,8 +155,8 @@ def rows_b(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         return []
     cells = grid[(grid.d >= 1) & (grid.lam >= 0.12)]
     live = _live(cells)
-    rivals = [m for m in ("predict_threshold", "score_per_cost", "full") if f"m:{m}/diff_vs_ref" in live]
-    comps = [[judge.compare(r, "camdf", m) for m in rivals] for _, r in live.iterrows()]
+    rivals = [m for m in ("predict_threshold", "score_per_cost", FULL_ACCESS) if f"m:{m}/diff_vs_ref" in live]
+    comps = [[judge.compare(r, REFERENCE, m) for m in rivals] for _, r in live.iterrows()]
     wins = sum(all(direction(c) > 0 for c in cs) for cs in comps)
     losses = sum(any(direction(c) < 0 for c in cs) for cs in comps)
     verdict = HOLDS if len(live) and wins == len(live) else (
@@ -173,7 +178,7 @@ def rows_c(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
               and pd.notna(r["m:predict_threshold/diff_vs_ref"])]
     if not ranked:
         return []
-    comps = [judge.compare(r, "camdf", "predict_threshold") for r in ranked]
+    comps = [judge.compare(r, REFERENCE, "predict_threshold") for r in ranked]
     above = sum(direction(c) > 0 for c in comps)
     below = sum(direction(c) < 0 for c in comps)
     verdict = HOLDS if above == len(comps) else (FAILS if below > 0 else UNSURE)
@@ -205,7 +210,7 @@ def rows_d(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         sdiff = r.get(f"m:camdf/{prefix}success", np.nan) - r.get(f"m:full/{prefix}success", np.nan)
         delta = float(r.get("p:stats.delta", 0.05))
         verdict = HOLDS if fewer >= 30 and noninferior else (FAILS if fewer < 30 or sdiff < -delta else UNSURE)
-        c = _try(judge, r, "camdf", "full", column="verified" if prefix else "success")
+        c = _try(judge, r, REFERENCE, FULL_ACCESS, column="verified" if prefix else "success")
         out.append(Row(f"d ({r['p:scorer.label']})", "~37% fewer tools than full access without a success loss",
                        _cell_label(r),
                        f"{fewer:.1f}% fewer tools; {'verified ' if prefix else ''}success {sdiff:+.3f} vs full, "
@@ -220,12 +225,12 @@ def rows_e(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     for r in _kfold_mains(evidence):
         if pd.isna(r.get("m:camdf_lite/payoff_mean", np.nan)):
             continue
-        floor_m = max(("full", "none"), key=lambda m: r.get(f"m:{m}/payoff_mean", -np.inf))
+        floor_m = max((FULL_ACCESS, "none"), key=lambda m: r.get(f"m:{m}/payoff_mean", -np.inf))
         floor = r[f"m:{floor_m}/payoff_mean"]
         gain, lite = r["m:camdf/payoff_mean"] - floor, r["m:camdf_lite/payoff_mean"] - floor
         share = lite / gain if gain > 0 else np.nan
         verdict = UNSURE if gain <= 0 else (HOLDS if share >= 0.5 else FAILS)
-        c = _try(judge, r, "camdf", floor_m)  # the power to show CAM-DF's gain, the claim's premise
+        c = _try(judge, r, REFERENCE, floor_m)  # the power to show CAM-DF's gain, the claim's premise
         out.append(Row(f"e ({r['p:scorer.label']})", "CAM-DF-lite keeps most of the gain", _cell_label(r),
                        f"gain over max(full, none): CAM-DF {gain:+.3f}, lite {lite:+.3f}"
                        + ("" if gain <= 0 else f" (share {share:.2f})"), verdict,
@@ -246,7 +251,7 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         except LookupError:
             drops = None
         clean = sel[sel.eps == 0].iloc[-1]
-        gain = clean["m:camdf/payoff_mean"] - max(clean.get(f"m:{m}/payoff_mean", -np.inf) for m in ("full", "none"))
+        gain = clean[f"m:{REFERENCE}/payoff_mean"] - max(clean.get(f"m:{m}/payoff_mean", -np.inf) for m in (FULL_ACCESS, "none"))
         if drops:
             worst = max(drops, key=lambda ec: ec[1].mean)[1]
             shown = [e for e, c in drops if c.mean > NOISE_TOLERANCE and direction(c) > 0]
@@ -260,7 +265,7 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
                 stat += "; best noise-free baseline " + b + ": " + "; ".join(
                     f"epsilon {e:g} {_ci(at[e])}" for e, _ in drops if e in at)
         else:  # the cells' outcomes were not read: the point drops alone
-            points = [(e, clean["m:camdf/payoff_mean"] - r["m:camdf/payoff_mean"]) for e, r in
+            points = [(e, clean[f"m:{REFERENCE}/payoff_mean"] - r["m:camdf/payoff_mean"]) for e, r in
                       zip(sel.eps, (r for _, r in sel.iterrows())) if e > 0]
             effect = max((d for _, d in points), default=0.0)
             verdict = HOLDS if effect <= NOISE_TOLERANCE else FAILS
@@ -278,7 +283,7 @@ def rows_g(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     if grid.empty:
         return []
     live = _live(grid)
-    comps = [judge.compare(r, "camdf", "score_per_cost") for _, r in live.iterrows()]
+    comps = [judge.compare(r, REFERENCE, "score_per_cost") for _, r in live.iterrows()]
     favour = sum(direction(c) > 0 for c in comps)
     against = sum(direction(c) < 0 for c in comps)
     return [Row("g", "CAM-DF beats a tuned score-per-cost rule across the grid (the falsifier: CIs covering 0)",
@@ -313,8 +318,31 @@ def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     return out
 
 
+def rows_i(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
+    """(i), ours: at catalog scale (A28) the best rule of either kind beats the best tuned baseline; no cells, no row."""
+    from camdf.reporting.tables.a28 import ours_vs_baseline
+
+    cells = evidence.catalog
+    live = [r for _, r in cells.iterrows() if not is_degenerate(r)] if not cells.empty else []
+    pairs = [p for p in (ours_vs_baseline(judge, r) for r in live) if p is not None]
+    if not pairs:
+        return []
+    comps = [c for *_, c in pairs]
+    dirs = [direction(c) for c in comps]
+    favour, against = sum(d > 0 for d in dirs), sum(d < 0 for d in dirs)
+    verdict = FAILS if against else (HOLDS if favour == len(comps) else UNSURE)
+    worst = min(comps, key=lambda c: c.lo)
+    ns = sorted({int(r["top_n"]) for r in live})
+    return [Row("i", "at catalog scale the best rule of either kind beats the best tuned baseline (ours, A28)",
+                f"{cells['p:domain.name'].iloc[0]}: {len(comps)} cells (N = {', '.join(map(str, ns))}; "
+                f"{', '.join(sorted(set(cells['protocol'])))}; {', '.join(sorted(set(cells['p:scorer.label'])))})",
+                f"ours beats the baseline in {favour}, neither in {len(comps) - favour - against}, is worse in "
+                f"{against}; lowest CI: {_ci(worst)} ({reason(worst)})", verdict,
+                _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
+
+
 #: Every claim, in table order; a new claim is one :data:`RowsFn` and its line here.
-ROWS: tuple[RowsFn, ...] = (rows_a, rows_b, rows_c, rows_d, rows_e, rows_f, rows_g, rows_h)
+ROWS: tuple[RowsFn, ...] = (rows_a, rows_b, rows_c, rows_d, rows_e, rows_f, rows_g, rows_h, rows_i)
 
 
 def power_text(row: Row) -> str:
@@ -371,8 +399,9 @@ def claims(evidence: Evidence, main: dict) -> Report:
     return Report("claims", "Claims of the paper: evidence, statistic and verdict", frame, note=note)
 
 
-#: The claims read the main cells, the A18 grid, A19 and A21.
-TABLE = TableSpec("claims", order=140, experiments=("table2", "table2_group", "a18", "a19", "a21"), build=claims)
+#: The claims read the main cells, the A18 grid, A19, A21 and A28.
+TABLE = TableSpec("claims", order=140,
+                  experiments=("table2", "table2_group", "a18", "a19", "a21", "a28", "a28_unseen"), build=claims)
 
 #: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
 SPECS = (TABLE,)

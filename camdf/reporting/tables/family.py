@@ -7,12 +7,17 @@ import pandas as pd
 
 from camdf.reporting.evidence import Evidence
 from camdf.reporting.report import Report
+from camdf.policies import methods
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, ci_text, mdd_text
 from camdf.reporting.verdicts import RULE_TEXT, direction, fits_text, wording
 
-FAMILY_MAIN = ("camdf", "camdf_lite", "camdf_argmax", "camdf_risk")
+
+
+def family_main() -> tuple[str, ...]:
+    """The CAM-DF family's shippable prefix rules, in display order (a registry query)."""
+    return methods(family="camdf", shippable=True, picks_prefix=True)
 
 
 def family_verdict(evidence: Evidence, main: dict) -> Report:
@@ -27,7 +32,7 @@ def family_verdict(evidence: Evidence, main: dict) -> Report:
         if not best:
             continue
         b = best[0]
-        for m in FAMILY_MAIN:
+        for m in family_main():
             if pd.isna(run.get(f"m:{m}/diff_vs_best_baseline", np.nan)):
                 continue
             c = evidence.judge.compare(run, m, b)

@@ -12,6 +12,9 @@ from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import protocol_note
 
 
+#: A18's claim subject: the rival CAM-DF is compared with over the lambda x d grid (the sweep heatmaps too).
+SUBJECT_A18 = "predict_threshold"
+
 def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
     """One row per grid cell: CAM-DF minus ``rival`` (``diff``, ``lo``, ``hi``), ``degenerate``, ``excludes0``.
 
@@ -59,7 +62,7 @@ def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> l
             f"< {DEGENERATE_TEXT}; largest headroom in the grid {long.headroom.max():.3f}), marked and left out of the "
             f"counts. Decisions: {protocol_note(sel.iloc[-1])}. Spread over the repeats: CAM-DF's repeat means span at "
             f"most {long.camdf_range.max():.3f} in any cell (median {long.camdf_range.median():.3f}).")
-    if rival != "predict_threshold":
+    if rival != SUBJECT_A18:
         note += (f" The tuned {rival} payoff equals predict-then-threshold's in {int(long.same_as.sum())} of "
                  f"{len(long)} cells.")
     report = Report(name, title, frame, marks=marks, note=note)
@@ -68,7 +71,7 @@ def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> l
 
 def a18(evidence: Evidence, main: dict) -> list[Report | Figure]:
     """A18: CAM-DF minus predict-then-threshold over the grid."""
-    return grid(evidence, main, "predict_threshold", "a18",
+    return grid(evidence, main, SUBJECT_A18, "a18",
                 f"A18: {main['domain']} lambda x d grid, CAM-DF minus predict-then-threshold")
 
 

@@ -105,9 +105,9 @@ def fit_columns(evidence, run: pd.Series, method: str) -> dict[str, object]:
     (methods that tune a ``params`` choice). Empty where the run's outcomes were not read.
     """
     out: dict[str, object] = {"fits lower / higher than CAM-DF": "", "MDD": np.nan, "inner-CV choice (fits)": ""}
-    if method != "camdf":
+    if method != REFERENCE:
         try:
-            c = evidence.judge.compare(run, method, "camdf")
+            c = evidence.judge.compare(run, method, REFERENCE)
         except LookupError:
             c = None
         if c is not None:

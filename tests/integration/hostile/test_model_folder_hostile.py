@@ -21,6 +21,7 @@ from camdf.runtime.lean import lean_numbers
 from camdf.runtime.portable import write_policy
 
 from ...unit.core.test_theory import _family
+from .folders import fifo
 
 MLMODEL = """flavors:
   python_function:
@@ -46,7 +47,7 @@ class _Writes:
 
 @pytest.fixture(scope="module")
 def risk():
-    return StopPolicy(method="camdf_risk", lam=0.2, alpha=0.2).fit(_family(60, True), costs={"x": 6.0})
+    return StopPolicy(method="camdf_risk", lam=0.2, dials={"alpha": 0.2}).fit(_family(60, True), costs={"x": 6.0})
 
 
 def _model(tmp_path: Path, risk, policy="artifacts/policy.json", lean="artifacts/lean.json") -> Path:
@@ -133,6 +134,13 @@ def _truncate(folder: Path, tmp_path: Path) -> None:
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
 
 
+def _nan_in_lean(folder: Path) -> None:
+    path = folder / "artifacts" / "lean.json"
+    numbers = json.loads(path.read_text())
+    numbers["lam"] = float("nan")
+    path.write_text(json.dumps(numbers))
+
+
 # (id, mutation(folder, tmp_path), phrase of the one-line refusal)
 TAMPERED = [
     ("policy-path-dotdot", _edit_mlmodel(policy="../elsewhere.json"), "path '../elsewhere.json' leads outside"),
@@ -146,6 +154,11 @@ TAMPERED = [
     ("method-unknown", _rewrite(lambda n: n["params"].update(method="os.system")), "method: expected one of"),
     ("membership-shape", _rewrite(lambda n: n["membership"].update(coef=[0.0])), "membership.coef: expected 5"),
     ("rule-params-extra", _rewrite(lambda n: n["rule"]["params"].update(evil=1)), "rule.params: expected"),
+    ("policy-nan-coefficient", _rewrite(lambda n: n["membership"]["coef"].__setitem__(0, float("nan"))),
+     "membership.coef[0]: expected a finite number"),
+    ("lean-nan", lambda folder, _: _nan_in_lean(folder), "lean.json: lam: expected a finite number"),
+    ("policy-a-fifo", lambda folder, _: fifo("artifacts/policy.json")(folder), "policy.json: not a regular file"),
+    ("lean-a-fifo", lambda folder, _: fifo("artifacts/lean.json")(folder), "lean.json: not a regular file"),
 ]
 
 

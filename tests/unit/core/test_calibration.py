@@ -5,6 +5,8 @@ import pytest
 
 from camdf.core.calibration import ToolCalibrator, cross_calibrate, ece_by_group, fit_platt_groups, reliability_table
 
+from .reference import fit_platt_groups_ref
+
 
 def _data(rng, T, N=8, V=30):
     """Tools with their own distortion: p = sigmoid(a_t logit(pi) + b_t) reported for the true pi."""
@@ -88,3 +90,23 @@ def test_rare_and_unseen_tools_fall_back_to_the_global_map():
     np.testing.assert_allclose(unseen, 1 / (1 + np.exp(-(cal.global_[0] * z + cal.global_[1]))))
     with pytest.raises(AttributeError, match="fit"):
         ToolCalibrator().predict(q, np.array([[0, 1]]))
+
+
+@pytest.mark.parametrize("max_iter", [3, 100])
+def test_platt_groups_equals_the_plain_newton_loop_bit_for_bit(max_iter):
+    # Groups of very different sizes and separations converge at different iterations (one class alone,
+    # near-separable, noisy, empty), which is where setting converged groups aside could drift.
+    rng = np.random.default_rng(3)
+    V = 300
+    groups = np.concatenate([rng.integers(0, V, 6000), np.full(200, 7), np.full(50, 11)])
+    z = rng.normal(0, 2.5, len(groups))
+    a, b = rng.uniform(0.2, 3.0, V), rng.normal(0, 1.5, V)
+    y = rng.random(len(groups)) < 1 / (1 + np.exp(-(a[groups] * z + b[groups])))
+    y[groups == 7] = z[groups == 7] > 0   # separable
+    y[groups == 11] = True                # one class
+    for precision, prior in ((10.0, np.array([1.0, 0.0])), (0.5, rng.normal(1, 0.3, (V, 2))), (1e-3, [1.0, 0.0])):
+        got = fit_platt_groups(z, y, groups, V + 5, np.broadcast_to(prior, (V, 2))[0] if np.ndim(prior) == 1
+                               else np.vstack([prior, np.ones((5, 2))]), precision, max_iter=max_iter)
+        ref = fit_platt_groups_ref(z, y, groups, V + 5, np.broadcast_to(prior, (V, 2))[0] if np.ndim(prior) == 1
+                                   else np.vstack([prior, np.ones((5, 2))]), precision, max_iter=max_iter)
+        np.testing.assert_array_equal(got.view(np.int64), ref.view(np.int64))

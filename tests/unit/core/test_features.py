@@ -94,3 +94,22 @@ def test_camdf_decide_scores_blocks_yet_walks_like_the_stop_matrix():
     assert (depth > FIRST_BLOCK).any() and (depth < FIRST_BLOCK).any()  # both passes are exercised
     for i in np.flatnonzero(inst.n > FIRST_BLOCK)[:10]:  # one ranking alone takes the slicing branch
         assert rule.decide(test.subset(np.array([i])))[0] == depth[i]
+
+
+def test_camdf_inner_validation_walks_score_only_reachable_states_yet_match_the_stop_matrix():
+    # CamDF.fit scores each inner-validation fold by the walk's depth alone (_walk, blocked predictions);
+    # the depths must be those of walking every state's decision, for every grid candidate.
+    inst = _random_instances(4, n_tasks=90, max_n=3 * FIRST_BLOCK, vocab=50)
+    p = np.random.default_rng(4).random(inst.tools.shape) * inst.valid
+    batch = StateBatch.make(inst, p, 0.05, "exact", train=True)
+    rule = CamDF()
+    inner = np.random.default_rng(rule.random_state).permutation(np.arange(inst.T) % rule.inner_folds)
+    reached_late = False
+    for f in range(rule.inner_folds):
+        tr, va = batch.subset(inner != f), batch.subset(inner == f)
+        for params in rule.grid:
+            model = rule._fit_one(tr, params)
+            depth = rule._walk(model, va)
+            np.testing.assert_array_equal(depth, walk(rule._stop(model, va), va.inst.n))
+            reached_late |= bool((depth > FIRST_BLOCK).any())
+    assert reached_late  # the second block was exercised

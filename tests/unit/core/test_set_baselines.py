@@ -11,6 +11,8 @@ from camdf.core.instances import curves_from_sets
 from camdf.core.set_baselines import BoRDepth, StaticSet, bor_plugin_depths, bor_rewards, hypergeometric_chance
 from camdf.core.sets import set_payoffs, sufficient_sets
 
+from .reference import static_set_ref
+
 
 def test_hypergeometric_chance_by_hand_and_against_scipy():
     # n = 5 candidates, g = 2 required, K = 3 drawn: the pair is inside a random 3-subset in
@@ -107,3 +109,40 @@ def test_static_set_payoff_agrees_with_prefix_curves_when_the_set_is_everything(
     assert model.value_ == pytest.approx(success[:, -1].mean())
     with pytest.raises(AttributeError, match="fit"):
         StaticSet().predict(tool_ids, valid)
+
+
+def _ragged_case(rng, T, V, N, quantised):
+    """Tasks listing 3..N of V tools (padding after), per-task costs, sets with off-list members and alternatives."""
+    n = rng.integers(3, N + 1, T)
+    valid = np.arange(N)[None, :] < n[:, None]
+    tool_ids = np.stack([rng.choice(V, N, replace=False) for _ in range(T)])
+    tool_ids = np.where(valid, tool_ids, -1)
+    base = rng.integers(1, 5, V) * 0.25 if quantised else rng.uniform(0.1, 2.0, V)
+    costs = np.where(valid, base[np.maximum(tool_ids, 0)] * (1.0 if quantised else rng.uniform(0.8, 1.2, (T, N))), 0.0)
+    positions, member = [], np.zeros((T, N), dtype=bool)
+    for i in range(T):
+        g = rng.choice(n[i], rng.integers(1, 4), replace=False)
+        member[i, g] = True
+        task_sets = [np.sort(g)]
+        for _ in range(rng.integers(0, 3)):
+            task_sets.append(None if rng.random() < 0.3 else rng.choice(n[i], rng.integers(1, 3), replace=False))
+        positions.append(task_sets)
+    sets, present = sufficient_sets(positions, N)
+    return tool_ids, valid, costs, sets, present, member
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_static_set_greedy_search_agrees_with_the_from_scratch_reference(seed):
+    # Quantised costs and lambdas (multiples of 1/4 and 1/8 over 64 tasks) make every sum exact, so ties are
+    # true ties in both searches and both must give them to the lowest tool id; with continuous costs there are none.
+    rng = np.random.default_rng(seed)
+    quantised = seed % 2 == 0
+    tool_ids, valid, costs, sets, present, member = _ragged_case(rng, T=64, V=25, N=10, quantised=quantised)
+    for kind in ("exact", "partial") if not quantised else ("exact",):
+        for lam in (0.0, 0.125, 0.5) if quantised else (0.0, 0.03, 0.12, 0.6):
+            fast = StaticSet(max_exact=0).fit(tool_ids, valid, costs, lam, sets, present, kind, member)
+            ref = static_set_ref(tool_ids, valid, costs, lam, sets, present, kind, member)
+            np.testing.assert_array_equal(fast.tools_, ref, err_msg=f"{kind}, lam {lam}")
+            mask = fast.predict(tool_ids, valid)
+            got = set_payoffs(mask, costs, lam, kind, sets, present, member=member).mean()
+            assert fast.value_ == pytest.approx(got, abs=1e-12)

@@ -165,3 +165,25 @@ def test_the_real_folder():
         groups[t.group] = groups.get(t.group, 0) + 1
     assert groups == {"G1_instruction": 163, "G1_category": 153, "G1_tool": 158, "G2_instruction": 106,
                       "G2_category": 124, "G3_instruction": 61}
+
+
+@pytest.mark.parametrize("group_by, key", [("meta.tool_group", "tool"), ("meta.category_group", "category")])
+def test_unseen_tool_and_category_folds_on_the_real_folder(group_by, key):
+    """Under folds.group_by, no gold tool (category) of a test fold is the gold of a training query."""
+    from camdf.core.folds import assign_folds
+    from camdf.pipeline.assembly import task_groups
+
+    dom = convert_solvable_queries(real_folder())
+    cat = {t.name: t.description.split(" (", 1)[1].split("):", 1)[0] for t in dom.tools}
+    owner = {t.name: t.name.split("_for_", 1)[1] for t in dom.tools}
+    of = (lambda api: owner[api]) if key == "tool" else (lambda api: cat[api])
+    groups = task_groups(dom, group_by)
+    folds = assign_folds([t.id for t in dom.tasks], n_folds=5, protocol="group", random_state=0, groups=groups)
+    assert sorted(set(folds)) == [0, 1, 2, 3, 4]
+    gold = [{of(api) for api in t.required} for t in dom.tasks]
+    for f in range(5):
+        test = set().union(*(g for g, fold in zip(gold, folds) if fold == f))
+        train = set().union(*(g for g, fold in zip(gold, folds) if fold != f))
+        assert not test & train, (group_by, f, sorted(test & train)[:3])
+    with pytest.raises(ValueError, match="no task of domain `stabletoolbench` has the meta field `nope`"):
+        task_groups(dom, "meta.nope")

@@ -9,7 +9,7 @@ import pytest
 from camdf.policies import CARDS, make_policy
 
 ROOT = Path(__file__).resolve().parents[3] / "camdf"
-GREPPED = ("runtime", "evaluation", "pipeline")
+GREPPED = ("runtime", "evaluation", "pipeline", "reporting", "cli")
 
 
 def _rule_classes() -> set[str]:
@@ -45,6 +45,12 @@ def _offences(path: Path, rules: set[str], names: set[str]) -> list[str]:
                 hit = [s for s in _strings(operand) if s in names]
                 if hit:
                     out.append(where(node, f"compares with the method name {hit[0]!r}"))
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        subject = all(isinstance(t, ast.Name) and t.id.startswith("SUBJECT") for t in targets)  # a claim's subject
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and not subject:
+            hit = [s for s in _strings(node.value) if s in names]
+            if hit:
+                out.append(where(node, f"assigns the method name {hit[0]!r}"))
         if isinstance(node, ast.MatchValue):
             hit = [s for s in _strings(node.value) if s in names]
             if hit:
@@ -68,6 +74,7 @@ def test_the_check_sees_what_it_forbids(tmp_path):
     bad.write_text("def f(rule, method, m):\n"
                    "    if isinstance(rule, CamDFRisk):\n        pass\n"
                    "    if method == 'camdf_risk' or m in ('full', 'x'):\n        pass\n"
+                   "    NAMES = ('camdf_lite', 'x')\n"
                    "    return method.startswith('camdf')\n", encoding="utf-8")
     global ROOT
     saved, ROOT = ROOT, tmp_path
@@ -75,7 +82,7 @@ def test_the_check_sees_what_it_forbids(tmp_path):
         found = _offences(bad, _rule_classes(), set(CARDS))
     finally:
         ROOT = saved
-    assert len(found) == 4, found
+    assert len(found) == 5, found
 
 
 def _imports(path: Path, package: str) -> set[str]:

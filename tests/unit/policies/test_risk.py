@@ -130,7 +130,7 @@ def test_stop_policy_risk_dial_and_refusals():
     from camdf.runtime import StopPolicy
 
     inst = synthetic_tasks(np.random.default_rng(6), 200)
-    policy = StopPolicy(method="camdf_risk", alpha=0.1).fit(inst)
+    policy = StopPolicy(method="camdf_risk", dials={"alpha": 0.1}).fit(inst)
     tools = [{"name": t, "description": t} for t in TOOLS[:6]]
     scores = [3.0, 2.5, 2.0, 1.0, 0.5, 0.0]
     depths = [policy.select(tools, scores=scores, alpha=a).depth for a in (0.001, 0.05, 0.1, 0.4)]

@@ -18,7 +18,7 @@ from camdf.runtime.lean import LeanPolicy, lean_numbers
 
 from ..core.test_features import _random_instances
 from ..core.test_theory import _family
-from ..test_runtime import _openai
+from ..runtime.test_runtime import _openai
 
 SET_RULES = [m for m in CARDS if not CARDS[m].picks_prefix and CARDS[m].family != "oracle"]
 
@@ -142,7 +142,7 @@ def test_evaluate_cell_scores_every_new_rule():
 
 @pytest.fixture(scope="module", params=["plugin_set", "learned_set", "risk_set"])
 def shipped(request):
-    policy = StopPolicy(method=request.param, lam=0.2, alpha=0.2).fit(_family(80, True), costs={"x": 6.0})
+    policy = StopPolicy(method=request.param, lam=0.2, dials={"alpha": 0.2}).fit(_family(80, True), costs={"x": 6.0})
     return policy, LeanPolicy(json.loads(json.dumps(lean_numbers(policy))), full=lambda: policy)
 
 

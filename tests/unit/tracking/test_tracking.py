@@ -19,7 +19,7 @@ from camdf.tracking.claims import Claim, _proc_start
 from camdf.tracking.client import EXPERIMENT_KIND, PROVENANCE, Tracker, store_has_experiment
 from camdf.tracking.probe import PROBE_PATH, TrackingUnreachable, check_server
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

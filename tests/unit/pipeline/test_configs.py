@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[3] / "conf"
 PRIMARIES = sorted(p.stem for p in CONF.glob("*.yaml"))
 DOMAINS = sorted(p.stem for p in (CONF / "domain").glob("*.yaml"))
 
@@ -77,4 +77,24 @@ def test_make_data_builds_each_domain_after_the_domains_it_reads(tmp_path):
         make_experiments(tmp_path)
     (tmp_path / "experiment" / "y.yaml").write_text("make_reproduce: yes\n")
     with pytest.raises(ValueError, match=r"y.yaml: make_reproduce: expected an integer"):
+        make_experiments(tmp_path)
+
+
+def test_make_needs_leaves_out_what_needs_a_missing_folder_in_one_line(tmp_path, monkeypatch):
+    from camdf.pipeline.targets import make_experiments, skipped
+
+    (tmp_path / "domain").mkdir()
+    (tmp_path / "experiment").mkdir()
+    needs = "make_needs: {env: CAMDF_TEST_FOLDER, get: clone it}\n"
+    (tmp_path / "domain" / "d.yaml").write_text("make_data: 1\n" + needs)
+    (tmp_path / "experiment" / "x.yaml").write_text("make_reproduce: 1\n")
+    (tmp_path / "experiment" / "y.yaml").write_text("make_reproduce: 2\n" + needs)
+    monkeypatch.setenv("CAMDF_TEST_FOLDER", str(tmp_path / "absent"))
+    assert make_experiments(tmp_path) == ["x"]
+    assert skipped(tmp_path) == [f"CAMDF_TEST_FOLDER={tmp_path / 'absent'} is not a folder: domain d, experiment y "
+                                 "skipped; to run them, clone it"]
+    monkeypatch.setenv("CAMDF_TEST_FOLDER", str(tmp_path))
+    assert make_experiments(tmp_path) == ["x", "y"] and skipped(tmp_path) == []
+    (tmp_path / "experiment" / "y.yaml").write_text("make_reproduce: 2\nmake_needs: FOLDER\n")
+    with pytest.raises(ValueError, match=r"y.yaml: make_needs: expected \{env: <VARIABLE>"):
         make_experiments(tmp_path)

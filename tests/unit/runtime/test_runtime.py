@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from camdf.runtime import StopPolicy
 
-from .core.test_theory import _family
+from ..core.test_theory import _family
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from camdf.runtime import StopPolicy
 from camdf.runtime.lean import LeanPolicy, lean_numbers
 
-from .core.test_theory import _family
+from ..core.test_theory import _family
 from .test_runtime import _openai, json_values
 
 
 @pytest.fixture(scope="module")
 def risk():
-    return StopPolicy(method="camdf_risk", lam=0.2, alpha=0.2).fit(_family(80, True), costs={"x": 6.0})
+    return StopPolicy(method="camdf_risk", lam=0.2, dials={"alpha": 0.2}).fit(_family(80, True), costs={"x": 6.0})
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from camdf.integrations.tau2.execution import execution_section, measure_executi
 from camdf.data import read_domain
 from camdf.integrations.tau2.convert import convert_customer_service
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "cost"
+CONF = Path(__file__).resolve().parents[3] / "conf" / "cost"
 
 
 @pytest.fixture(scope="module")

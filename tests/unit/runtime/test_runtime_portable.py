@@ -10,7 +10,7 @@ from camdf.runtime import StopPolicy
 from camdf.runtime.policy import policy_methods
 from camdf.runtime.portable import FORMAT, policy_from_numbers, policy_numbers, read_policy, write_policy
 
-from .core.test_theory import _family
+from ..core.test_theory import _family
 from .test_runtime import _openai
 
 # Every shippable card, and the lambda-conditioned form of each that has one.

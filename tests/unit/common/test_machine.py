@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_info
 from camdf.common import machine
 from camdf.common.machine import numeric_environment
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _openblas() -> list[dict]:

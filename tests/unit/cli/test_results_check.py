@@ -59,6 +59,6 @@ def test_the_readme_headline_is_the_results_pages_head_and_carries_its_stamp(tmp
 def test_the_checkouts_results_live_in_docs_and_its_readme_has_the_headline():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     assert results_stamp((root / "docs" / "results.md").read_text()) is not None
     assert results_stamp((root / "README.md").read_text()) == results_stamp((root / "docs" / "results.md").read_text())

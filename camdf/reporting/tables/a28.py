@@ -1,0 +1,191 @@
+"""A28: decisions at catalog scale: the 2,479-API StableToolBench catalog cut to the ranker's top N.
+
+One row per (fold protocol, ranker, N): the ranker's recall at N, the best of our rules (either
+kind: CAM-DF's family and the set rules) and the best tuned baseline with their paired
+difference, the field's view (BoR's coverage at the mean number of tools exposed), the
+clairvoyant bounds and full access; a figure of payoff against N per family; claim (i).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from camdf.policies import CARDS, FAMILY, ORACLES
+from camdf.reporting.evidence import Evidence, is_degenerate
+from camdf.reporting.report import Report
+from camdf.reporting.store import methods_of
+from camdf.reporting.tables.base import Figure, TableSpec
+from camdf.reporting.tables.notes import MDD_NOTE, ci_text
+from camdf.reporting.verdicts import Comparison, Judge, direction, reason
+
+#: Rules a catalog cell does not run, and why (named in the table, never dropped silently).
+NOT_RUN = {"static_set": "its fit (StaticSet.fit) searches the whole catalog at every step: more than 15 minutes "
+                         "for one fit at 2,479 APIs (issue 39), so it is left out of every A28 cell"}
+#: The figure's families: the best method of each, by mean payoff, per cell.
+FAMILIES = {
+    "ours, prefix": lambda m: m in FAMILY and CARDS[m].picks_prefix,
+    "ours, set": lambda m: m in FAMILY and not CARDS[m].picks_prefix,
+    "tuned baselines": lambda m: CARDS[m].family == "baseline" and m not in ("full", "none"),
+    "peers (top5, bor_depth)": lambda m: CARDS[m].family == "peer",
+    "oracles": lambda m: m in ORACLES,
+}
+PROTOCOLS = {"kfold": "in-distribution (k-fold)", "group:tool_group": "unseen tools",
+             "group:category_group": "unseen categories"}
+
+
+def best_of(run: pd.Series, keep) -> str | None:
+    """The method of ``run`` with the highest mean payoff among those ``keep`` accepts (ties: display order)."""
+    found = [m for m in methods_of(run) if m in CARDS and keep(m)]
+    return max(found, key=lambda m: (run[f"m:{m}/payoff_mean"], -found.index(m))) if found else None
+
+
+def best_ours(run: pd.Series) -> str | None:
+    """Our best deployable rule of either kind (CAM-DF's family, the set rules included) by mean payoff."""
+    return best_of(run, lambda m: m in FAMILY)
+
+
+def best_baseline(run: pd.Series) -> str | None:
+    """The cell's best tuned baseline (its ``is_best_baseline`` flag)."""
+    return next((m for m in methods_of(run) if run.get(f"m:{m}/is_best_baseline", np.nan) == 1.0), None)
+
+
+def coverage_at(run: pd.Series, k: float) -> float:
+    """BoR's coverage@k (G_x inside the top k) at a real k: linear between the logged integer depths (k >= 1)."""
+    depths = sorted(int(c.rsplit("_", 1)[1]) for c in run.index
+                    if c.startswith("m:ranking/coverage_at_depth_") and pd.notna(run[c]))
+    if not depths or not np.isfinite(k):
+        return np.nan
+    values = [run[f"m:ranking/coverage_at_depth_{d}"] for d in depths]
+    return float(np.interp(k, [0, *depths], [0.0, *values]))
+
+
+def ours_vs_baseline(judge: Judge, run: pd.Series) -> tuple[str, str, Comparison] | None:
+    """(best of ours, best tuned baseline, ours minus baseline) of one cell; None without both."""
+    ours, base = best_ours(run), best_baseline(run)
+    if ours is None or base is None:
+        return None
+    try:
+        return ours, base, judge.compare(run, ours, base)
+    except LookupError:
+        return None
+
+
+def protocol_label(value: str) -> str:
+    return PROTOCOLS.get(value, value)
+
+
+def _row(judge: Judge, run: pd.Series) -> dict:
+    g = lambda m, k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+    row = {"recall@N (G_x listed)": g("full", "success"), "gold APIs listed": g("full", "success_partial")}
+    pair = ours_vs_baseline(judge, run)
+    if pair is not None:
+        ours, base, c = pair
+        k = g(ours, "n_exposed")
+        row.update({
+            "best of ours": ours, "payoff (95% CI)": ci_text(g(ours, "payoff_mean"), g(ours, "payoff_ci_low"),
+                                                             g(ours, "payoff_ci_high")),
+            "success": g(ours, "success"), "tools": k, "cost": g(ours, "cost"),
+            "best tuned baseline": base, "baseline payoff": g(base, "payoff_mean"),
+            "ours minus baseline": f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]", "MDD": c.mdd,
+            "BoR coverage@k (k = tools)": coverage_at(run, k),
+        })
+    row.update({"best_prefix": g("best_prefix", "payoff_mean"), "oracle_set": g("oracle_set", "payoff_mean"),
+                "full access": g("full", "payoff_mean"), "full access tools": g("full", "n_exposed")})
+    return row
+
+
+def _label(run: pd.Series) -> str:
+    label = f"{protocol_label(run['protocol'])} / {run['p:scorer.label']} / N={run['top_n']}"
+    return label + (" (degenerate)" if is_degenerate(run) else "")
+
+
+def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
+    """Payoff of each family's best method against N (log axis), one panel per fold protocol, one line style per ranker."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    protocols = [p for p in PROTOCOLS if p in set(cells["protocol"])] + sorted(set(cells["protocol"]) - set(PROTOCOLS))
+    scorers = sorted(set(cells["p:scorer.label"]))
+    fig, axes = plt.subplots(1, len(protocols), figsize=(4.2 * len(protocols), 4), dpi=110, sharey=True, squeeze=False)
+    colours = dict(zip(FAMILIES, ["tab:red", "tab:purple", "tab:blue", "tab:green", "0.4"]))
+    styles = dict(zip(scorers, ["-", "--", ":", "-."]))
+    for ax, protocol in zip(axes[0], protocols):
+        for scorer in scorers:
+            sel = cells[(cells["protocol"] == protocol) & (cells["p:scorer.label"] == scorer)].sort_values("top_n")
+            for family, keep in FAMILIES.items():
+                points = [(r["top_n"], r[f"m:{m}/payoff_mean"]) for _, r in sel.iterrows()
+                          if (m := best_of(r, keep)) is not None]
+                if points:
+                    x, y = zip(*points)
+                    ax.plot(x, y, styles[scorer], marker="o", color=colours[family], label=f"{family} ({scorer})")
+        ax.set_xscale("log")
+        ax.set_title(protocol_label(protocol), fontsize=9)
+        ax.set_xlabel("N: candidates cut from the 2,479-API catalog")
+        ax.axhline(0, color="0.7", linewidth=0.8)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("payoff of the family's best method (mean)")
+    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.suptitle(title, fontsize=9)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:
+    """The A28 table and its figure (LookupError when the store holds no catalog cell)."""
+    cells = evidence.catalog
+    if cells.empty:
+        raise LookupError("a28: no FINISHED catalog cell in the store; run `experiment=a28` and `experiment=a28_unseen` "
+                          "with the StableToolBench folder (make reproduce STABLETOOLBENCH=<folder>)")
+    judge = evidence.judge
+    rows = {_label(r): _row(judge, r) for _, r in cells.iterrows()}
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "protocol / ranker / N"
+    anchor = cells.iloc[-1]
+    risky = [m for m in ("camdf_risk", "risk_set") if f"m:{m}/n_exposed" in cells]
+    exposes_all = [f"{_label(r)}" for _, r in cells.iterrows()
+                   if any(r.get(f"m:{m}/n_exposed", 0) >= r.get("m:full/n_exposed", np.inf) for m in risky)]
+    miss = 1 - cells["m:full/success"].astype(float)
+    not_run = "; ".join(f"{m}: {why}" for m, why in NOT_RUN.items())
+    note = (
+        f"{anchor['p:domain.name']}: every ranker ranks the whole catalog of 2,479 APIs for each of the "
+        f"{int(anchor['m:cell/n_tasks'])} queries and every rule decides over its top N; a gold API below N is a miss "
+        "no rule can avoid, and every task stays in every row. recall@N: queries whose every gold API is in the top N "
+        "(G_x listed), and the share of gold APIs listed. Costs: schema tokens (the packaged MiniLM tokenizer) of each "
+        "API's definition, scaled so the catalog's mean API costs 1, what a retail tool costs on average; never scaled "
+        "by the list's length (exposing 1,000 APIs costs 1,000 APIs). Full access here means exposing all N listed "
+        "APIs (the whole catalog, 1.74M characters of schemas, fits no context). Best of ours: the highest mean payoff "
+        "among CAM-DF's family and our set rules (either kind); best tuned baseline: the cell's best of the paper's "
+        "baselines; both picked on the cell's own tasks; ours minus baseline is paired over tasks (95% bootstrap CI). "
+        "BoR coverage@k: the share of queries whose G_x lies in the ranker's top k at k = the tools best of ours "
+        "exposes on average (interpolated between integer depths), the field's measure of the same list. "
+        f"Fold protocols: in-distribution = {anchor['p:folds.n_folds']}-fold over the queries; unseen tools and "
+        "unseen categories = grouped folds whose test queries' gold tools (categories) are the gold of no training "
+        "query (connected components of the query x tool and query x category graphs). The learned ranker "
+        "(pairwise) is cross-fitted inside the training folds (nested). Catalog-scale bound: every model (membership "
+        f"and rules) learns from each training query's first {anchor.get('p:candidates.fit_depth', 'None')} states "
+        "(features and Delta labels computed on the whole list first; camdf.policies.StateBatch.head); decisions walk "
+        f"the whole top-N list. Not run: {not_run}. "
+        + (f"The conformal rules (camdf_risk, risk_set) expose every listed API in {len(exposes_all)} of {len(cells)} "
+           f"rows: their target miss rate alpha = 0.05 is below the miss rate no rule can avoid at that N (1 - "
+           f"recall@N: {miss.min():.2f} to {miss.max():.2f}), so no depth meets it. " if exposes_all else "")
+        + f"{MDD_NOTE}. Repeats: {anchor['p:folds.repeats']} cross-fit per cell.")
+    out: list[Report | Figure] = [Report("a28", "A28: decisions at catalog scale (2,479 APIs, top N)", frame,
+                                         note=note)]
+    out.append(Figure("a28_payoff_vs_n.png", payoff_vs_n_png(
+        cells, f"A28: {anchor['p:domain.name']}, lambda = {main['lam']}: the best method of each family against N "
+               "(solid: bm25; dashed: the second ranker)")))
+    return out
+
+
+TABLE = TableSpec("a28", order=125, experiments=("a28", "a28_unseen"), build=a28)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

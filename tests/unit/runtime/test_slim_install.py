@@ -19,8 +19,8 @@ from importlib.util import find_spec
 
 from camdf.runtime.export import export_policy
 
-from .adapters.conftest import CATALOG, TOPICS
-from .core.test_theory import _family
+from ..adapters.conftest import CATALOG, TOPICS
+from ..core.test_theory import _family
 from .test_runtime_portable import _requests
 
 RUNTIME = ["numpy", "scipy", "scikit-learn", "pandas", "lightgbm", "bm25s", "pyyaml", "joblib", "threadpoolctl"]

@@ -78,7 +78,7 @@ reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, table
 tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow store alone
 	@$(PY) -m pipelines.tables $(HYDRA_QUIET)
 
-results-check: setup ## do the README Results match the checkout's code version? (camdf results check)
+results-check: setup ## recompute the Results from the store and compare them, number by number (camdf results check)
 	@$(PY) -m camdf.cli results check
 
 ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRACKING_URI or outputs/mlflow.db; prints the runs view's URL
@@ -86,7 +86,7 @@ ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRAC
 	  runs=$$($(PY) -c 'import sys; from camdf.tracking.client import runs_view; print(runs_view(*sys.argv[1:]))' \
 	    "$$store" "$(EXPERIMENT)") \
 	  && echo "MLflow UI for $$store: http://127.0.0.1:$(PORT)/$$runs (the runs view; Ctrl-C stops it)" \
-	  && exec $(VENV)/bin/mlflow ui --backend-store-uri "$$store" --host 127.0.0.1 --port $(PORT) --workers 1
+	  && MLFLOW_DISABLE_TELEMETRY=$${MLFLOW_DISABLE_TELEMETRY:-true} exec $(VENV)/bin/mlflow ui --backend-store-uri "$$store" --host 127.0.0.1 --port $(PORT) --workers 1
 
 bench: setup ## run the benchmarks (not part of make test)
 	@mkdir -p outputs/bench

@@ -1,4 +1,5 @@
-"""The stages' Hydra entry points. Importing the package pins OpenBLAS's kernel, so results do not depend on the CPU.
+"""The stages' Hydra entry points. Importing the package pins OpenBLAS's kernel, so results do not depend on the CPU,
+and turns MLflow's usage telemetry off (``MLFLOW_DISABLE_TELEMETRY``, unless set otherwise).
 
 OpenBLAS picks its kernel from the CPU (Haswell, SkylakeX, ...) and the kernels sum in
 different orders: the membership model's probabilities moved by up to 1e-10 between
@@ -26,3 +27,6 @@ if _core != "native":
     if "numpy" in sys.modules:  # too late to choose the kernel: say so rather than pretend
         print("warning: numpy was imported before pipelines; OpenBLAS keeps its own kernel", file=sys.stderr)
     os.environ["OPENBLAS_CORETYPE"] = _core
+
+# MLflow's usage telemetry stays off in every stage (set before mlflow is imported; a user's own setting wins).
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")

@@ -17,10 +17,12 @@ from camdf.reporting.build import build_tables
 from camdf.reporting.evidence import anchor_hints, anchored
 from camdf.reporting.readme import splice_headline
 from camdf.reporting.store import cells_of
-from camdf.reporting.registry import experiments
-from camdf.pipeline.identity import code_stamp
+from camdf.pipeline.table_hints import asked_tables, skip_lines, tables_hints
+from camdf.reporting.registry import experiments, tables as declared
+from camdf.pipeline.identity import CONF_DIR, code_stamp
+from camdf.pipeline.provenance import short_commit
 from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
-from camdf.pipeline.sweeps import experiment_keys
+from camdf.pipeline.sweeps import experiment_keys, searchpath_overrides
 from camdf.tracking.client import store_has_experiment
 from camdf.tracking.probe import TrackingUnreachable
 
@@ -39,19 +41,23 @@ def main(cfg: DictConfig) -> None:
                            f"an experiment of the store {c['tracking']['uri']} (run its cells first)"), paths["output_dir"])
     same_paths = [f"paths.{k}={paths[k]}" for k in ("root_dir", "data_dir", "output_dir")]
     names = c["experiments"] or experiments()  # null: the registered tables' experiments
-    keys, missing = experiment_keys(names, paths["data_dir"], [*same_paths, *c["cell_overrides"]])
+    extra = [*same_paths, *searchpath_overrides(), *c["cell_overrides"]]  # the cells as the stage composes them
+    keys, missing = experiment_keys(names, paths["data_dir"], extra)
     tracker = open_tracker(c)
     readme = Path(c["readme"]) if c["update_readme"] else None
     main = anchored(c["main"], c["cell_overrides"])  # the anchor follows the overrides the cells ran with
-    written, skipped = build_tables(tracker, main, Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp())
-    missing += skipped
+    tables, one_line = asked_tables(declared(), c["experiments"])
+    written, skipped = build_tables(tracker, main, Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp(),
+                                    commit=short_commit(CONF_DIR.parent), tables=tables)
     if readme is not None and readme in written:
         written.append(splice_headline(Path(c["headline"]), readme))
-    for path in written:
-        print(f"wrote {path}")
-    for what in missing:
-        print(f"skipped: {what}")
-    hints = anchor_hints(cells_of(tracker, None), main) if skipped else []  # any cell run, whatever its key
+    for line in [*(f"wrote {path}" for path in written), *(f"skipped: {m}" for m in missing),
+                 *skip_lines(skipped, one_line)]:
+        print(line)
+    runs = cells_of(tracker, None) if skipped else None  # any cell run, whatever its key
+    for hint in tables_hints(runs, names, extra, paths["data_dir"]) if skipped else []:
+        print(f"no cell at these overrides; {hint}")
+    hints = anchor_hints(runs, main) if skipped else []
     if hints:
         print(f"no cell run at the anchor; the store has main cells with {' or '.join(hints)}")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -18,6 +19,9 @@ from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
 from camdf.data.overview import summarize
 from camdf.policies.registry import dial_specs
+
+# No usage telemetry from MLflow (read when mlflow is imported, which the commands do lazily; a user's setting wins).
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 
 def _names(text: str) -> list[str]:
@@ -99,7 +103,11 @@ def cmd_select(args: argparse.Namespace) -> int:
         request = parse_json(_request_bytes(args.input), "request" if args.input == "-" else args.input)
         policy = load_policy(args.policy, lean=True)  # a rule with a portable form loads without scikit-learn
         batch = request if isinstance(request, list) else [request]
-        dials = dict(args.dial or [])  # --dial NAME=VALUE and its aliases --NAME VALUE, in command-line order
+        # A flag given on the command line wins over the request's own value (the request's wins over the
+        # policy's): the flag is written into every request, so `--lam 5` is the lambda every decision uses.
+        given = {k: v for k, v in {"lam": args.lam, **dict(args.dial or [])}.items() if v is not None}
+        batch = [{**r, **given} if isinstance(r, dict) else r for r in batch]
+        dials = {k: v for k, v in given.items() if k != "lam"}  # checked as the call's too: errors name the flag
         selections = policy.select_batch(batch, lam=args.lam, **dials)
         if selections is None:  # the lean policy decides single short requests only
             selections = policy.full().select_batch(batch, lam=args.lam, **dials)
@@ -166,13 +174,31 @@ def cmd_results_check(args: argparse.Namespace) -> int:
         return 2
     current = code_stamp()
     if stamp is None:
-        print(f"{path}: the Results carry no code version; the checkout is at {current} (run `make reproduce`)")
+        print(f"{path}: the Results carry no source fingerprint; the checkout's is {current} (run `make reproduce`)")
         return 1
     if stamp != current:
-        print(f"{path}: the Results were generated at code version {stamp}; the checkout is at {current}, "
-              "so they may be stale (run `make reproduce`)")
+        print(f"{path}: the Results were generated at source fingerprint {stamp}; the checkout's is {current} "
+              "(a hash of camdf/, pipelines/ and conf/), so they may be stale (run `make reproduce`)")
         return 1
-    print(f"{path}: the Results match the checkout (code version {current})")
+    if args.version_only:
+        print(f"{path}: the Results' source fingerprint is the checkout's ({current}); numbers not compared "
+              "(--version-only)")
+        return 0
+    from camdf.pipeline.results_check import check_numbers
+
+    try:
+        diffs = check_numbers(path, args.override or [])
+    except LookupError as err:
+        print(f"{path}: the numbers could not be recomputed: {err}")
+        return 1
+    if diffs:
+        print(f"{path}: the Results differ from the store at source fingerprint {current} "
+              f"({len(diffs)} line(s); run `make tables` to rewrite them):")
+        for line in diffs:
+            print(f"  {line}")
+        return 1
+    print(f"{path}: the Results match the checkout (source fingerprint {current}) and every number matches the "
+          "store's recomputed tables")
     return 0
 
 
@@ -184,7 +210,7 @@ EPILOG = """examples:
   camdf export models:/camdf-stopper@champion policy/   the policy as a self-contained folder
   camdf mcp-proxy --upstream "python server.py" --policy policy/ --lam 0.1
                                            an MCP proxy exposing the policy's tools (docs/harness.md)
-  camdf results check                      do the Results (docs/results.md) match the checkout?
+  camdf results check                      do the Results (docs/results.md) match the checkout and the store?
 
 exit status: 0 done, 1 the Results are stale (results check) or a fault of the machine or store,
 2 bad input (one line on stderr), 130 interrupted (Ctrl-C).
@@ -228,10 +254,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="MLflow model URI (runs:/..., models:/...) or model folder (default: the shipped champion, "
                              "in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)")
     select.add_argument("--input", default="-", help="JSON request file (default: stdin)")
-    select.add_argument("--lam", type=float, default=None, help="lambda (default: the request's, else the policy's)")
+    select.add_argument("--lam", type=float, default=None,
+                        help="lambda for every request, over a request's own `lam` (default: the request's, "
+                             "else the policy's)")
     select.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE",
-                        help="a run-time dial of the policy's rule (repeatable; --NAME VALUE is the same, for every "
-                             "registered dial; default: the request's, else the policy's)")
+                        help="a run-time dial of the policy's rule for every request, over the request's own "
+                             "(repeatable; --NAME VALUE is the same, for every registered dial; default: the "
+                             "request's, else the policy's)")
     for spec in dial_specs().values():  # --<dial> VALUE, an alias of --dial <dial>=VALUE, for every registered dial
         select.add_argument(f"--{spec.name}", dest="dial", action="append", metavar="VALUE",
                             type=partial(_alias, spec.name), help=f"--dial {spec.name}=VALUE ({spec.describe()})")
@@ -264,10 +293,20 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--call-timeout", type=float, default=60.0, help="seconds an upstream has to answer")
     proxy.set_defaults(func=cmd_mcp_proxy)
     results = sub.add_parser("results", help="the README Results").add_subparsers(dest="cmd", required=True)
-    check = results.add_parser("check", help="do the README Results match the checkout's code version?")
+    check = results.add_parser(
+        "check", help="do the Results match the checkout's source fingerprint and the numbers recomputed from the store?",
+        description="Compare the Results' source fingerprint with the checkout's, then rebuild every table and "
+                    "finding from the MLflow store (MLFLOW_TRACKING_URI, else outputs/mlflow.db) as `make tables` "
+                    "would and compare them line by line, number by number (run ids aside). Exit 0: they match; "
+                    "1: stale, different, or no store to recompute from.")
     check.add_argument("readme", nargs="?", default=str(Path(__file__).resolve().parents[2] / "docs" / "results.md"),
                        help="file holding the Results, or a README with their headline block "
                             "(default: the checkout's docs/results.md)")
+    check.add_argument("--version-only", action="store_true",
+                       help="compare the source fingerprint only (no store needed)")
+    check.add_argument("--override", action="append", metavar="KEY=VALUE",
+                       help="an override of conf/tables.yaml the Results were built with (repeatable), "
+                            "e.g. \"cell_overrides=['stats.n_resamples=500']\"")
     check.set_defaults(func=cmd_results_check)
     return parser
 

@@ -37,3 +37,13 @@ def markdown_table(header: Sequence[object], rows: Iterable[Sequence[object]], a
             raise ValueError(f"row {row!r}: {len(row)} cells for {len(header)} columns")
         lines.append("| " + " | ".join(map(cell, row)) + " |")
     return lines
+
+
+def signed(value: float, digits: int = 3) -> str:
+    """``value`` with its sign at ``digits`` decimals, never a signed zero.
+
+    A value that rounds to zero prints unsigned (``0.000``, not ``-0.000`` or ``+0.000``): a sign
+    there would claim a direction the shown digits do not carry.
+    """
+    text = f"{float(value):+.{digits}f}"
+    return text[1:] if float(text) == 0.0 else text

@@ -93,7 +93,6 @@ def evaluate_cell(
     lam_grid: tuple[float, ...] | list[float] | None = None,
     inner_folds: int = 5,
     membership_cache: str | None = None,
-    alpha: float | None = None,
     fit_depth: int | None = None,
     dials: Mapping[str, Any] | None = None,
 ) -> CellResult:
@@ -125,8 +124,6 @@ def evaluate_cell(
     membership_cache : path or None
         Folder where the membership probabilities are kept between cells
         (:func:`camdf.core.membership.fold_probabilities`; they do not depend on costs or lambda).
-    alpha : float or None
-        Target miss rate of the rules with that dial (``camdf_risk``; default: the rule's own, 0.05).
     fit_depth : int or None
         Bound on the states the models learn from at catalog scale (``candidates.fit_depth``): the
         membership model and every rule are fitted on each training task's first ``fit_depth`` states

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.common.files import parquet_bytes
 from camdf.common.fingerprint import hash_paths, package_versions
 from camdf.evaluation.cell import evaluate_cell
@@ -24,7 +25,7 @@ from camdf.evaluation.summary import summarize_cell
 from camdf.evaluation.verified import verified_curves, verified_outcomes
 from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
 from camdf.pipeline.data_stage import read_manifest
-from camdf.pipeline.identity import cell_key, cell_name
+from camdf.pipeline.identity import cell_key, cell_name, code_stamp
 from camdf.policies import FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.figures import payoff_vs_tools_png
 from camdf.tracking.client import METRICS_TABLE
@@ -66,7 +67,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
             random_state=seed + r, label_noise=float(cfg.get("label_noise", 0.0)),
             train_kind="partial" if cfg.get("label_source") == "partial" else None,
             lam_grid=cfg.get("lambda_grid"), membership_cache=str(paths.cache_dir),
-            alpha=cfg["method"].get("alpha"), fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
+            fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
             dials=cfg["method"].get("dials"),
         )
         verified = verified_curves(domain, inst)
@@ -145,6 +146,28 @@ def compared_metrics(metrics: dict[str, float]) -> dict[str, float]:
             if k in CELL_METRICS or (k.split("/", 1)[0] not in NOT_METHODS and k.split("/", 1)[1] in METHOD_METRICS)}
 
 
+def headline_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """A cell's headline as metrics the UI charts and compares (``headline/...``): for CAM-DF, the cell's
+    best baseline and its best deployable rule, the mean payoff with its 95% CI and the tools exposed, and
+    CAM-DF minus the best baseline with its CI (everything else: :func:`metrics_table`)."""
+    baseline = next((k.split("/")[0] for k, v in metrics.items() if k.endswith("/is_best_baseline") and v == 1.0),
+                    None)
+    rules = {k.split("/")[0]: v for k, v in metrics.items()
+             if k.endswith("/payoff_mean") and k.split("/")[0] not in ORACLES and k.split("/")[0] not in NOT_METHODS}
+    best = max(rules, key=lambda m: (rules[m], m)) if rules else None
+    out: dict[str, float] = {}
+    for role, method in (("camdf", REFERENCE), ("best_baseline", baseline), ("best_rule", best)):
+        for what, key in (("payoff", "payoff_mean"), ("payoff_ci_low", "payoff_ci_low"),
+                          ("payoff_ci_high", "payoff_ci_high"), ("tools", "n_exposed")):
+            if method is not None and f"{method}/{key}" in metrics:
+                out[f"headline/{role}_{what}"] = metrics[f"{method}/{key}"]
+    diff = f"{REFERENCE}/diff_vs_best_baseline"
+    for suffix in ("", "_ci_low", "_ci_high"):
+        if diff + suffix in metrics:
+            out[f"headline/camdf_minus_best_baseline{suffix}"] = metrics[diff + suffix]
+    return out
+
+
 def metrics_table(metrics: dict[str, float]) -> bytes:
     """Every metric of a cell as a parquet table (``metric``, ``value``; float64, so exact), sorted by name."""
     keys = sorted(metrics)
@@ -172,7 +195,7 @@ def log_cell_dataset(tracker, run_id: str, cfg: dict[str, Any], paths: Paths, n_
 
 def _ci(metrics: dict[str, float], key: str) -> str:
     """``+0.012 [-0.003, +0.027]`` of a difference metric and its CI."""
-    return f"{metrics[key]:+.3f} [{metrics[key + '_ci_low']:+.3f}, {metrics[key + '_ci_high']:+.3f}]"
+    return f"{signed(metrics[key])} [{signed(metrics[key + '_ci_low'])}, {signed(metrics[key + '_ci_high'])}]"
 
 
 def cell_description(cfg: dict[str, Any], metrics: dict[str, float]) -> str:
@@ -257,22 +280,23 @@ def run_tracked_cell(
     skipped : bool
         True when a FINISHED run with the same key was reused.
     """
-    from camdf.pipeline.sweep_run import parent_tags, record_job
+    from camdf.pipeline.sweep_run import parent_tags, record_job, sweep_run_name
     from camdf.pipeline.provenance import git_commit
 
     key = cell_key(cfg, paths.data_dir)
-    tags = {"git_commit": git_commit(root), **cell_tags(cfg, experiment), **parent_tags()}
+    name = sweep_run_name(cfg) or cell_name(cfg)  # in a sweep, the values that vary come first
+    tags = {"git_commit": git_commit(root), "code_version": code_stamp(), **cell_tags(cfg, experiment), **parent_tags()}
     record_job(tracker, job, f"running {cell_name(cfg)}")
-    claim = tracker.claim(key, cell_name(cfg), tags, timeout=(cfg.get("tracking") or {}).get("claim_timeout"))
+    claim = tracker.claim(key, name, tags, timeout=(cfg.get("tracking") or {}).get("claim_timeout"))
     if not claim.won:  # the key has a FINISHED run (found at once, or after waiting for its worker)
         record_job(tracker, job, f"reused {claim.run.info.run_id}")
         return claim.run.info.run_id, True
     started = None
     try:
-        with tracker.cell_run(key, cell_name(cfg), cell_params(cfg, unresolved), tags, claim=claim) as run:
+        with tracker.cell_run(key, name, cell_params(cfg, unresolved), tags, claim=claim) as run:
             started = rid = run.info.run_id
             metrics, artifacts = run_cell(cfg, paths)
-            tracker.log_metrics(rid, compared_metrics(metrics))
+            tracker.log_metrics(rid, {**compared_metrics(metrics), **headline_metrics(metrics)})
             folders = {".hydra": str(hydra_dir)} if hydra_dir is not None else {}
             tracker.log_files(rid, {**artifacts, METRICS_TABLE: metrics_table(metrics)}, folders)
             log_cell_dataset(tracker, rid, cfg, paths, metrics.get("cell/n_tasks"))

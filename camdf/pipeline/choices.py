@@ -199,3 +199,14 @@ def _check_job_dirs(values: dict[str, str]) -> None:
         path = Path(value).resolve() if "${" not in value else None
         if path is None or (path != top and top not in path.parents):
             _refuse_key(key, f"expected a path inside paths.output_dir ({top}), got {value!r}")
+
+
+def compose(config_name: str, overrides: list[str], with_hydra: bool = False) -> DictConfig:
+    """One composed config of ``conf/`` (inside a running Hydra app, or standalone)."""
+    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
+    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
+        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)

@@ -33,7 +33,7 @@ from typing import Any, Iterator, Sequence
 from urllib.parse import urlparse
 
 from camdf.pipeline.choices import hydra_overrides
-from camdf.pipeline.schema import ConfigError, _shown
+from camdf.pipeline.refusals import ConfigError, _shown
 
 #: Code a config may name besides the converters (:func:`camdf.pipeline.schema.converters`: the built-in ones and
 #: those the integrations declare): the stages' callbacks, and the launchers and sweepers of the launcher configs
@@ -53,7 +53,7 @@ HYDRA_TARGETS = (
 
 def allowed_targets() -> tuple[str, ...]:
     """The one allow-list of ``_target_`` values: the converters and :data:`HYDRA_TARGETS`."""
-    from camdf.pipeline.schema import converters
+    from camdf.pipeline.refusals import converters
 
     return (*converters(), *HYDRA_TARGETS)
 

@@ -43,6 +43,43 @@ def compare_candidates(cfg: dict[str, Any], paths: Paths, candidates: list[str])
     return pd.read_csv(io.BytesIO(artifacts["summary.csv"]), index_col="method")
 
 
+def model_description(name: str, alias: str) -> str:
+    """The registered model's description: what it decides and how to use it (markdown; the UI renders it)."""
+    return (f"The run-time stopper of camdf: given a ranked tool list, their costs and lambda, which tools to "
+            f"expose before an agent runs. Each version is fitted by `make reproduce` (`python -m pipelines.train`) "
+            f"at the main cell; `@{alias}` is the version chosen out of fold among the candidates (each version's "
+            f"description has the comparison; the `candidates.csv` artifact of its run has every number).\n\n"
+            "Use it:\n\n"
+            "```python\n"
+            "from camdf.runtime import load_policy\n"
+            f"policy = load_policy(\"models:/{name}@{alias}\")\n"
+            "choice = policy.select([{\"name\": \"get_order\"}, {\"name\": \"cancel_order\"}], "
+            "query=\"cancel my pending order\")\n"
+            "print(choice.exposed)\n"
+            "```\n\n"
+            f"From the shell: `echo '{{\"query\": \"...\", \"tools\": [...]}}' | camdf select` "
+            f"(default `--policy models:/{name}@{alias}`); served: `mlflow models serve -m models:/{name}@{alias}`.")
+
+
+def version_description(cfg: dict[str, Any], method: str, info: dict, comparison: pd.DataFrame | None,
+                        run_id: str) -> str:
+    """A model version's description: the rule shipped, the cell it was fitted at, and (``auto``) the
+    candidates' out-of-fold comparison it was chosen by (markdown)."""
+    c = cfg["cost"]
+    text = (f"Rule `{method}` fitted on every task of {cfg['domain']['name']} ranked by "
+            f"{cfg['scorer'].get('label', cfg['scorer']['name'])}, {c['regime']} costs at lambda={float(c['lam']):g}, "
+            f"d={float(c['d']):g}; in sample it exposes {info['mean_exposed']:.2f} tools per task. Run `{run_id}` "
+            "(artifacts: `candidates.csv`, `decisions.parquet`, `requests.jsonl`).")
+    if comparison is not None:
+        rows = ["| candidate | payoff (95% CI, out of fold) | tools | success |", "| --- | --- | ---: | ---: |"]
+        for m, r in comparison.sort_values("payoff_mean", ascending=False).iterrows():
+            mark = " (shipped)" if m == method else ""
+            rows.append(f"| {m}{mark} | {r.payoff_mean:.3f} [{r.payoff_ci_low:.3f}, {r.payoff_ci_high:.3f}] | "
+                        f"{r.n_exposed:.2f} | {r.success:.3f} |")
+        text += "\n\nChosen out of fold (the best mean payoff) among:\n\n" + "\n".join(rows)
+    return text
+
+
 def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresolved: Any = None) -> tuple[str, dict]:
     """Fit the run-time stopper on every task of the cell, log it as an MLflow model and register it.
 
@@ -127,6 +164,10 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
         client = mlflow.MlflowClient(tracking_uri=tracker.uri, registry_uri=tracker.uri)
         version = max(client.search_model_versions(f"run_id = '{run.info.run_id}'"), key=lambda v: int(v.version))
         client.set_model_version_tag(name, version.version, "method", method)
+        shown = None if comparison is None else comparison.loc[[m for m in pol["candidates"] if m in comparison.index]]
+        client.update_model_version(name, version.version, version_description(cfg, method, info, shown,
+                                                                                run.info.run_id))
+        client.update_registered_model(name, model_description(name, pol.get("alias") or "champion"))
         info["version"] = int(version.version)
         info["logged_uri"] = uri
         uri = f"models:/{name}/{version.version}"

@@ -18,6 +18,12 @@ def git_commit(root: str | os.PathLike) -> str:
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
+def short_commit(root: str | os.PathLike) -> str:
+    """:func:`git_commit` shortened to 12 hex digits (``-dirty`` kept)."""
+    commit = git_commit(root)
+    return commit if commit == "unknown" else commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+
+
 #: Config keys that say where a run was recorded, not what it computed: not logged as params
 #: (they are machine paths; the store itself is where the run is).
 NOT_PARAMS = ("paths.root_dir", "paths.output_dir", "paths.cache_dir", "paths.log_dir", "tracking.uri",

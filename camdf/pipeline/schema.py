@@ -29,6 +29,7 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.integrations.registry import measured_regimes
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
+from camdf.pipeline.refusals import BUILT_IN_CONVERTERS, ConfigError, _shown, converters  # noqa: F401  (re-exported)
 from camdf.policies import CARDS, methods
 from camdf.rankers.scoring import SCORERS
 from camdf.runtime.policy import policy_methods
@@ -39,12 +40,6 @@ COST_REGIMES = (*REGIMES, *measured_regimes())
 EXPERIMENTS_DIR = CONF_DIR / "experiment"
 
 
-class ConfigError(ValueError):
-    """A config value the stage cannot run with: ``key: expected <what>, got <value>``."""
-
-    def __init__(self, key: str, value: Any, expected: str):
-        self.key, self.value, self.expected = key, value, expected
-        super().__init__(f"{key}: expected {expected}, got {value!r}")
 
 
 # -- value checks: each takes (key, value) and returns the normalised value or raises ConfigError ----------------
@@ -85,11 +80,6 @@ class Number:
         raise ConfigError(key, _shown(value), self.expected())
 
 
-def _shown(value: Any) -> Any:
-    """A value as an error message shows it: a very long number cut to its first digits and its length."""
-    text = str(value)
-    return f"{text[:20]}... ({len(text)} characters)" if isinstance(value, (int, float, str)) and len(text) > 40 \
-        else value
 
 
 @dataclass(frozen=True)
@@ -147,20 +137,6 @@ def label_name(key: str, value: Any) -> str:
     return value
 
 
-#: The converters ``domain.converter._target_`` may name that are no integration's: the task-format reader
-#: and the distractor builder. A config value never names code to run (Hydra would import and call whatever
-#: it names): the allow-list is these plus every integration's declared converters (:func:`converters`).
-BUILT_IN_CONVERTERS = (
-    "camdf.data.io.read_domain",
-    "camdf.data.distractors.with_distractors",
-)
-
-
-def converters() -> tuple[str, ...]:
-    """The allow-list of ``converter._target_``: :data:`BUILT_IN_CONVERTERS` and the integrations' declared ones."""
-    from camdf.integrations.registry import converters as declared
-
-    return (*BUILT_IN_CONVERTERS, *declared())
 
 
 def converter_target(key: str, value: Any) -> str:
@@ -407,7 +383,7 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
     try:
         out = resolve(cfg)
         check_tree(cfg, out)  # code, paths and secrets (camdf.pipeline.gates)
-        check_kinds(out, stage)  # every key's kind, from the shipped configs (camdf.pipeline.tree)
+        check_kinds(out, stage, SCHEMAS.get(stage, {}))  # every key's kind, from the shipped configs (camdf.pipeline.tree)
         out = validate(out, stage)
         if stage in READS_DATA:
             verify_built(Path(out["paths"]["data_dir"]), out["domain"]["name"])

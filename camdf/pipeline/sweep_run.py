@@ -7,10 +7,12 @@ and hands its id to the jobs in ``CAMDF_SWEEP_RUN`` (launchers pass the environm
 on to their workers). Each job records itself on that run: a cell it computes
 becomes a child run (``mlflow.parentRunId``), and the parent's tag
 ``cell.<job number>`` says ``running <cell>``, then ``logged <run id>`` or
-``reused <run id>`` (a cell some earlier sweep computed). When the sweep ends the
-parent logs ``cells.csv`` (one row per job), the sweep's table (``sweep.md``,
+``reused <run id>`` (a cell some earlier sweep computed). A computed cell's run is named by
+what the sweep varies (``lam=0.12 d=1.0 | retail/bm25``, :func:`sweep_run_name`). When the sweep
+ends the parent logs ``cells.csv`` (one row per job; the ``cell.*`` tags are then removed), the sweep's table (``sweep.md``,
 ``sweep.csv``: one row per cell, CAM-DF against its cell's best baseline) and, for a
-lambda x d grid, the A18 heatmap (``figures/heatmap.png``); the metrics ``sweep/n_cells``,
+lambda x d grid, the A18 heatmap (``figures/heatmap.png``; one per value of every other key the
+sweep varies, e.g. ``figures/heatmap_scorer.label=bm25.png``); the metrics ``sweep/n_cells``,
 ``sweep/n_logged``, ``sweep/n_reused``, ``sweep/n_camdf_above`` and ``sweep/n_camdf_below``
 (cells where CAM-DF's CI against the best baseline lies above / below 0) and a
 description; it ends FINISHED. A sweep that dies ends its parent FAILED.
@@ -38,6 +40,8 @@ from camdf.common.progress import quiet
 
 #: The environment variable that carries the parent run's id to the jobs.
 ENV = "CAMDF_SWEEP_RUN"
+#: The environment variable that names the keys the sweep varies (comma-separated), for the cells' run names.
+KEYS_ENV = "CAMDF_SWEEP_KEYS"
 #: The kind tag of a sweep's parent run.
 SWEEP = "sweep"
 
@@ -56,6 +60,34 @@ def parent_tags() -> dict[str, str]:
     """The tag that makes a run a child of the current sweep's parent (empty outside a sweep)."""
     parent = os.environ.get(ENV)
     return {"mlflow.parentRunId": parent} if parent else {}
+
+
+def varying_keys(jobs: list[list[str]]) -> list[str]:
+    """The keys whose value differs between a sweep's jobs (override lists), in override order."""
+    values: dict[str, set[str]] = {}
+    for job in jobs:
+        for override in job:
+            key, _, value = override.partition("=")
+            values.setdefault(key.lstrip("+~"), set()).add(value)
+    return [k for k, v in values.items() if len(v) > 1]
+
+
+def sweep_run_name(cfg: dict[str, Any]) -> str | None:
+    """A cell's run name inside a sweep: what varies first, then where (``lam=0.12 d=1.0 | retail/bm25``), so
+    the UI's run list shows the values that tell the cells apart; None outside a sweep."""
+    keys = [k for k in os.environ.get(KEYS_ENV, "").split(",") if k]
+    if not keys:
+        return None
+    parts = []
+    for key in keys:
+        value: Any = cfg
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if isinstance(value, dict):  # a config group (scorer=...): its label or name
+            value = value.get("label", value.get("name"))
+        parts.append(f"{key.rsplit('.', 1)[-1]}={value}")
+    scorer = cfg["scorer"].get("label", cfg["scorer"]["name"])
+    return f"{' '.join(parts)} | {cfg['domain']['name']}/{scorer}"
 
 
 def _cells(tags: dict[str, str]) -> dict[int, str]:
@@ -107,19 +139,64 @@ def sweep_summary(cells: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
     return table, {"sweep/n_camdf_above": above, "sweep/n_camdf_below": below}
 
 
-def grid_heatmap(cells: pd.DataFrame, title: str) -> bytes | None:
-    """The A18 heatmap (CAM-DF minus predict-then-threshold per lambda x d) of a sweep over lambda or d,
-    else None (a sweep whose cells lack predict-then-threshold, or hold one (lambda, d) only)."""
+#: Facets beyond which a sweep gets no heatmaps (its description says so; sweep.md still has every cell).
+MAX_FACETS = 12
+#: Params that never tell cells apart in a figure (bookkeeping that differs with the machine or the store).
+_NOT_FACETS = ("p:paths.", "p:tracking.")
+
+
+def facet_keys(cells: pd.DataFrame) -> list[str]:
+    """The params (``p:`` columns) that vary across a sweep's cells besides lambda and d, one per dimension.
+
+    A param that the keys already chosen determine (``scorer.name`` and the scorer's settings once
+    ``scorer.label`` is chosen) adds no facet: keys are taken finest first, a ``.label`` param, then
+    the shortest name, standing for the params that split the cells alike.
+    """
+    text = cells.astype(str)
+    varying = [c for c in cells if c.startswith("p:") and c not in ("p:cost.lam", "p:cost.d")
+               and not c.startswith(_NOT_FACETS) and text[c].nunique() > 1]
+    varying.sort(key=lambda c: (-text[c].nunique(), not c.endswith(".label"), len(c), c))
+    keys: list[str] = []
+    for c in varying:
+        if not keys or (text.groupby(keys)[c].nunique() > 1).any():
+            keys.append(c)
+    return keys
+
+
+def grid_heatmaps(cells: pd.DataFrame, title: str) -> tuple[dict[str, bytes], str]:
+    """The A18 heatmaps (CAM-DF minus predict-then-threshold per lambda x d) of a sweep, one per facet.
+
+    A facet is one combination of the other keys that vary (:func:`facet_keys`, e.g. the scorer), so a
+    figure never mixes cells that differ in anything but lambda and d. Returns ``{artifact path: PNG}``
+    (``figures/heatmap.png`` for a sweep with one facet, ``figures/heatmap_<key>=<value>....png``
+    otherwise) and a sentence for the sweep's description: what was drawn, or why nothing was (no
+    predict-then-threshold, one (lambda, d) per facet, more than :data:`MAX_FACETS` facets).
+    """
     from camdf.reporting.figures import heatmap_png
     from camdf.reporting.tables.grid import SUBJECT_A18 as rival, grid_long
 
     if cells.empty or f"m:{rival}/diff_vs_ref" not in cells or "p:cost.lam" not in cells:
-        return None
-    grid = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))
-    grid = grid.drop_duplicates(["lam", "d"], keep="last")
-    if len(grid) < 2:
-        return None
-    return heatmap_png(grid_long(grid, rival), title)
+        return {}, ""
+    cells = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))
+    keys = facet_keys(cells)
+    groups = list(cells.groupby([cells[k].astype(str) for k in keys], sort=True)) if keys else [((), cells)]
+    if len(groups) > MAX_FACETS:
+        return {}, (f" No heatmap: the cells vary in {', '.join(k[2:] for k in keys)} besides lambda and d "
+                    f"({len(groups)} combinations, more than {MAX_FACETS} figures); sweep.md has every cell.")
+    files: dict[str, bytes] = {}
+    for values, group in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        facet = " ".join(f"{k[2:]}={v}" for k, v in zip(keys, values))
+        group = group[group[f"m:{rival}/diff_vs_ref"].notna()]
+        if len(group) < 2 or group.duplicated(["lam", "d"]).any():
+            continue  # one (lambda, d): nothing to map (duplicates cannot occur once every varying key is a facet)
+        name = "figures/heatmap.png" if not keys else f"figures/heatmap_{facet.replace(' ', '_')}.png"
+        files[name] = heatmap_png(grid_long(group, rival), f"{title}" + (f"\n{facet}" if facet else ""))
+    if not files:
+        return {}, ""
+    where = ", ".join(files)
+    split = f", one per {' x '.join(k[2:] for k in keys)}" if keys else ""
+    return files, f" {where}: CAM-DF minus predict-then-threshold over the lambda x d grid{split}."
 
 
 def summarise(tracker, run_id: str, experiment: str, run_ids: list[str]) -> None:
@@ -135,17 +212,15 @@ def summarise(tracker, run_id: str, experiment: str, run_ids: list[str]) -> None
         files["sweep.csv"] = table.to_csv(float_format="%.6g", lineterminator="\n")
         files["sweep.md"] = "\n".join(markdown_table(["run", *shown.columns],
                                                      ([i, *r.tolist()] for i, r in shown.iterrows()))) + "\n"
-    heatmap = grid_heatmap(cells, f"sweep {experiment}: CAM-DF minus predict-then-threshold")
-    if heatmap is not None:
-        files["figures/heatmap.png"] = heatmap
+    heatmaps, heatmap_text = grid_heatmaps(cells, f"sweep {experiment}: CAM-DF minus predict-then-threshold")
+    files.update(heatmaps)
     tracker.log_files(run_id, files)
     tracker.log_metrics(run_id, metrics)
     n = len(table)
     tracker.describe(run_id, (
         f"Sweep of experiment {experiment}: {n} cells. CAM-DF's 95% CI against its cell's best baseline lies "
         f"above 0 in {metrics['sweep/n_camdf_above']} and below 0 in {metrics['sweep/n_camdf_below']} of them "
-        "(sweep.md has one row per cell; the children are the cells' runs)."
-        + (" figures/heatmap.png: CAM-DF minus predict-then-threshold over the lambda x d grid." if heatmap else "")))
+        "(sweep.md has one row per cell; the children are the cells' runs)." + heatmap_text))
 
 
 class _Progress(threading.Thread):
@@ -211,7 +286,8 @@ class SweepRun(Callback):
         if config_name != "evaluate":
             return
         task = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
-        total = len(expand([*sweep_params(config), *task]))
+        jobs = expand([*sweep_params(config), *task])
+        total = len(jobs)
         experiment = OmegaConf.select(config, "hydra.runtime.choices.experiment", default=None) or "ad hoc"
         t = OmegaConf.to_container(config.tracking, resolve=True)
         root = OmegaConf.select(config, "paths.root_dir", default=None)
@@ -230,6 +306,7 @@ class SweepRun(Callback):
             for key in _cells(self.tracker.client.get_run(self.run_id).data.tags):
                 self.tracker.client.delete_tag(self.run_id, f"cell.{key:04d}")
         os.environ[ENV] = self.run_id
+        os.environ[KEYS_ENV] = ",".join(k for k in varying_keys(jobs) if k.split(".", 1)[0] not in ("paths", "hydra"))
         atexit.register(self._abandon)
         if not quiet():
             self.progress = _Progress(t["uri"], self.run_id, total, f"{experiment}")
@@ -252,6 +329,8 @@ class SweepRun(Callback):
         logged = sum(v.startswith("logged ") for v in cells.values())
         reused = sum(v.startswith("reused ") for v in cells.values())
         self.tracker.log_files(self.run_id, {"cells.csv": table.getvalue()})
+        for job in cells:  # the job lines are bookkeeping: cells.csv keeps them, the parent's tags do not
+            client.delete_tag(self.run_id, f"cell.{job:04d}")
         self.tracker.log_metrics(self.run_id, {"sweep/n_cells": len(cells), "sweep/n_logged": logged,
                                                "sweep/n_reused": reused})
         experiment = self.tracker.client.get_run(self.run_id).data.tags.get("experiment", "ad hoc")
@@ -260,6 +339,7 @@ class SweepRun(Callback):
         self.tracker.close_kind_run(self.run_id, "FINISHED")
         self.run_id = None
         os.environ.pop(ENV, None)
+        os.environ.pop(KEYS_ENV, None)
 
     def _abandon(self) -> None:
         """At exit after a sweep that did not end (a job raised): its parent ends FAILED."""

@@ -15,6 +15,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from camdf.pipeline.choices import compose  # noqa: F401  (one composition helper; re-exported here)
+
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
@@ -61,19 +63,26 @@ def sweep_params(cfg: DictConfig) -> list[str]:
     return [f"{k}={v}" for k, v in params.items()]
 
 
-def compose(config_name: str, overrides: list[str], with_hydra: bool = False) -> DictConfig:
-    """One composed config of ``conf/`` (inside a running Hydra app, or standalone)."""
-    from hydra import compose as hydra_compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    if GlobalHydra.instance().is_initialized():
-        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
-    with initialize_config_dir(str(CONF_DIR), version_base="1.3"):
-        return hydra_compose(config_name, overrides=overrides, return_hydra_config=with_hydra)
-
-
 def _is_group(key: str) -> bool:
-    return (CONF_DIR / key.split("@")[0]).is_dir()
+    # hydra.* (hydra.searchpath above all) shapes the composition itself, as a config group choice does.
+    return key.startswith("hydra.") or (CONF_DIR / key.split("@")[0]).is_dir()
+
+
+def searchpath_overrides(config: DictConfig | None = None) -> list[str]:
+    """The ``hydra.searchpath`` of a composed config with its ``hydra`` node (default: the running Hydra
+    app's) as an override, so that configs composed on the side (each job of a sweep check, the cells
+    the tables stage reads) find the same config folders as the stage (empty when there is none)."""
+    if config is not None:
+        paths = OmegaConf.select(config, "hydra.searchpath", default=None)
+    else:
+        from hydra.core.hydra_config import HydraConfig
+
+        paths = HydraConfig.get().searchpath if HydraConfig.initialized() else None
+    paths = [str(p) for p in (paths or [])]
+    if not paths:
+        return []
+    quoted = ",".join("'" + p.replace("\\", "\\\\").replace("'", "\\'") + "'" for p in paths)
+    return [f"hydra.searchpath=[{quoted}]"]
 
 
 def compose_jobs(config_name: str, jobs: list[list[str]]) -> list[DictConfig]:
@@ -154,15 +163,16 @@ class CheckSweep(Callback):
         try:
             overrides = [*sweep_params(config), *task]
             jobs = expand(overrides)
+            searchpath = searchpath_overrides(config)  # a user's config folder (hydra.searchpath=[...])
             if not jobs:  # Hydra would run nothing, exit 0, and the sweep's record would be rewritten as done
                 empty = [o.get_key_element() for o in OverridesParser.create().parse_overrides(overrides)
                          if o.is_sweep_override() and not list(o.sweep_string_iterator())]
                 refuse(ConfigError(empty[0] if empty else "hydra.sweeper.params", "an empty sweep",
                                    "at least one value to sweep"))
-            for cfg in compose_jobs(config_name, jobs):
+            for cfg in compose_jobs(config_name, [[*job, *searchpath] for job in jobs]):
                 resolved = resolve(cfg)
                 check_tree(cfg, resolved)  # code, paths and secrets of every job (camdf.pipeline.gates)
-                check_kinds(resolved, config_name)  # every key's kind (camdf.pipeline.tree)
+                check_kinds(resolved, config_name, SCHEMAS.get(config_name, {}))  # every key's kind (camdf.pipeline.tree)
                 validate(resolved, config_name)
         except ConfigError as err:
             refuse(err)

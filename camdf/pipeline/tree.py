@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from camdf.pipeline.identity import CONF_DIR
-from camdf.pipeline.schema import ConfigError, _shown
+from camdf.pipeline.refusals import ConfigError, _shown
 
 #: Nodes whose keys are free-form (passed to a scorer, a cost regime, a converter, a task filter): their own
 #: checks name what is wrong; only the node itself must be a node (or null).
@@ -84,7 +84,7 @@ def schema(stage: str, conf_dir: Path = CONF_DIR) -> dict[str, frozenset[str]]:
     import yaml
     from omegaconf import OmegaConf
 
-    from camdf.pipeline.sweeps import compose
+    from camdf.pipeline.choices import compose
 
     kinds: dict[str, set[str]] = {}
 
@@ -116,12 +116,13 @@ def _parents(key: str) -> Iterator[str]:
         yield ".".join(parts[:i])
 
 
-def check_kinds(cfg: dict[str, Any], stage: str) -> None:
-    """Refuse a key that no config has, a value of a kind its key never has, a non-finite or far-out number."""
-    from camdf.pipeline.schema import SCHEMAS
+def check_kinds(cfg: dict[str, Any], stage: str, bounded: Any = ()) -> None:
+    """Refuse a key that no config has, a value of a kind its key never has, a non-finite or far-out number.
 
+    ``bounded`` holds the keys the stage's schema (:data:`camdf.pipeline.schema.SCHEMAS`) checks
+    itself with bounds of their own; any other number must lie within :data:`DEFAULT_RANGE`.
+    """
     known = schema(stage)
-    bounded = SCHEMAS.get(stage, {})
     for key, value in _walk(cfg):
         if key.split("[")[0] == "hydra" or key.startswith("hydra."):
             continue

@@ -212,6 +212,8 @@ def _builtin_cards() -> list[Card]:
 REFERENCE = "camdf"
 #: Full access: the anchor of the success comparisons (non-inferiority of each method's success against it).
 FULL_ACCESS = "full"
+#: No tools at all: the other untuned anchor (neither it nor full access is a tuned baseline).
+NO_TOOLS = "none"
 
 #: Every registered method's card by name; change it only through :func:`register` and :func:`unregister`.
 CARDS: dict[str, Card] = {c.name: c for c in _builtin_cards()}

@@ -5,10 +5,20 @@ package, loaded from its folder on CPU with hub access off (``HF_HUB_OFFLINE=1``
 ``local_files_only``), so nothing is downloaded.  Inputs longer than the model's
 256 word pieces are truncated by sentence-transformers.
 
-Bit-stable: a text's vector must not depend on which other texts are encoded with it
-(a batch pads its texts to the longest, and other matrix shapes change torch's float
-sums in the last bits), so every text is encoded alone, with a fixed number of torch
-CPU threads; the same text gives the same bytes in every run and process.
+Bit-stable across machines: torch's float32 kernels differ in the last bits (up to
+~1.5e-7 measured on one machine) between CPU kernels (AVX-512, AVX2, the portable one),
+thread counts and batch company (a batch pads its texts to the longest), so a float32
+vector, and the cosines and rankings built from it, changed from one machine to the
+next. Three steps remove every such difference at the source:
+
+1. every text is encoded alone (no batch company) by the model cast to float64, whose
+   kernel-to-kernel differences are ~1e-16;
+2. each component is rounded to the grid 2**-20 (:data:`GRID`, about 1e-6), far coarser
+   than those differences, so every setting gives the same vector bytes;
+3. cosines are dot products of grid vectors in float64: each product is a multiple of
+   2**-40 below 1 and every partial sum of 384 of them stays below 2**9, so all 49
+   significant bits fit in float64's 53 and the sum is exact in any order, with or
+   without FMA, on any BLAS kernel or thread count.
 
 Cache: one checked ``.npz`` per text under ``<cache_dir>/embeddings/<k[:2]>/<k>.npz``
 with ``k = sha256(encoding version, model fingerprint, text)``; the fingerprint hashes
@@ -31,8 +41,10 @@ from camdf.common.fingerprint import hash_paths
 from camdf.rankers.problem import Problem
 
 DEFAULT_THREADS = 2
-#: Part of every cache key: vectors encoded otherwise (in batches, before bit-stability) are never read.
-ENCODING = "single-text-v2"
+#: Part of every cache key: vectors encoded otherwise (in batches, in float32, unrounded) are never read.
+ENCODING = "single-text-float64-grid20-v3"
+#: The precision every embedding component is rounded to (see the module docstring).
+GRID = 2.0 ** -20
 
 
 def default_model_path() -> Path:
@@ -59,7 +71,8 @@ def _load_model(model_path: str, n_threads: int):
 
     torch.set_num_threads(n_threads)
     hf_logging.disable_progress_bar()
-    return SentenceTransformer(model_path, device="cpu", local_files_only=True)
+    # float64 weights and activations: the kernels' rounding differences shrink far below GRID.
+    return SentenceTransformer(model_path, device="cpu", local_files_only=True).double()
 
 
 def _key(fingerprint: str, text: str) -> str:
@@ -91,7 +104,8 @@ def embed(
 
     Returns
     -------
-    ndarray of float32, shape (N, 384)
+    ndarray of float64, shape (N, 384)
+        Every component a multiple of :data:`GRID`.
     """
     model_path = str(model_path or default_model_path())
     fp = model_fingerprint(model_path)
@@ -102,7 +116,8 @@ def embed(
     if root is not None:
         for k in keys:
             cached = read_checked_npz(root / k[:2] / f"{k}.npz")
-            if cached is not None and cached.get("vector", np.zeros(0)).shape == (384,):
+            if cached is not None and cached.get("vector", np.zeros(0)).shape == (384,) \
+                    and cached["vector"].dtype == np.float64:
                 found[k] = cached["vector"]
     missing = [(k, t) for k, t in zip(keys, distinct) if k not in found]
     if missing:
@@ -114,7 +129,8 @@ def embed(
         vectors = model.encode(
             [t for _, t in missing], batch_size=1, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False,
-        ).astype(np.float32)
+        )
+        vectors = np.round(np.asarray(vectors, np.float64) / GRID) * GRID
         for (k, _), vec in zip(missing, vectors):
             found[k] = vec
             if root is not None:
@@ -123,7 +139,7 @@ def embed(
         stats["hits"] = stats.get("hits", 0) + len(distinct) - len(missing)
         stats["encoded"] = stats.get("encoded", 0) + len(missing)
     row = dict(zip(distinct, keys))
-    return np.vstack([found[row[t]] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+    return np.vstack([found[row[t]] for t in texts]) if texts else np.zeros((0, 384), np.float64)
 
 
 def score_dense(
@@ -135,10 +151,11 @@ def score_dense(
     n_threads: int = DEFAULT_THREADS,
     stats: dict | None = None,
 ) -> np.ndarray:
-    """Cosine similarity of task and tool embeddings, shape (T, A) (deterministic, bit-stable)."""
+    """Cosine similarity of task and tool embeddings, shape (T, A): exact dot products of grid vectors, so
+    the same bytes on any machine, BLAS kernel or thread count (module docstring)."""
     vecs = embed(
         problem.texts + problem.docs, cache_dir=cache_dir, model_path=model_path,
         n_threads=n_threads, stats=stats,
-    ).astype(np.float64)
+    )
     tasks, tools = vecs[: len(problem.texts)], vecs[len(problem.texts):]
     return (tasks @ tools.T).clip(-1.0, 1.0)

@@ -141,8 +141,29 @@ def write_set(out_dir, files: dict[str, bytes | str]) -> tuple[list[Path], list[
     return [out_dir / n for n in files], sorted(kept)
 
 
+def from_store(tracker, main: dict, keys: set[str] | None = None, tables: tuple[TableSpec, ...] | None = None
+               ) -> tuple[Evidence, list[Report], dict[str, bytes], list[str]]:
+    """The evidence, tables, figures and skipped tables of the store's cells with cell keys ``keys`` (None: all)."""
+    runs = runs_frame(tracker)
+    if keys is not None and not runs.empty:
+        runs = runs[runs["t:cell_key"].isin(keys)].reset_index(drop=True)
+    evidence = gather(runs, main, tracker)  # the tracker: the tables read the cells' outcomes and tuned.csv too
+    reports, figures, missing = build_all(evidence, main, tables)
+    return evidence, reports, figures, missing
+
+
+def results_body(tracker, main: dict, keys: set[str] | None, stamp: str | None, commit: str | None = None,
+                 tables: tuple[TableSpec, ...] | None = None) -> str | None:
+    """The Results page's generated block as the tables stage writes it (None: the store supports no table)."""
+    evidence, reports, _, _ = from_store(tracker, main, keys, tables)
+    if not reports:
+        return None
+    return results_markdown(reports, "make reproduce", headlines(evidence, main, reports), stamp, commit)
+
+
 def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | None = None,
-                 stamp: str | None = None) -> tuple[list, list[str]]:
+                 stamp: str | None = None, commit: str | None = None, tables: tuple[TableSpec, ...] | None = None
+                 ) -> tuple[list, list[str]]:
     """Build every table and figure from the store into ``out_dir`` (and the README's Results).
 
     ``keys``: the cell keys the tables may read (the cells of the tables' experiments at
@@ -156,11 +177,7 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
     version updates it (its files are replaced), so the UI shows the latest ones and no duplicates.
     """
     out_dir = Path(out_dir)
-    runs = runs_frame(tracker)
-    if keys is not None and not runs.empty:
-        runs = runs[runs["t:cell_key"].isin(keys)].reset_index(drop=True)
-    evidence = gather(runs, main, tracker)  # the tracker: the tables read the cells' outcomes and tuned.csv too
-    reports, figures, missing = build_all(evidence, main)
+    evidence, reports, figures, missing = from_store(tracker, main, keys, tables)
     files: dict[str, bytes | str] = {}
     for report in reports:
         files.update(report.files())
@@ -173,7 +190,7 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
         missing.append(f"kept the previous {', '.join(names)} (this build made no new {stem}: no matching cells)")
     if readme is not None and reports:
         text = Path(readme).read_text(encoding="utf-8")
-        body = results_markdown(reports, "make reproduce", headlines(evidence, main, reports), stamp)
+        body = results_markdown(reports, "make reproduce", headlines(evidence, main, reports), stamp, commit)
         Path(readme).write_text(update_readme(text, body), encoding="utf-8")
         written.append(Path(readme))
     if figures or reports:

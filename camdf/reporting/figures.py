@@ -7,8 +7,9 @@ import io
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
-from camdf.policies import CARDS
+from camdf.policies import CARDS, FAMILY
 
 # One colour and one marker per method (its registry card, read when drawn), fixed by name so that a method
 # looks the same in every figure; a card without them gets a spare pair chosen by name.
@@ -48,60 +49,121 @@ def overlapping(table: pd.DataFrame, x: str, y: str, rel: float = 0.015) -> list
     return [[names[i] for i in g] for g in groups]
 
 
+#: Legend sections in drawing order: (registry family, heading). Our rules come first and are drawn largest.
+FAMILIES = (("camdf", "ours: CAM-DF rules"), ("ablation", "CAM-DF ablations"), ("baseline", "baselines"),
+            ("peer", "peers (published heuristics)"), ("oracle", "oracles (not deployable)"))
+
+
+def _family(method: str) -> str:
+    family = _card_fact(method, "family", "other")
+    return family if family in dict(FAMILIES) else "other"
+
+
+def _payoff_limits(table: pd.DataFrame) -> tuple[float, float]:
+    """The payoff axis: every non-peer method's CI with a margin; a peer far outside it does not stretch it."""
+    core = table[[_family(m) != "peer" for m in table.index]]
+    core = core if len(core) else table
+    lo, hi = float(core.payoff_ci_low.min()), float(core.payoff_ci_high.max())
+    pad = 0.08 * max(hi - lo, 1e-3)
+    return lo - pad, hi + pad
+
+
 def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
     """Scatter of mean payoff (with CI) against mean tools exposed, one colour and marker per method.
 
-    Methods whose points coincide are labelled together beside the point (the legend alone
-    cannot tell five methods on one point apart). When a deployable set rule is present, prefix
-    rules (filled markers), set rules (hollow markers, dashed bars) and oracles (ringed in black)
-    are drawn as distinct families and named so in the legend.
+    The legend is grouped by family (:data:`FAMILIES`): our rules (the CAM-DF family) first, drawn
+    larger with a black edge and on top; set rules hollow with dashed bars, oracles ringed in black.
+    The payoff axis spans the non-peer methods (:func:`_payoff_limits`): a peer heuristic far below
+    (top5, bor_depth) is drawn as an arrow at the axis edge with its value written beside it, so it
+    does not squash the differences that matter. Methods whose points coincide are numbered beside
+    the point and listed under the plot.
     """
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.lines
     import matplotlib.pyplot as plt
 
-    table = table.sort_index()
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
-    # With a deployable set rule present the two kinds are drawn apart: set rules hollow with dashed bars,
-    # oracles ringed in black; without one the figure is drawn as it always was.
-    kinds = any(not _card_fact(m, "picks_prefix", True) and _card_fact(m, "family") != "oracle" for m in table.index)
+    order = {m: n for n, m in enumerate(CARDS)}  # registry order within each family, unknown methods after by name
+    table = table.loc[sorted(table.index, key=lambda m: (order.get(m, len(order)), m))]
+    fig, ax = plt.subplots(figsize=(10, 5.6), dpi=110)
+    ylo, yhi = _payoff_limits(table)
+    handles: dict[str, list] = {f: [] for f, _ in (*FAMILIES, ("other", "other"))}
+    outside: list[tuple[str, float, float]] = []
     for method, row in table.iterrows():
-        err = np.maximum(0.0, [[row.payoff_mean - row.payoff_ci_low], [row.payoff_ci_high - row.payoff_mean]])
+        family = _family(method)
+        ours = method in FAMILY and family != "ablation"  # the CAM-DF family (its ablations apart)
         colour, marker = method_style(method)
-        if not kinds:
-            ax.errorbar(row.n_exposed, row.payoff_mean, yerr=err, fmt=marker, color=colour, ecolor=colour,
-                        markersize=9 if marker == "*" else 6, capsize=3, label=method, alpha=0.9)
-            continue
         is_set = not _card_fact(method, "picks_prefix", True)
-        oracle = _card_fact(method, "family") == "oracle"
-        kind = "oracle" if oracle else ("set" if is_set else "prefix")
-        bars = ax.errorbar(row.n_exposed, row.payoff_mean, yerr=err, fmt=marker, color=colour, ecolor=colour,
-                           markersize=9 if marker == "*" or oracle else 7, capsize=3, label=f"{method} ({kind})",
-                           alpha=0.9, markerfacecolor="none" if is_set and not oracle else colour,
-                           markeredgecolor="black" if oracle else colour, markeredgewidth=1.6 if is_set else 1.0)
+        oracle = family == "oracle"
+        label = method + (" (set)" if is_set and not oracle else "")
+        size = 11 if ours else 7
+        style = {"color": colour, "markersize": size + (3 if marker == "*" else 0), "alpha": 1.0 if ours else 0.8,
+                 "markerfacecolor": "none" if is_set and not oracle else colour,
+                 "markeredgecolor": "black" if ours or oracle else colour,
+                 "markeredgewidth": 1.8 if is_set or ours else 1.0, "zorder": 4 if ours else 3}
+        if not ylo <= row.payoff_mean <= yhi:
+            outside.append((method, row.n_exposed, row.payoff_mean))
+            edge = ylo if row.payoff_mean < ylo else yhi
+            ax.plot(row.n_exposed, edge, marker="v" if row.payoff_mean < ylo else "^", color=colour,
+                    markersize=9, clip_on=False, zorder=5)
+            ax.annotate(f"{method} {row.payoff_mean:.2f}", (row.n_exposed, edge), xytext=(6, 6 if edge == ylo else -12),
+                        textcoords="offset points", fontsize=7, color="0.2", annotation_clip=False)
+            handles[family].append(matplotlib.lines.Line2D([], [], linestyle="none", marker=marker, label=label,
+                                                           **style))
+            continue
+        err = np.maximum(0.0, [[row.payoff_mean - row.payoff_ci_low], [row.payoff_ci_high - row.payoff_mean]])
+        bars = ax.errorbar(row.n_exposed, row.payoff_mean, yerr=err, fmt=marker, ecolor=colour, capsize=3,
+                           elinewidth=2.0 if ours else 1.0, label=label, **style)
         if is_set and not oracle:
             bars[-1][0].set_linestyle("--")
-    shared = [g for g in overlapping(table, "n_exposed", "payoff_mean") if len(g) > 1]
+        handles[family].append(bars)
+    shown = table[[m not in {o[0] for o in outside} for m in table.index]]
+    shared = [g for g in overlapping(shown, "n_exposed", "payoff_mean") if len(g) > 1] if len(shown) else []
     for n, group in enumerate(shared, 1):
         row = table.loc[group[0]]
         ax.annotate(f"[{n}]", (row.n_exposed, row.payoff_mean), xytext=(-40, 12 + 12 * (n - 1)),
-                    textcoords="offset points", fontsize=7, color="0.2",
+                    textcoords="offset points", fontsize=8, color="0.2",
                     arrowprops={"arrowstyle": "-", "color": "0.5", "linewidth": 0.6})
+    footer = []
     if shared:
-        fig.text(0.01, 0.01, "One point, several methods: " + "; ".join(
-            f"[{n}] {', '.join(g)}" for n, g in enumerate(shared, 1)), fontsize=6, color="0.2", wrap=True,
-            va="bottom")
+        footer.append("One point, several methods: " + "; ".join(f"[{n}] {', '.join(g)}"
+                                                                 for n, g in enumerate(shared, 1)))
+    if outside:
+        footer.append("Below/above the axis (arrows): " + ", ".join(f"{m} {y:.3f}" for m, _, y in outside)
+                      + "; the axis spans the other methods' CIs.")
+    if footer:
+        fig.text(0.01, 0.01, "\n".join(footer), fontsize=7, color="0.2", wrap=True, va="bottom")
+    ax.set_ylim(ylo, yhi)
     ax.set_xlabel("tools exposed (mean over tasks)")
     ax.set_ylabel("payoff (mean, 95% CI)")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title(title, fontsize=10)
+    heading = matplotlib.lines.Line2D([], [], linestyle="none")
+    entries, labels = [], []
+    for family, name in (*FAMILIES, ("other", "other")):
+        if handles[family]:
+            entries += [heading, *handles[family]]
+            labels += [name, *(h.get_label() for h in handles[family])]
+    legend = ax.legend(entries, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                       handletextpad=0.4, labelspacing=0.3)
+    for text in legend.get_texts():
+        if text.get_text() in {name for _, name in (*FAMILIES, ("other", "other"))}:
+            text.set_fontweight("bold")
     ax.grid(alpha=0.3)
     buf = io.BytesIO()
-    fig.tight_layout(rect=(0, 0.06 if shared else 0, 1, 1))
+    fig.tight_layout(rect=(0, 0.03 + 0.03 * len(footer), 1, 1))
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
+
+
+def _cell_text(value: float, excludes0: bool) -> str:
+    """A heatmap cell's number: 2 decimals, more (up to 4) when 2 would round a nonzero value to zero, never
+    a signed zero; † when its CI excludes 0 (so no "+0.00†": such a cell shows the digits that carry it)."""
+    digits = 2
+    while digits < 4 and value != 0.0 and float(signed(value, digits)) == 0.0:
+        digits += 1
+    return signed(value, digits) + ("\u2020" if excludes0 else "")
 
 
 def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -> bytes:
@@ -128,7 +190,7 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
         for j in range(grid.shape[1]):
             v = grid.iat[i, j]
             if pd.notna(v):
-                ax.text(j, i, f"{v:+.2f}" + ("\u2020" if excl.iat[i, j] else ""), ha="center", va="center", fontsize=7,
+                ax.text(j, i, _cell_text(v, bool(excl.iat[i, j])), ha="center", va="center", fontsize=7,
                         color="white" if abs(v) > 0.6 * lim else "black")
             if degenerate is not None and bool(degenerate.iat[i, j]):
                 ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",

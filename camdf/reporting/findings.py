@@ -7,12 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.policies import FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.evidence import Evidence, main_cell, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.a26 import MISS_LEVEL
-from camdf.reporting.tables.grid import grid_long
+from camdf.reporting.tables.grid import grid_long, grids_equal
 from camdf.reporting.verdicts import wording
 
 
@@ -31,7 +32,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
         c = evidence.judge.compare(run, REFERENCE, FULL_ACCESS)
         power = "" if np.isnan(c.mdd) else f"; MDD {c.mdd:.3f}"
         out.append(f"Main cell (Table 2): CAM-DF payoff {g(REFERENCE, 'payoff_mean'):.3f} against full access "
-                   f"{g(FULL_ACCESS, 'payoff_mean'):.3f}; CAM-DF minus full {c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]"
+                   f"{g(FULL_ACCESS, 'payoff_mean'):.3f}; CAM-DF minus full {signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]"
                    f"{power}: CAM-DF {wording(c, 'full access')} here, exposing "
                    f"{g(REFERENCE, 'n_exposed'):.2f} of {g(FULL_ACCESS, 'n_exposed'):.0f} tools.")
         best = max((m for m in methods_of(run) if m not in ORACLES),
@@ -53,12 +54,17 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
         out.append("Exposure at the main cell: CAM-DF exposes " + "; ".join(exposure) + ". The paper reports about "
                    "4.4 tools (~37% fewer than full access).")
     if not evidence.grid.empty:
-        for name, rival in (("A18", "predict_threshold"), ("A24", "score_per_cost")):
-            long = grid_long(evidence.grid, rival)
+        grids = [(name, rival, grid_long(evidence.grid, rival)) for name, rival in
+                 (("A18", "predict_threshold"), ("A24", "score_per_cost")) if f"m:{rival}/diff_vs_ref" in evidence.grid]
+        if len(grids) == 2 and grids_equal(grids[0][2], grids[1][2]):
+            # One finding, said once: the two rivals coincide at every cell (same prefixes, same payoffs).
+            grids = [("A18 and A24 (identical cell for cell: the tuned score-per-cost threshold picks the same "
+                      "prefixes as predict-then-threshold in every cell)", "predict_threshold", grids[0][2])]
+        for name, rival, long in grids:
             live = long[~long.degenerate]
+            n_above, n_below = int((live.lo > 0).sum()), int((live.hi < 0).sum())
             out.append(f"{name}: over the {len(live)} non-degenerate lambda x d cells (of {len(long)}), CAM-DF minus "
-                       f"{rival} has a CI above 0 in {int((live.lo > 0).sum())} cells and below 0 in "
-                       f"{int((live.hi < 0).sum())}.")
+                       f"{rival} has a CI above 0 in {n_above} {_cells(n_above)} and below 0 in {n_below}.")
     if run is not None and pd.notna(run.get("m:camdf/verified_noninferior_vs_full", np.nan)):
         r = run
         yes = bool(r["m:camdf/verified_noninferior_vs_full"])
@@ -104,3 +110,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
                                                  ("holds", "does not hold", "inconclusive"))
                    + f" of {len(verdicts)} rows (each verdict by the rule stated under the table).")
     return out
+
+
+def _cells(n: int) -> str:
+    return "cell" if n == 1 else "cells"

@@ -7,6 +7,7 @@ string formatting, so the same store gives byte-identical files.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,9 @@ import pandas as pd
 
 from camdf.common.files import write_atomic
 from camdf.common.markdown import markdown_table
+
+#: A zero with a sign ("-0.000", "+0.00"): shown unsigned, since the digits carry no direction.
+_SIGNED_ZERO = re.compile(r"(?<![\w.])[-+](0\.0+)(?![\d.])")
 
 
 @dataclass
@@ -64,8 +68,8 @@ class Report:
 
     def _fmt(self, v) -> str:
         if isinstance(v, float):
-            return "" if pd.isna(v) else f"{v:.{self.digits}f}"
-        return str(v)
+            return "" if pd.isna(v) else _SIGNED_ZERO.sub(r"\1", f"{v:.{self.digits}f}")
+        return _SIGNED_ZERO.sub(r"\1", str(v))
 
     def to_markdown(self) -> str:
         cells = self._cells("**{}**", " †")

@@ -49,6 +49,18 @@ PROVENANCE = "provenance.json"
 METRICS_TABLE = "metrics.parquet"
 #: The tag MLflow's UI shows as a run's (and an experiment's) description.
 DESCRIPTION = "mlflow.note.content"
+#: The experiment's description: where to look first (the UI shows it above the runs).
+EXPERIMENT_DESCRIPTION = (
+    "camdf: one run per cell (domain x ranker x cost regime x lambda x d), grouped under one parent run per "
+    "sweep (`sweep a18`, `sweep table2`, ...).\n\n"
+    "- Compare CAM-DF with the baselines over lambda x d: open a sweep's parent run (e.g. `sweep a18`) -> "
+    "Artifacts -> `figures/heatmap*.png` (one heatmap per value of any other key the sweep varies) and `sweep.md`.\n"
+    "- Table 2 and every other table: the `tables <fingerprint>` run -> Artifacts -> `tables/` and `figures/` "
+    "(the same files as outputs/tables/ and docs/results.md).\n"
+    "- In the chart and compare views, the `headline/` metrics hold each cell's result: payoff with its 95% CI "
+    "and tools exposed for CAM-DF, the cell's best baseline and its best rule, and CAM-DF minus the best "
+    "baseline with its CI. Every other metric of a cell is in its `metrics.parquet` artifact.\n"
+    "- The shipped stopper: Models -> `camdf-stopper` (its description says how to use it).")
 
 
 class Tracker(ClaimsMixin):
@@ -101,6 +113,8 @@ class Tracker(ClaimsMixin):
                 self.experiment_id = exp.experiment_id
             if exp is None or exp.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
                 self.client.set_experiment_tag(self.experiment_id, *EXPERIMENT_KIND)
+            if exp is None or exp.tags.get(DESCRIPTION) != EXPERIMENT_DESCRIPTION:
+                self.client.set_experiment_tag(self.experiment_id, DESCRIPTION, EXPERIMENT_DESCRIPTION)
         self.experiment = experiment
 
     def runs(self, filter_string: str = "", status: str | None = "FINISHED") -> list:
@@ -283,9 +297,7 @@ class Tracker(ClaimsMixin):
         A store that cannot take the status either is left as it is (its heartbeat stops, so the
         next stage ends it as stale); the stage's own error line says why.
         """
-        from camdf.pipeline.boundary import explain
-
-        line = err if isinstance(err, str) else explain(err, self.uri)[0]
+        line = err if isinstance(err, str) else _one_line(err)
         status = "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
         try:
             self.client.set_tag(run_id, "failure", line[:5000])
@@ -388,3 +400,11 @@ def store_has_experiment(uri: str, experiment: str) -> bool:
         return False
     check_store_file(uri)
     return connect(uri).get_experiment_by_name(experiment) is not None
+
+
+def _one_line(err: BaseException) -> str:
+    """A failure's first line as the ``failure`` tag shows it (a stage's boundary re-tags it with its own line)."""
+    if isinstance(err, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__

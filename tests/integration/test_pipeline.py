@@ -47,6 +47,37 @@ def _finished_keys(uri: str, experiment: str = "camdf") -> list[str]:
     return [r.data.tags["cell_key"] for r in runs if r.data.tags.get("kind", "cell") == "cell"]
 
 
+def _results_check_recomputes_the_numbers(tmp_path: Path, out: Path, data: Path) -> None:
+    """``camdf results check`` passes on the Results the tables stage wrote and fails on the same page with one
+    number changed, naming the number on the page and the store's."""
+    import re
+
+    page, readme = tmp_path / "results.md", tmp_path / "README.md"
+    page.write_text("# Results\n<!-- results:start -->\n<!-- results:end -->\n")
+    readme.write_text("# x\n<!-- headline:start -->\n<!-- headline:end -->\n")
+    same = ["experiments=[smoke]", "main.lam=0.12", "main.d=1.0", "main.methods=${grid_methods.names}"]
+    root = [f"paths.root_dir={tmp_path}"]  # the Results are written only inside the root
+    _run(["pipelines.tables", *same, *root, f"readme={page}", f"headline={readme}"], out, data)
+    overrides = [a for o in [*same, *root, f"paths.output_dir={out}", f"paths.data_dir={data}"]
+                 for a in ("--override", o)]
+
+    def check(path):
+        return subprocess.run([sys.executable, "-m", "camdf.cli", "results", "check", str(path), *overrides],
+                              cwd=ROOT, env=_env(out), capture_output=True, text=True)
+
+    ok = check(page)
+    assert ok.returncode == 0 and "every number matches" in ok.stdout, ok.stdout + ok.stderr
+    assert "source fingerprint" in page.read_text() and "git commit" in page.read_text()
+    assert check(readme).returncode == 0  # the README's headline block, compared with the recomputed one
+    text = page.read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| camdf |"))
+    number = re.search(r"\| (\d\.\d{3}) \|", row).group(1)
+    changed = f"{float(number) + 0.001:.3f}"
+    page.write_text(text.replace(row, row.replace(f"| {number} |", f"| {changed} |", 1), 1))
+    bad = check(page)
+    assert bad.returncode == 1 and f"{changed} on the page, {number} from the store" in bad.stdout, bad.stdout
+
+
 def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, data_dir):
     out = tmp_path / "out"
     proc = _run(["pipelines.evaluate", "-m", "experiment=smoke"], out, data_dir)
@@ -64,6 +95,7 @@ def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, d
     (tables_run,) = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("kind") == "tables"]
     logged = {a.path for a in client.list_artifacts(tables_run.info.run_id, "tables")}
     assert {"tables/claims.md", "tables/table2.md", "tables/a18.csv"} <= logged
+    _results_check_recomputes_the_numbers(tmp_path, out, data_dir)
     shutil.rmtree(out / "tables")
     _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0",
           "main.methods=${grid_methods.names}"], out, data_dir)

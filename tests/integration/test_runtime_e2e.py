@@ -86,6 +86,16 @@ def test_cli_select_matches_and_refuses_bad_json(trained, tmp_path):
                           "-1"], input=json.dumps(trained["requests"][0]), capture_output=True, text=True, env=env,
                          cwd=ROOT)
     assert neg.returncode == 2 and "lam: must be a finite number >= 0" in neg.stderr
+    # A flag wins over the request's own value: --lam 50 on a request saying lam 0 decides as lam 50.
+    def select(request, *flags):
+        proc = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", trained["model_uri"], *flags],
+                              input=json.dumps(request), capture_output=True, text=True, env=env, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["exposed"]
+
+    request = {k: v for k, v in trained["requests"][0].items() if k != "lam"}
+    free, dear = select({**request, "lam": 0.0}), select({**request, "lam": 50.0})
+    assert free != dear and select({**request, "lam": 0.0}, "--lam", "50") == dear
 
 
 def test_mlflow_models_serve_gives_the_same_decisions(trained, served):

@@ -43,6 +43,10 @@ def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(
     assert [f.path for f in client.list_artifacts(parent.info.run_id, "figures")] == ["figures/heatmap.png"]
     assert {"sweep/n_camdf_above", "sweep/n_camdf_below"} <= set(parent.data.metrics)
     assert parent.data.tags["mlflow.note.content"].startswith("Sweep of experiment smoke: 2 cells.")
+    assert not [k for k in parent.data.tags if k.startswith("cell.")]  # bookkeeping: in cells.csv, not the tags
+    assert "heatmap" in exp.tags["mlflow.note.content"] and "Table 2" in exp.tags["mlflow.note.content"]
+    # A child is named by what the sweep varies first: here d alone (lambda was fixed on the command line).
+    assert sorted(c.info.run_name for c in cells) == ["d=0.0 | retail/bm25", "d=1.0 | retail/bm25"]
     fingerprint = hash_paths([data_dir / "retail" / "catalog.json", data_dir / "retail" / "tasks.jsonl"])
     from camdf.tracking.client import Tracker
 
@@ -50,9 +54,16 @@ def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(
     for cell in cells:
         # Few metrics logged (at most 4 per method, 10 for the cell); every metric in the metrics table.
         prefixes = Counter(k.split("/", 1)[0] for k in cell.data.metrics)
-        methods = {p: n for p, n in prefixes.items() if p not in ("cell", "ranking", "agreement")}
+        methods = {p: n for p, n in prefixes.items() if p not in ("cell", "ranking", "agreement", "headline")}
         assert methods and max(methods.values()) <= 4
-        assert sum(n for p, n in prefixes.items() if p not in methods) <= 10
+        assert sum(n for p, n in prefixes.items() if p not in methods and p != "headline") <= 10
+        # The headline as metrics the chart and compare views show: payoff, its CI and tools of each role.
+        headline = {k for k in cell.data.metrics if k.startswith("headline/")}
+        assert {f"headline/{role}_{what}" for role in ("camdf", "best_baseline", "best_rule")
+                for what in ("payoff", "payoff_ci_low", "payoff_ci_high", "tools")} <= headline
+        m = cell.data.metrics
+        assert m["headline/camdf_payoff_ci_low"] <= m["headline/camdf_payoff"] <= m["headline/camdf_payoff_ci_high"]
+        assert m["headline/best_rule_payoff"] >= max(m["headline/camdf_payoff"], m["headline/best_baseline_payoff"])
         assert METRICS_TABLE in {f.path for f in client.list_artifacts(cell.info.run_id)}
         every = cell_metrics(reader, cell)
         assert {"camdf/payoff_ci_low", "predict_threshold/p_holm_vs_ref", "camdf/payoff_repeat_max"} <= set(every)

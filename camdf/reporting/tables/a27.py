@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.policies import CARDS
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.figures import heatmap_png, payoff_vs_tools_png
@@ -33,7 +34,7 @@ def kinds_row(run: pd.Series) -> dict | None:
            "prefix tools": run[f"m:{prefix}/n_exposed"], "prefix success": run[f"m:{prefix}/{success}"],
            "best set rule": sets, "set payoff": run[f"m:{sets}/payoff_mean"], "set tools": run[f"m:{sets}/n_exposed"],
            "set success": run[f"m:{sets}/{success}"], "success is": "verified" if verified else "G_x proxy",
-           "set minus prefix": f"{run[DIFF]:+.3f} [{run[DIFF + '_ci_low']:+.3f}, {run[DIFF + '_ci_high']:+.3f}]"}
+           "set minus prefix": f"{signed(run[DIFF])} [{signed(run[DIFF + '_ci_low'])}, {signed(run[DIFF + '_ci_high'])}]"}
     for oracle in ("best_prefix", "oracle_set"):
         row[oracle] = run.get(f"m:{oracle}/payoff_mean", np.nan)
     return row

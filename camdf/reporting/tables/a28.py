@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import CARDS, FAMILY, ORACLES
+from camdf.common.markdown import signed
+from camdf.policies import CARDS, FAMILY, FULL_ACCESS, NO_TOOLS, ORACLES
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -26,7 +27,7 @@ NOT_RUN = {"static_set": "its fit (StaticSet.fit) searches the whole catalog at 
 FAMILIES = {
     "ours, prefix": lambda m: m in FAMILY and CARDS[m].picks_prefix,
     "ours, set": lambda m: m in FAMILY and not CARDS[m].picks_prefix,
-    "tuned baselines": lambda m: CARDS[m].family == "baseline" and m not in ("full", "none"),
+    "tuned baselines": lambda m: CARDS[m].family == "baseline" and m not in (FULL_ACCESS, NO_TOOLS),
     "peers (top5, bor_depth)": lambda m: CARDS[m].family == "peer",
     "oracles": lambda m: m in ORACLES,
 }
@@ -87,7 +88,7 @@ def _row(judge: Judge, run: pd.Series) -> dict:
                                                              g(ours, "payoff_ci_high")),
             "success": g(ours, "success"), "tools": k, "cost": g(ours, "cost"),
             "best tuned baseline": base, "baseline payoff": g(base, "payoff_mean"),
-            "ours minus baseline": f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]", "MDD": c.mdd,
+            "ours minus baseline": f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]", "MDD": c.mdd,
             "BoR coverage@k (k = tools)": coverage_at(run, k),
         })
     row.update({"best_prefix": g("best_prefix", "payoff_mean"), "oracle_set": g("oracle_set", "payoff_mean"),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.policies import CARDS, FAMILY, FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.evidence import Evidence, is_degenerate, main_scorers
 from camdf.reporting.report import Report
@@ -96,7 +97,7 @@ def _cell_label(run: pd.Series) -> str:
 
 
 def _ci(c: Comparison) -> str:
-    return f"{c.mean:+.3f} [{c.lo:+.3f}, {c.hi:+.3f}]"
+    return f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]"
 
 
 def _median(values) -> float:
@@ -185,7 +186,7 @@ def rows_c(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     mean = float(np.mean([c.mean for c in comps]))
     return [Row("c", "consistent gains over predict-then-threshold across ranking sources and cost regimes",
                 f"A21 rankers and A18 d at lambda = {main['lam']}: {len(comps)} non-degenerate cells",
-                f"CAM-DF beats it in {above}, is worse in {below}; mean difference {mean:+.3f}", verdict,
+                f"CAM-DF beats it in {above}, is worse in {below}; mean difference {signed(mean)}", verdict,
                 _median(c.mdd for c in comps), mean)]
 
 
@@ -213,7 +214,7 @@ def rows_d(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         c = _try(judge, r, REFERENCE, FULL_ACCESS, column="verified" if prefix else "success")
         out.append(Row(f"d ({r['p:scorer.label']})", "~37% fewer tools than full access without a success loss",
                        _cell_label(r),
-                       f"{fewer:.1f}% fewer tools; {'verified ' if prefix else ''}success {sdiff:+.3f} vs full, "
+                       f"{fewer:.1f}% fewer tools; {'verified ' if prefix else ''}success {signed(sdiff)} vs full, "
                        f"TOST p = {r.get(f'm:camdf/{prefix}tost_p_vs_full', np.nan):.4f}", verdict,
                        np.nan if c is None else c.mdd, sdiff))
     return out
@@ -232,7 +233,7 @@ def rows_e(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         verdict = UNSURE if gain <= 0 else (HOLDS if share >= 0.5 else FAILS)
         c = _try(judge, r, REFERENCE, floor_m)  # the power to show CAM-DF's gain, the claim's premise
         out.append(Row(f"e ({r['p:scorer.label']})", "CAM-DF-lite keeps most of the gain", _cell_label(r),
-                       f"gain over max(full, none): CAM-DF {gain:+.3f}, lite {lite:+.3f}"
+                       f"gain over max(full, none): CAM-DF {signed(gain)}, lite {signed(lite)}"
                        + ("" if gain <= 0 else f" (share {share:.2f})"), verdict,
                        np.nan if c is None else c.mdd, gain))
     return out
@@ -269,11 +270,11 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
                       zip(sel.eps, (r for _, r in sel.iterrows())) if e > 0]
             effect = max((d for _, d in points), default=0.0)
             verdict = HOLDS if effect <= NOISE_TOLERANCE else FAILS
-            stat = "clean minus noisy: " + "; ".join(f"epsilon {e:g} {d:+.3f}" for e, d in points)
+            stat = "clean minus noisy: " + "; ".join(f"epsilon {e:g} {signed(d)}" for e, d in points)
             mdd = np.nan
         out.append(Row(f"f ({scorer})", "robust to G_x noise",
                        f"A19 ({scorer}): epsilon in {', '.join(f'{e:g}' for e in sel.eps)}",
-                       f"{stat}; CAM-DF's noise-free gain over max(full, none) {gain:+.3f}", verdict, mdd, effect))
+                       f"{stat}; CAM-DF's noise-free gain over max(full, none) {signed(gain)}", verdict, mdd, effect))
     return out
 
 

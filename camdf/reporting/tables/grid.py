@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence
 from camdf.reporting.figures import heatmap_png
 from camdf.reporting.report import Report
@@ -37,13 +38,20 @@ def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
     return long
 
 
+def grids_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Whether two :func:`grid_long` frames over the same cells hold the same differences and CIs."""
+    cols = ["lam", "d", "diff", "lo", "hi"]
+    return len(a) == len(b) and bool(np.allclose(a[cols].to_numpy(float), b[cols].to_numpy(float), atol=1e-12,
+                                                 equal_nan=True))
+
+
 def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> list[Report | Figure]:
     """The grid table ``name`` (CAM-DF minus ``rival`` per lambda x d cell, † where the CI excludes 0) and its heatmap."""
     sel = evidence.grid
     if sel.empty:
         raise LookupError(f"{name}: no FINISHED grid run in the store; run `experiment=a18` first")
     long = grid_long(sel, rival)
-    text = long.assign(cell=[f"{r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]{' (degenerate)' if r.degenerate else ''}"
+    text = long.assign(cell=[f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}]{' (degenerate)' if r.degenerate else ''}"
                              for r in long.itertuples()])
     frame = text.pivot(index="lam", columns="d", values="cell").sort_index()
     marks = long.pivot(index="lam", columns="d", values="excludes0").sort_index().fillna(False)
@@ -62,7 +70,11 @@ def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> l
             f"< {DEGENERATE_TEXT}; largest headroom in the grid {long.headroom.max():.3f}), marked and left out of the "
             f"counts. Decisions: {protocol_note(sel.iloc[-1])}. Spread over the repeats: CAM-DF's repeat means span at "
             f"most {long.camdf_range.max():.3f} in any cell (median {long.camdf_range.median():.3f}).")
-    if rival != SUBJECT_A18:
+    if rival != SUBJECT_A18 and bool(long.same_as.all()):
+        note = (f"This table equals A18 cell for cell: the tuned {rival} payoff equals predict-then-threshold's in "
+                f"all {len(long)} cells (both rules pick the same prefixes with this ranker), so it adds no finding "
+                "of its own. " + note)
+    elif rival != SUBJECT_A18:
         note += (f" The tuned {rival} payoff equals predict-then-threshold's in {int(long.same_as.sum())} of "
                  f"{len(long)} cells.")
     report = Report(name, title, frame, marks=marks, note=note)

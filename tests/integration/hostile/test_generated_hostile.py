@@ -105,7 +105,7 @@ def test_a_hostile_value_is_refused_naming_its_key(stage, key, what, value):
     _set(cfg, key, value)
     with pytest.raises(ConfigError) as err:
         check_tree(cfg, cfg)
-        check_kinds(cfg, stage)
+        check_kinds(cfg, stage, SCHEMAS.get(stage, {}))
         validate(cfg, stage)
     message = str(err.value)
     assert "\n" not in message and message.startswith(key), message

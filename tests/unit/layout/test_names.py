@@ -15,6 +15,8 @@ OWNERS = {
     "conf/experiment/a26_supervised.yaml",
     # The claims whose subject it is: A26 (the risk rule at each alpha), its headline, A20's note on risk_no_split.
     "camdf/reporting/tables/a26.py", "camdf/reporting/findings.py", "camdf/reporting/tables/a20.py",
+    # A28's note on the risk rules' target miss rate at catalog scale (and a figure's grid opacity).
+    "camdf/reporting/tables/a28.py",
     # Another meaning: a test's significance level, a ridge penalty (BoRDepth's Ridge), a matplotlib opacity.
     "camdf/evaluation/bootstrap.py", "camdf/evaluation/classical.py", "camdf/evaluation/permutation.py",
     "camdf/evaluation/power.py", "camdf/evaluation/proportions.py", "camdf/core/set_baselines.py",

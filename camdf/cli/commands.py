@@ -1,4 +1,5 @@
-"""The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``, ``camdf select``.
+"""The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``, ``camdf select``,
+``camdf export``, ``camdf mcp-proxy``, ``camdf results check``.
 
 Exit codes: 0 on success, 2 on bad input (every problem listed on stderr), 1 on a fault of the
 machine or store (one line, :func:`camdf.pipeline.boundary.cli_boundary`), 130 on Ctrl-C.
@@ -119,6 +120,48 @@ def cmd_select(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write the policy of a model URI or folder as a self-contained folder (camdf.runtime.export)."""
+    from camdf.runtime import load_policy
+    from camdf.runtime.export import export_policy
+
+    try:
+        policy = load_policy(args.policy)
+        if getattr(policy, "full", None) is not None and not hasattr(policy, "rule_"):
+            policy = policy.full()
+        folder = export_policy(policy, args.dir)
+    except ValueError as err:
+        print(f"camdf export: {err}", file=sys.stderr)
+        return 2
+    files = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["files"]
+    print(f"{folder}: {policy.method} policy exported ({len(files)} files and manifest.json); "
+          f"load it with camdf.runtime.load_policy({str(folder)!r})")
+    return 0
+
+
+def cmd_mcp_proxy(args: argparse.Namespace) -> int:
+    """Serve the MCP proxy over stdio (camdf.adapters.mcp) until the client closes it."""
+    try:
+        import anyio
+
+        from camdf.adapters.mcp import ToolProxy, UpstreamError
+    except ImportError as err:
+        print(f"camdf mcp-proxy: needs the MCP SDK (pip install mcp): {err}", file=sys.stderr)
+        return 2
+    from camdf.runtime.toolset import ToolChooser
+
+    try:
+        chooser = ToolChooser(args.policy, lam=args.lam, dials=dict(args.dial or []),
+                              always_include=args.always_include, max_tools=args.max_tools)
+        chooser.loaded()  # a policy that cannot load is refused at start, not failed open later
+        proxy = ToolProxy(args.upstream or [], chooser, on_withheld=args.on_withheld, call_timeout=args.call_timeout)
+        anyio.run(proxy.run_stdio)
+    except (ValueError, UpstreamError) as err:
+        print(f"camdf mcp-proxy: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_results_check(args: argparse.Namespace) -> int:
     from camdf.pipeline.identity import code_stamp
     from camdf.reporting.readme import results_stamp
@@ -164,6 +207,9 @@ EPILOG = """examples:
   camdf data summary data                  the built domains, one row each
   camdf select --input request.json        the prefix to expose for one request (or a list)
   echo '{"query": "...", "tools": [...]}' | camdf select
+  camdf export models:/camdf-stopper@champion policy/   the policy as a self-contained folder
+  camdf mcp-proxy --upstream "python server.py" --policy policy/ --lam 0.1
+                                           an MCP proxy exposing the policy's tools (docs/harness.md)
   camdf results check                      do the Results (docs/results.md) match the checkout and the store?
 
 exit status: 0 done, 1 the Results are stale (results check) or a fault of the machine or store,
@@ -185,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
                     "tools to expose, check the README Results.",
         epilog=EPILOG)
-    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,results}")
+    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,export,mcp-proxy,results}")
     data = sub.add_parser("data", help="domain folders in the task format").add_subparsers(dest="cmd", required=True)
     validate = data.add_parser("validate", help="check a domain folder (catalog.json + tasks.jsonl)")
     validate.add_argument("path", help="folder holding catalog.json and tasks.jsonl")
@@ -219,6 +265,33 @@ def build_parser() -> argparse.ArgumentParser:
         select.add_argument(f"--{spec.name}", dest="dial", action="append", metavar="VALUE",
                             type=partial(_alias, spec.name), help=f"--dial {spec.name}=VALUE ({spec.describe()})")
     select.set_defaults(func=cmd_select)
+    export = sub.add_parser(
+        "export", help="write a fitted policy as a self-contained folder (JSON, LightGBM text, manifest)",
+        description="Write the policy of POLICY_URI (runs:/..., models:/..., a model folder) into DIR: policy.json, "
+                    "LightGBM boosters as text, manifest.json with the SHA-256 of each file. "
+                    "camdf.runtime.load_policy(DIR) reads it without MLflow; nothing in it is unpickled.")
+    export.add_argument("policy", metavar="POLICY_URI", help="MLflow model URI or model folder")
+    export.add_argument("dir", metavar="DIR", help="the folder to create (must not exist, or be empty)")
+    export.set_defaults(func=cmd_export)
+    proxy = sub.add_parser(
+        "mcp-proxy", help="an MCP server (stdio) listing only the tools the policy exposes for the task",
+        description="Serve an MCP proxy over stdio in front of the upstream servers: a client calls the "
+                    "select_tools meta-tool with the task, then tools/list answers the policy's selection "
+                    "(docs/harness.md).")
+    proxy.add_argument("--upstream", action="append", metavar="CMD_OR_URL",
+                       help="an upstream MCP server: a command line (stdio) or an http(s):// URL (repeatable)")
+    proxy.add_argument("--policy", default="models:/camdf-stopper@champion", help="model URI or folder")
+    proxy.add_argument("--lam", type=float, default=None, help="lambda (default: the policy's)")
+    proxy.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE",
+                       help="a run-time dial of the policy's rule (repeatable)")
+    proxy.add_argument("--always-include", type=_names, default=[], metavar="NAMES",
+                       help="comma-separated tools always listed")
+    proxy.add_argument("--max-tools", type=int, default=None, help="at most this many tools from the policy")
+    proxy.add_argument("--on-withheld", choices=["refuse", "forward"], default="refuse",
+                       help="a call to a withheld tool: refused with an MCP error (default) or forwarded and "
+                            "recorded as a miss")
+    proxy.add_argument("--call-timeout", type=float, default=60.0, help="seconds an upstream has to answer")
+    proxy.set_defaults(func=cmd_mcp_proxy)
     results = sub.add_parser("results", help="the README Results").add_subparsers(dest="cmd", required=True)
     check = results.add_parser(
         "check", help="do the Results match the checkout's source fingerprint and the numbers recomputed from the store?",

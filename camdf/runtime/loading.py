@@ -45,9 +45,9 @@ def _file_path(uri: str) -> Path | None:
     return Path(uri)
 
 
-def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> Path:
+def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> tuple[Path, str]:
     """The local artifact folder of ``models:/<name>@<alias>`` or ``models:/<name>/<version>`` in a
-    SQLite store, read with the standard library (read-only: a missing store is not created)."""
+    SQLite store and its version, read with the standard library (read-only: a missing store is not created)."""
     import sqlite3
 
     if not tracking.startswith("sqlite:///"):
@@ -55,14 +55,14 @@ def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> Path:
     spec = uri[len("models:/"):]
     if "@" in spec:
         name, alias = spec.rsplit("@", 1)
-        query = ("SELECT v.storage_location, v.status FROM registered_model_aliases a JOIN model_versions v "
+        query = ("SELECT v.storage_location, v.status, v.version FROM registered_model_aliases a JOIN model_versions v "
                  "ON v.name = a.name AND v.version = a.version WHERE a.name = ? AND a.alias = ?")
         args, what = (name, alias), f"no model {name!r} with alias {alias!r}"
     else:
         name, _, version = spec.rpartition("/")
         if not name or not version.isdigit():
             raise _UseMlflow  # models:/name/latest, a stage, a logged model id: MLflow's own
-        query = "SELECT storage_location, status FROM model_versions WHERE name = ? AND version = ?"
+        query = "SELECT storage_location, status, version FROM model_versions WHERE name = ? AND version = ?"
         args, what = (name, int(version)), f"no version {version} of model {name!r}"
     db = Path(tracking[len("sqlite:///"):])
     if not db.is_file():
@@ -74,11 +74,11 @@ def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> Path:
         raise _UseMlflow from None  # another schema, a locked file: MLflow decides
     if row is None:
         raise ValueError(f"policy: cannot load {uri!r}{where}: {what}{hint}")
-    location, status = row
+    location, status, version = row
     folder = _file_path(location or "")
     if folder is None or status != "READY":
         raise _UseMlflow
-    return folder
+    return folder, str(version)
 
 
 def _artifact(folder: Path, artifacts: dict, name: str, uri: str, mlmodel: Path) -> Path | None:
@@ -177,15 +177,36 @@ def load_policy(uri: str = CHAMPION_URI, lean: bool = False):
         _check_read_only_store(uri, tracking, where, hint)
     try:
         if uri.startswith("models:/"):
-            return _read_policy(_registered_folder(uri, tracking, where, hint), uri, lean)
+            folder, version = _registered_folder(uri, tracking, where, hint)
+            return _stamped(_read_policy(folder, uri, lean), uri, version)
         folder = _file_path(uri)
         if folder is not None:
             if not folder.is_dir():
                 raise ValueError(f"policy: cannot load {uri!r}: no such model folder")
-            return _read_policy(folder, uri, lean)
+            from camdf.runtime.export import is_export, read_export
+
+            if is_export(folder):  # `camdf export`: JSON and LightGBM text, read without MLflow or YAML
+                try:
+                    return read_export(folder)
+                except ValueError as err:
+                    raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
+            return _stamped(_read_policy(folder, uri, lean), uri)
     except _UseMlflow:
         pass
-    return _load_with_mlflow(uri, tracking, where or "", hint)
+    return _stamped(_load_with_mlflow(uri, tracking, where or "", hint), uri)
+
+
+def _stamped(policy, uri: str, version: str | None = None):
+    """``policy`` with ``origin_`` set: the URI it was loaded from and its registered version when the URI
+    names one (``models:/name/3``), for a decision's trace and an export's manifest."""
+    spec = uri[len("models:/"):] if uri.startswith("models:/") else ""
+    if version is None and "@" not in spec and spec.rpartition("/")[2].isdigit():
+        version = spec.rpartition("/")[2]
+    try:
+        policy.origin_ = {"uri": uri, "version": version}
+    except AttributeError:  # a frozen object: no stamp
+        pass
+    return policy
 
 
 def _load_with_mlflow(uri: str, tracking: str | None, where: str, hint: str):

@@ -26,6 +26,7 @@ from camdf.core.membership import MembershipModel, cross_fit
 from camdf.common.dials import dial_names
 from camdf.policies import StateBatch, card, make_policy, methods, own_dials
 from camdf.policies.base import check_fitted
+from camdf.runtime import tracing
 from camdf.runtime.door import FrontDoor
 from camdf.runtime.requests import Request, Selection
 
@@ -218,6 +219,10 @@ class StopPolicy(BaseEstimator):
         """The tools to expose for one task (``dials``: the rule's run-time dials by name): a prefix of the
         ranking and its depth for a prefix rule, any subset of it (in ranked order, depth None) for a set rule."""
         request = {"tools": tools, "scores": scores, "costs": costs, "query": query}
+        if tracing.ON and not tracing.inside():  # off: this read is all a decision pays (make bench: runtime)
+            return tracing.traced(self, lambda: self.select_batch([request], lam=lam, **dials)[0], query=query,
+                                  candidates=tracing.names(tools), costs=costs,
+                                  lam=lam, dials=dials)
         return self.select_batch([request], lam=lam, **dials)[0]
 
     def select_batch(self, requests: list[dict], lam: float | None = None, **dials: Any) -> list[Selection]:

@@ -23,7 +23,7 @@ store -> tables) and was read off the graph, each package above every package it
   function from the integrations registry instead of importing it).
 - ``evaluation`` (a cell out of fold: ``core``, ``policies``, ``sufficiency``), ``runtime``
   (the shipped stopper: ``core``, ``policies``, ``rankers``), ``reporting`` (tables and figures
-  from the store: ``tracking``, ``policies``).
+  from the store: ``tracking``, ``policies``); ``adapters`` (the harness adapters: ``runtime`` only).
 - ``pipeline``: the stages, which run all of the above (a cell job draws its figure with
   ``reporting``, the train stage ships through ``runtime``); ``cli`` last.
 """
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[3] / "camdf"
 
 #: Packages of ``camdf`` from the bottom layer up (the module docstring gives the reasons).
 LAYERS = ("common", "tracking", "data", "costs", "core", "rankers", "sufficiency", "policies", "integrations",
-          "evaluation", "runtime", "reporting", "pipeline", "cli")
+          "evaluation", "runtime", "adapters", "reporting", "pipeline", "cli")
 
 
 

@@ -1,0 +1,105 @@
+"""LangChain v1: an ``AgentMiddleware`` that exposes the policy's selection of ``request.tools`` to the model.
+
+>>> from langchain.agents import create_agent
+>>> agent = create_agent(model, tools, middleware=[CamdfToolSelector("path/to/policy", lam=0.1)])
+
+On every model call (``wrap_model_call`` / ``awrap_model_call``) it takes the query from the
+last human message (or ``query(request)``), asks the :class:`~camdf.runtime.toolset.ToolChooser`
+once per user turn (the same query over the same tools is one decision), and passes on
+``request.override(tools=selection + always_include)``. ``camdf_lam`` and ``camdf_dials`` in the
+agent's runtime context (a dict or an object) override ``lam`` and ``dials`` for a run. Tools
+without a name (a provider's built-in tool given as a dict) are always passed on. Fail open: on
+any error every tool is passed on, with one :class:`~camdf.runtime.toolset.FailOpenWarning`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from typing import Any, Callable, Sequence
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool
+
+from camdf.runtime.toolset import FailOpenWarning, ToolChooser
+
+
+def _describe(tool: Any) -> dict | None:
+    """A plain ``{name, description, parameters}`` of a LangChain tool or a provider dict (None: no name)."""
+    if isinstance(tool, BaseTool):
+        return {"name": tool.name, "description": tool.description or "", "parameters": tool.args}
+    if isinstance(tool, dict):
+        spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        name = spec.get("name")
+        if isinstance(name, str) and name:
+            desc = spec.get("description")
+            return {"name": name, "description": desc if isinstance(desc, str) else "",
+                    "parameters": spec.get("parameters", spec.get("input_schema", spec.get("inputSchema")))}
+    return None
+
+
+def last_human_text(request: Any) -> str:
+    """The text of the last human message of a model request ("" when there is none)."""
+    for message in reversed(request.messages):
+        if isinstance(message, HumanMessage):
+            return message.text if isinstance(message.text, str) else str(message.content)
+    return ""
+
+
+def _from_context(context: Any, key: str) -> Any:
+    if isinstance(context, dict):
+        return context.get(key)
+    return getattr(context, key, None)
+
+
+class CamdfToolSelector(AgentMiddleware):
+    """Expose the policy's selection of the agent's tools (plus ``always_include``) on each model call.
+
+    Parameters
+    ----------
+    policy : str, path or policy object
+        Model URI, model or exported folder, or a loaded policy (:class:`~camdf.runtime.toolset.ToolChooser`).
+    lam, dials : optional
+        Lambda and the rule's dials (the run's context may override them: ``camdf_lam``, ``camdf_dials``).
+    always_include : sequence of str
+        Tool names always passed on (not counted against ``max_tools``).
+    max_tools : int, optional
+        Cap on the policy's selection.
+    query : callable, optional
+        ``query(request) -> str``; default: the last human message's text.
+    """
+
+    def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
+                 always_include: Sequence[str] = (), max_tools: int | None = None,
+                 query: Callable[[Any], str] | None = None):
+        super().__init__()
+        self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include,
+                                   max_tools=max_tools)
+        self.query = query or last_human_text
+
+    def select(self, request: Any) -> Any:
+        """``request`` with its tools narrowed to the selection (unchanged when it fails: fail open)."""
+        tools = list(request.tools or [])
+        if not tools:
+            return request
+        try:
+            described = [_describe(t) for t in tools]
+            named = [i for i, d in enumerate(described) if d is not None]
+            context = getattr(request.runtime, "context", None) if request.runtime is not None else None
+            choice = self.chooser.choose([described[i] for i in named], self.query(request),
+                                         lam=_from_context(context, "camdf_lam"),
+                                         dials=_from_context(context, "camdf_dials"))
+        except Exception as err:  # noqa: BLE001  fail open: the agent runs with every tool
+            warnings.warn(f"camdf: tool selection failed ({type(err).__name__}: {err}); passing on all "
+                          f"{len(tools)} tools", FailOpenWarning, stacklevel=2)
+            return request
+        keep = {named[k] for k in choice.positions} | (set(range(len(tools))) - set(named))
+        return request.override(tools=[t for i, t in enumerate(tools) if i in keep])
+
+    def wrap_model_call(self, request, handler):
+        return handler(self.select(request))
+
+    async def awrap_model_call(self, request, handler):
+        # The first call may load the policy (seconds): off the event loop.
+        return await handler(await asyncio.to_thread(self.select, request))

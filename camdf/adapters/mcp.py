@@ -1,0 +1,247 @@
+"""MCP: a proxy server in front of one or more upstream MCP servers that lists only the tools the policy exposes.
+
+An MCP client asks ``tools/list`` with no query, so the proxy learns the task first, through a
+meta-tool: ``select_tools(task)``. The channel, as the client sees it:
+
+1. ``tools/list`` before a task is set answers ``select_tools`` and the ``always_include`` tools;
+2. the client (or its model) calls ``select_tools`` with the task's text; the proxy asks the
+   :class:`~camdf.runtime.toolset.ToolChooser` over every upstream tool, answers with the exposed
+   names, and sends ``notifications/tools/list_changed``;
+3. ``tools/list`` now answers ``select_tools``, the selection and ``always_include``;
+   ``select_tools`` again sets a new task;
+4. ``tools/call`` of an exposed tool is forwarded to the upstream that offers it and its answer
+   returned as it is; a withheld tool is refused with an MCP error naming it
+   (``on_withheld="refuse"``), or forwarded and recorded in :attr:`ToolProxy.misses`
+   (``"forward"``); an upstream that exits or does not answer within ``call_timeout`` seconds
+   gives an MCP error naming it, never a hang.
+
+Fail open: when the policy fails, every tool is exposed and ``select_tools`` says why.
+Upstreams are commands (stdio) or ``http(s)://`` URLs (streamable HTTP); two upstreams offering
+one tool name are refused at start. ``camdf mcp-proxy`` runs it over stdio.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import warnings
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import anyio
+import mcp_types as types
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import CONNECTION_CLOSED
+
+from camdf.runtime.toolset import FailOpenWarning, ToolChooser
+
+#: The meta-tool that sets the task.
+SELECT_TOOL = "select_tools"
+_SELECT = types.Tool(
+    name=SELECT_TOOL,
+    description=("Set the task you are working on; the tools for it are then listed (tools/list). Call it first, "
+                 "with the user's request as `task`, and again when the task changes."),
+    input_schema={"type": "object", "properties": {"task": {"type": "string", "description": "the task, in words"}},
+                  "required": ["task"]},
+)
+ON_WITHHELD = ("refuse", "forward")
+
+
+class UpstreamError(RuntimeError):
+    """An upstream server could not be started, reached or listed."""
+
+
+@dataclass
+class _Upstream:
+    spec: str
+    session: ClientSession | None = None
+    tools: list[types.Tool] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"upstream `{self.spec}`"
+
+
+class ToolProxy:
+    """The proxy's state and handlers; :meth:`run_stdio` serves it.
+
+    Parameters
+    ----------
+    upstreams : sequence of str
+        Each a command line (run over stdio) or an ``http(s)://`` URL (streamable HTTP).
+    chooser : ToolChooser
+        The policy, lambda, dials, ``always_include`` and ``max_tools``.
+    on_withheld : {"refuse", "forward"}
+    call_timeout : float
+        Seconds an upstream has to answer a call.
+
+    Attributes
+    ----------
+    task : str or None
+        The current task (set by ``select_tools``).
+    exposed : set of str
+        The tools listed for it.
+    misses : list of str
+        Withheld tools that were called (``on_withheld="forward"``).
+    """
+
+    def __init__(self, upstreams: Sequence[str], chooser: ToolChooser, on_withheld: str = "refuse",
+                 call_timeout: float = 60.0):
+        if not upstreams:
+            raise ValueError("--upstream: give at least one upstream server (a command or an http(s):// URL)")
+        if on_withheld not in ON_WITHHELD:
+            raise ValueError(f"on_withheld: expected one of {', '.join(ON_WITHHELD)}, got {on_withheld!r}")
+        if not call_timeout > 0:
+            raise ValueError(f"call_timeout: expected seconds > 0, got {call_timeout!r}")
+        self.upstreams = [_Upstream(s) for s in upstreams]
+        self.chooser = chooser
+        self.on_withheld = on_withheld
+        self.call_timeout = float(call_timeout)
+        self.task: str | None = None
+        self.exposed: set[str] = set(chooser.always_include)
+        self.misses: list[str] = []
+        self._owner: dict[str, _Upstream] = {}
+
+    # -- upstreams ---------------------------------------------------------------------------------
+    async def connect(self, stack: AsyncExitStack) -> None:
+        """Start (or reach) every upstream, initialise a session with it and list its tools.
+
+        Raises UpstreamError naming the upstream (cannot start, no answer, a tool name clash)."""
+        for up in self.upstreams:
+            try:
+                if up.spec.startswith(("http://", "https://")):
+                    from mcp.client.streamable_http import streamable_http_client
+
+                    read, write = await stack.enter_async_context(streamable_http_client(up.spec))
+                else:
+                    argv = shlex.split(up.spec)
+                    if not argv:
+                        raise UpstreamError("--upstream: an empty command")
+                    params = StdioServerParameters(command=argv[0], args=argv[1:])
+                    read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
+                up.session = await stack.enter_async_context(ClientSession(read, write))
+                with anyio.fail_after(self.call_timeout):
+                    await up.session.initialize()
+                    up.tools = await self._list(up.session)
+            except UpstreamError:
+                raise
+            except TimeoutError:
+                raise UpstreamError(f"{up.label}: no answer within {self.call_timeout:g} s") from None
+            except Exception as err:  # noqa: BLE001  the boundary: any failure to start names the upstream
+                raise UpstreamError(f"{up.label}: cannot start or initialise: {type(err).__name__}: {err}") from None
+            for tool in up.tools:
+                other = self._owner.get(tool.name)
+                if other is not None or tool.name == SELECT_TOOL:
+                    where = other.label if other else "the proxy's meta-tool"
+                    raise UpstreamError(f"tool {tool.name!r} is offered by {up.label} and by {where}")
+                self._owner[tool.name] = up
+
+    @staticmethod
+    async def _list(session: ClientSession) -> list[types.Tool]:
+        tools, cursor = [], None
+        while True:
+            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    @property
+    def tools(self) -> list[types.Tool]:
+        """Every upstream tool, upstream by upstream."""
+        return [t for up in self.upstreams for t in up.tools]
+
+    # -- handlers ----------------------------------------------------------------------------------
+    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[_SELECT] + [t for t in self.tools if t.name in self.exposed])
+
+    async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        name, args = params.name, dict(params.arguments or {})
+        if name == SELECT_TOOL:
+            return await self._select(ctx, args)
+        up = self._owner.get(name)
+        if up is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool {name!r}: no upstream offers it")
+        if name not in self.exposed:
+            if self.on_withheld == "refuse":
+                state = "no task is set (call select_tools first)" if self.task is None else "for this task"
+                raise MCPError(types.INVALID_PARAMS, f"tool {name!r} is withheld by camdf {state}; exposed: "
+                                                     f"{', '.join(sorted(self.exposed)) or 'none'}")
+            self.misses.append(name)
+            print(f"camdf mcp-proxy: withheld tool {name!r} called (a miss); forwarded", file=sys.stderr)
+        try:
+            with anyio.fail_after(self.call_timeout):
+                return await up.session.call_tool(name, args)
+        except TimeoutError:
+            raise MCPError(types.INTERNAL_ERROR, f"{up.label}: no answer to {name!r} within "
+                                                 f"{self.call_timeout:g} s") from None
+        except MCPError as err:
+            if err.error.code != CONNECTION_CLOSED:
+                raise  # the upstream's own error, as it sent it
+            raise MCPError(types.INTERNAL_ERROR, f"{up.label} failed on {name!r}: it exited or closed the "
+                                                 "connection") from None
+        except Exception as err:  # noqa: BLE001  a dead upstream: a clear error, never a hang
+            raise MCPError(types.INTERNAL_ERROR, f"{up.label} failed on {name!r} (exited or unreachable): "
+                                                 f"{type(err).__name__}: {err}") from None
+
+    async def _select(self, ctx: Any, args: dict) -> types.CallToolResult:
+        task = args.get("task")
+        if not isinstance(task, str) or not task.strip():
+            raise MCPError(types.INVALID_PARAMS, f"{SELECT_TOOL}: `task` must be a non-empty string")
+        tools = self.tools
+        described = [{"name": t.name, "description": t.description or "", "parameters": t.input_schema}
+                     for t in tools]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FailOpenWarning)
+            choice = await anyio.to_thread.run_sync(self.chooser.choose, described, task)
+        for w in caught:
+            print(f"camdf mcp-proxy: {w.message}", file=sys.stderr)
+        self.task = task
+        self.exposed = set(choice.names) | set(self.chooser.always_include)
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception as err:  # noqa: BLE001  a client without a back channel re-lists on its own
+            print(f"camdf mcp-proxy: could not send tools/list_changed: {err}", file=sys.stderr)
+        shown = [t.name for t in tools if t.name in self.exposed]
+        text = f"{len(shown)} of {len(tools)} tools exposed for this task: {', '.join(shown) or 'none'}"
+        if choice.failed_open:
+            text += f" (the policy failed, so every tool is exposed: {choice.error})"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    def server(self) -> Server:
+        """The lowlevel MCP server of the proxy (advertising ``tools.listChanged``)."""
+        return Server("camdf-proxy", on_list_tools=self.list_tools, on_call_tool=self.call_tool,
+                      instructions=f"Call {SELECT_TOOL} with the task first; the tools for it are then listed.")
+
+    async def run_stdio(self) -> None:
+        """Connect the upstreams, then serve the proxy over this process's stdin and stdout until it closes."""
+        from mcp.server.stdio import stdio_server
+
+        try:
+            async with AsyncExitStack() as stack:
+                await self.connect(stack)
+                server = self.server()
+                options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, options)
+        except BaseExceptionGroup as group:  # the transports' task groups wrap the one error that matters
+            found = _first(group, UpstreamError)
+            if found is not None:
+                raise found from None
+            raise
+
+
+def _first(group: BaseExceptionGroup, kind: type) -> BaseException | None:
+    """The first exception of ``kind`` in a (nested) exception group."""
+    for err in group.exceptions:
+        if isinstance(err, kind):
+            return err
+        if isinstance(err, BaseExceptionGroup):
+            inner = _first(err, kind)
+            if inner is not None:
+                return inner
+    return None

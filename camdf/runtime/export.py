@@ -1,0 +1,163 @@
+"""A fitted policy as a self-contained folder: ``camdf export POLICY_URI DIR`` writes it, ``load_policy(DIR)`` reads it.
+
+The folder holds only data, and nothing in it is run or unpickled when it is read:
+
+- ``policy.json``: the policy's numbers (:func:`camdf.runtime.portable.policy_numbers`), with each
+  LightGBM booster moved out to a file of its own and named in its place as ``{"lightgbm_text": FILE}``;
+- ``boosters/<k>.txt``: those boosters in LightGBM's text model format;
+- ``manifest.json``: the layout's format, where the policy came from (URI, registered version), its
+  rule and lambda, and the SHA-256 of every other file.
+
+Reading checks the manifest first: a missing, extra-by-name or altered file is refused naming it.
+The reader needs what a decision needs (numpy, pandas, scikit-learn, LightGBM): not MLflow, not YAML.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+#: The manifest's file name and the layout it describes (a reader refuses another).
+MANIFEST = "manifest.json"
+KIND = "camdf-policy-export"
+FORMAT = 1
+POLICY_FILE = "policy.json"
+_BOOSTERS = "boosters"
+_REF = "lightgbm_text"
+#: An exported file larger than this is refused before it is read (a shipped policy is a few MB).
+MAX_BYTES = 256 * 2**20
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _split_boosters(value: Any, out: list[str]) -> Any:
+    """``value`` with every LightGBM model text replaced by a reference to ``boosters/<k>.txt`` (``out[k]``)."""
+    if isinstance(value, str) and value.startswith("tree\n"):
+        out.append(value)
+        return {_REF: f"{_BOOSTERS}/{len(out) - 1}.txt"}
+    if isinstance(value, dict):
+        return {k: _split_boosters(v, out) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_split_boosters(v, out) for v in value]
+    return value
+
+
+def _join_boosters(value: Any, folder: Path, listed: dict[str, str]) -> Any:
+    """The inverse of :func:`_split_boosters`: each reference replaced by its (checksummed) file's text."""
+    if isinstance(value, dict):
+        if set(value) == {_REF}:
+            rel = value[_REF]
+            if not isinstance(rel, str) or rel not in listed or not rel.startswith(f"{_BOOSTERS}/"):
+                raise ValueError(f"{POLICY_FILE}: booster reference {rel!r} is not a file the manifest lists")
+            return (folder / rel).read_text(encoding="utf-8")
+        return {k: _join_boosters(v, folder, listed) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_join_boosters(v, folder, listed) for v in value]
+    return value
+
+
+def export_policy(policy, folder: str | os.PathLike, source: dict | None = None) -> Path:
+    """Write ``policy`` (a fitted :class:`~camdf.runtime.StopPolicy`) as a self-contained folder.
+
+    Parameters
+    ----------
+    policy : StopPolicy
+    folder : path
+        Created; refused when it exists and is not empty. Written beside itself and moved into
+        place in one step, so a failure leaves no half-written folder.
+    source : dict, optional
+        Where the policy came from (``{"uri": ..., "version": ...}``), recorded in the manifest.
+
+    Returns
+    -------
+    Path
+        The folder.
+    """
+    from camdf import __version__
+    from camdf.runtime.portable import policy_numbers
+
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ValueError(f"{folder}: exists and is not an empty folder (export writes a new folder)")
+    boosters: list[str] = []
+    numbers = _split_boosters(policy_numbers(policy), boosters)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        (tmp / POLICY_FILE).write_text(json.dumps(numbers, sort_keys=True), encoding="utf-8")
+        if boosters:
+            (tmp / _BOOSTERS).mkdir()
+        for k, text in enumerate(boosters):
+            (tmp / _BOOSTERS / f"{k}.txt").write_text(text, encoding="utf-8")
+        files = {p.relative_to(tmp).as_posix(): _sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        origin = dict(source or getattr(policy, "origin_", None) or {})
+        manifest = {"kind": KIND, "format": FORMAT, "camdf_version": __version__, "source": origin,
+                    "method": policy.method, "lam": float(policy.lam), "files": files}
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        for p in [tmp, *tmp.rglob("*")]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        if folder.exists():
+            folder.rmdir()  # empty (checked above)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
+
+
+def is_export(folder: Path) -> bool:
+    """Whether ``folder`` looks like an exported policy (it has a manifest and no MLflow ``MLmodel``)."""
+    return (folder / MANIFEST).is_file() and not (folder / "MLmodel").exists()
+
+
+def read_export(folder: str | os.PathLike):
+    """The StopPolicy of an exported folder, after checking every file against the manifest.
+
+    Raises ValueError naming the file and what is wrong (no manifest, another layout, a file
+    missing, altered or too large, a reference to a file the manifest does not list)."""
+    from camdf.runtime.portable import policy_from_numbers
+
+    folder = Path(folder)
+    where = folder / MANIFEST
+    try:
+        manifest = json.loads(where.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ValueError(f"{where}: cannot read: {err.strerror or type(err).__name__}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ValueError(f"{where}: not JSON") from None
+    if not isinstance(manifest, dict) or manifest.get("kind") != KIND or manifest.get("format") != FORMAT:
+        raise ValueError(f"{where}: not a camdf policy export of format {FORMAT}")
+    files = manifest.get("files")
+    if not isinstance(files, dict) or POLICY_FILE not in files:
+        raise ValueError(f"{where}: files: expected the SHA-256 of each file, {POLICY_FILE} among them")
+    root = folder.resolve()
+    for rel in files:  # every path first: a manifest naming a file outside the folder is refused as such
+        path = (folder / rel).resolve()
+        if not path.is_relative_to(root) or path == root:
+            raise ValueError(f"{where}: files: {rel!r} leads outside the folder")
+    for rel, digest in files.items():
+        path = (folder / rel).resolve()
+        if not path.is_file():
+            raise ValueError(f"{folder / rel}: missing (the manifest lists it)")
+        if path.stat().st_size > MAX_BYTES:
+            raise ValueError(f"{folder / rel}: larger than {MAX_BYTES >> 20} MB, not part of a camdf policy")
+        if _sha256(path) != digest:
+            raise ValueError(f"{folder / rel}: its SHA-256 differs from the manifest's (altered or damaged)")
+    try:
+        numbers = json.loads((folder / POLICY_FILE).read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise ValueError(f"{folder / POLICY_FILE}: not JSON") from None
+    try:
+        policy = policy_from_numbers(_join_boosters(numbers, folder, files))
+    except ValueError as err:
+        raise ValueError(f"{folder / POLICY_FILE}: {err}") from None
+    source = manifest.get("source") if isinstance(manifest.get("source"), dict) else {}
+    policy.origin_ = {"uri": str(folder), "version": source.get("version"), "exported_from": source.get("uri")}
+    return policy

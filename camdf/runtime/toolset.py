@@ -1,0 +1,174 @@
+"""The one decision behind every harness adapter: which of a harness's tools to expose, failing open.
+
+The adapters (:mod:`camdf.adapters`) translate a harness's tool objects into plain tool
+descriptions (``{"name", "description", "parameters"}``) and its task into a query, ask a
+:class:`ToolChooser`, and translate the answer back. Everything the adapters share lives here:
+
+- the policy is loaded on first use from a URI or folder (or given as an object with ``select``);
+- tools named in ``always_include`` are exposed whatever the policy says and are not shown to it;
+- ``max_tools`` caps the policy's selection (its best-ranked tools first; ``always_include`` on top);
+- the same query over the same tools with the same lambda and dials is decided once (an LRU cache),
+  so a harness that asks on every model call of a turn costs one decision per turn;
+- **fail open**: when the policy cannot be loaded or raises, every tool is exposed, one
+  :class:`FailOpenWarning` is issued, and the error is on the decision's trace
+  (:mod:`camdf.runtime.tracing`) and in :attr:`Choice.error`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from camdf.runtime import tracing
+
+
+class FailOpenWarning(UserWarning):
+    """The policy failed, so every tool was exposed."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The tools to expose: positions into the caller's tool list (ascending), their names, and the failure if any."""
+
+    positions: tuple[int, ...]
+    names: tuple[str, ...]
+    error: str | None = None
+    ranked: tuple[str, ...] = field(default=())
+
+    @property
+    def exposed(self) -> list[str]:
+        """The exposed names, the policy's ranked order first (the trace's ``camdf.exposed``), then the others
+        (``always_include``, or every tool when failing open) in the caller's order."""
+        shown = set(self.names)
+        first = [n for n in self.ranked if n in shown]
+        return first + [n for n in self.names if n not in set(first)]
+
+    @property
+    def failed_open(self) -> bool:
+        return self.error is not None
+
+
+def _plain(tool: dict, i: int) -> dict:
+    name = tool.get("name") if isinstance(tool, dict) else None
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"tools[{i}]: expected a tool description with a name")
+    return tool
+
+
+class ToolChooser:
+    """Which tools to expose for a task, from a fitted policy; every tool when the policy fails.
+
+    Parameters
+    ----------
+    policy : str, path or object
+        A model URI (``models:/...``, ``runs:/...``), a model or exported folder, or a loaded policy
+        (anything with ``select(tools, query=, lam=, **dials)``). Loaded on first use.
+    lam : float, optional
+        Lambda (default: the policy's own).
+    dials : dict, optional
+        The rule's run-time dials by name (a risk rule's target miss rate, say).
+    always_include : sequence of str
+        Tool names always exposed; the policy decides over the others.
+    max_tools : int, optional
+        At most this many tools from the policy (``always_include`` not counted).
+    cache_size : int
+        Decisions kept (query, tools, lambda, dials).
+
+    Attributes
+    ----------
+    decisions : int
+        How many times the policy was asked (cache misses).
+    """
+
+    def __init__(self, policy: Any, lam: float | None = None, dials: dict | None = None,
+                 always_include: Sequence[str] = (), max_tools: int | None = None, cache_size: int = 256):
+        if isinstance(always_include, str):
+            raise ValueError("always_include: expected a list of tool names, got a string")
+        if max_tools is not None and (not isinstance(max_tools, int) or max_tools < 0):
+            raise ValueError(f"max_tools: expected a non-negative integer or None, got {max_tools!r}")
+        self.policy = policy
+        self.lam = lam
+        self.dials = dict(dials or {})
+        self.always_include = tuple(always_include)
+        self.max_tools = max_tools
+        self.cache_size = cache_size
+        self.decisions = 0
+        self._loaded: Any = None
+        self._cache: OrderedDict[tuple, Choice] = OrderedDict()
+
+    def loaded(self) -> Any:
+        """The policy object (loaded from its URI or folder on first use; a load error is raised)."""
+        if self._loaded is None:
+            p = self.policy
+            if isinstance(p, (str, os.PathLike)):
+                from camdf.runtime.loading import load_policy
+
+                p = load_policy(os.fspath(p))
+            elif not (callable(getattr(p, "select", None)) or callable(getattr(p, "select_batch", None))):
+                raise ValueError(f"policy: expected a model URI, a folder or a policy with select(), "
+                                 f"got {type(p).__name__}")
+            self._loaded = p
+        return self._loaded
+
+    def choose(self, tools: Sequence[dict], query: str, lam: float | None = None,
+               dials: dict | None = None) -> Choice:
+        """The tools of ``tools`` (plain descriptions: ``name``, ``description``, ``parameters``) to expose for
+        ``query``; ``lam`` and ``dials`` override the chooser's for this call. Never raises for a policy
+        failure (fail open); the tools themselves must have names."""
+        tools = [_plain(t, i) for i, t in enumerate(tools)]
+        lam = self.lam if lam is None else lam
+        dials = {**self.dials, **(dials or {})}
+        names = [t["name"] for t in tools]
+        key = (query, tuple(names), lam, tuple(sorted(dials.items())))
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        keep = set(self.always_include)
+        candidates = [i for i, n in enumerate(names) if n not in keep]
+        decide = lambda: self._decide(tools, names, candidates, query, lam, dials)  # noqa: E731
+        if tracing.ON and not tracing.inside():
+            try:
+                policy = self.loaded()
+            except Exception:  # noqa: BLE001  recorded by the decision itself (fail open)
+                policy = self.policy
+            choice = tracing.traced(policy, decide, query=query, candidates=names, lam=lam,
+                                    dials=dials, fail_open=lambda c: c.failed_open)
+        else:
+            choice = decide()
+        self._cache[key] = choice
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return choice
+
+    def _decide(self, tools, names, candidates, query, lam, dials) -> Choice:
+        chosen: list[str] = []
+        ranked: tuple[str, ...] = ()
+        error = None
+        if candidates:
+            self.decisions += 1
+            try:
+                sel = self._select(self.loaded(), [tools[i] for i in candidates], query, lam, dials)
+                chosen = list(sel.exposed)
+                ranked = tuple(sel.ranked)
+                if self.max_tools is not None:
+                    chosen = chosen[: self.max_tools]
+            except Exception as err:  # noqa: BLE001  fail open: any failure of the policy exposes every tool
+                error = f"{type(err).__name__}: {err}"
+                warnings.warn(f"camdf: the policy failed ({error}); exposing all {len(names)} tools",
+                              FailOpenWarning, stacklevel=4)
+        if error is not None:
+            positions = tuple(range(len(names)))
+        else:
+            show = set(chosen) | set(self.always_include)
+            positions = tuple(i for i, n in enumerate(names) if n in show)
+        return Choice(positions, tuple(names[i] for i in positions), error, ranked)
+
+    @staticmethod
+    def _select(policy, tools: list[dict], query: str, lam, dials):
+        if callable(getattr(policy, "select", None)):
+            return policy.select(tools, query=query, lam=lam, **dials)
+        return policy.select_batch([{"tools": tools, "query": query}], lam=lam, **dials)[0]

@@ -132,7 +132,7 @@ def check_kinds(cfg: dict[str, Any], stage: str, bounded: Any = ()) -> None:
                     raise ConfigError(inner, _shown(leaf), f"a finite number of size at most {DEFAULT_RANGE:g}")
         allowed = known.get(key)
         if allowed is None:
-            if key.endswith("[]") or any(fnmatchcase(key, p) for p in ADDABLE) or \
+            if key in FREE or key.endswith("[]") or any(fnmatchcase(key, p) for p in ADDABLE) or \
                     any(p in FREE for p in _parents(key)):
                 continue
             import difflib

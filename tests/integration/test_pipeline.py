@@ -52,11 +52,13 @@ def _results_check_recomputes_the_numbers(tmp_path: Path, out: Path, data: Path)
     number changed, naming the number on the page and the store's."""
     import re
 
-    page, readme = tmp_path / "results.md", tmp_path / "README.md"
+    checkout = tmp_path / "checkout"  # the outputs (tmp_path / "out") lie outside it, as the path gate asks
+    checkout.mkdir()
+    page, readme = checkout / "results.md", checkout / "README.md"
     page.write_text("# Results\n<!-- results:start -->\n<!-- results:end -->\n")
     readme.write_text("# x\n<!-- headline:start -->\n<!-- headline:end -->\n")
     same = ["experiments=[smoke]", "main.lam=0.12", "main.d=1.0", "main.methods=${grid_methods.names}"]
-    root = [f"paths.root_dir={tmp_path}"]  # the Results are written only inside the root
+    root = [f"paths.root_dir={checkout}"]  # the Results are written only inside the root
     _run(["pipelines.tables", *same, *root, f"readme={page}", f"headline={readme}"], out, data)
     overrides = [a for o in [*same, *root, f"paths.output_dir={out}", f"paths.data_dir={data}"]
                  for a in ("--override", o)]

@@ -62,8 +62,10 @@ def test_a_closed_stdout_is_one_line_and_exit_141(argv, data_dir, tmp_path):
                                   ["-m", "camdf.cli", "select", "--policy", "{tmp}/none"]],
                          ids=["stage", "camdf-select"])
 def test_ctrl_c_while_importing_is_one_line_and_exit_130(argv, tmp_path):
-    proc = subprocess.Popen([sys.executable, *[a.format(tmp=tmp_path) for a in argv]], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
+    # stdin stays open: a process that is already past its imports waits for its request, so the signal
+    # lands in the imports or in that wait, never after an empty request was refused.
+    proc = subprocess.Popen([sys.executable, *[a.format(tmp=tmp_path) for a in argv]], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
     time.sleep(0.4)  # imports take a second or more: the signal lands in them
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)

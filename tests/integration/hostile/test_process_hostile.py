@@ -64,8 +64,11 @@ def test_a_closed_stdout_is_one_line_and_exit_141(argv, data_dir, tmp_path):
 def test_ctrl_c_while_importing_is_one_line_and_exit_130(argv, tmp_path):
     # stdin stays open: a process that is already past its imports waits for its request, so the signal
     # lands in the imports or in that wait, never after an empty request was refused.
+    # A pytest-xdist worker may ignore SIGINT, and a child inherits that: restore the default before exec, as a
+    # terminal's Ctrl-C reaches a command started from a shell.
     proc = subprocess.Popen([sys.executable, *[a.format(tmp=tmp_path) for a in argv]], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(0.4)  # imports take a second or more: the signal lands in them
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)

@@ -33,7 +33,7 @@ from typing import Any, Iterator, Sequence
 from urllib.parse import urlparse
 
 from camdf.pipeline.choices import hydra_overrides
-from camdf.pipeline.refusals import ConfigError, _shown
+from camdf.pipeline.refusals import ConfigError, _shown, get_dotted
 
 #: Code a config may name besides the converters (:func:`camdf.pipeline.schema.converters`: the built-in ones and
 #: those the integrations declare): the stages' callbacks, and the launchers and sweepers of the launcher configs
@@ -158,12 +158,7 @@ def _inside(path: Path, top: Path) -> bool:
 
 
 def _get(cfg: dict, dotted: str) -> Any:
-    node: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
+    return get_dotted(cfg, dotted, None)  # absent reads as None here: the gates treat both alike
 
 
 def _path(key: str, value: Any) -> Path:

@@ -38,3 +38,17 @@ def converters() -> tuple[str, ...]:
     from camdf.integrations.registry import converters as declared
 
     return (*BUILT_IN_CONVERTERS, *declared())
+
+
+#: What :func:`get_dotted` returns for an absent key unless told otherwise (a key may hold ``None``).
+MISSING = object()
+
+
+def get_dotted(cfg: dict, dotted: str, default: Any = MISSING) -> Any:
+    """The value at ``dotted`` (``"paths.output_dir"``) in a plain nested dict, or ``default`` when absent."""
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return node

@@ -29,7 +29,9 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.integrations.registry import measured_regimes
 from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
-from camdf.pipeline.refusals import BUILT_IN_CONVERTERS, ConfigError, _shown, converters  # noqa: F401  (re-exported)
+from camdf.pipeline.refusals import (  # noqa: F401  (ConfigError, _shown and the converters re-exported)
+    BUILT_IN_CONVERTERS, MISSING, ConfigError, _shown, converters, get_dotted,
+)
 from camdf.policies import CARDS, methods
 from camdf.rankers.scoring import SCORERS
 from camdf.runtime.policy import policy_methods
@@ -264,16 +266,7 @@ def check_confined(cfg: dict[str, Any]) -> None:
             raise ConfigError(key, _shown(value), f"a path inside {root_key} ({root})")
 
 
-_MISSING = object()
-
-
-def _get(cfg: dict, dotted: str) -> Any:
-    node: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
+_MISSING, _get = MISSING, get_dotted  # an absent key is _MISSING (a present one may be None)
 
 
 def _set(cfg: dict, dotted: str, value: Any) -> None:

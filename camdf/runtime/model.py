@@ -2,7 +2,7 @@
 
 The model is logged from code (:mod:`camdf.runtime.served`), so MLflow pickles no instance of it;
 :meth:`StopPolicyModel.load_context` reads the policy from its JSON numbers
-(:mod:`camdf.runtime.portable`), never from a pickle, and puts the door of
+(:mod:`camdf.runtime.policy_file`), never from a pickle, and puts the door of
 :mod:`camdf.runtime.http_guard` in front of MLflow's scoring server.
 """
 
@@ -22,7 +22,7 @@ class StopPolicyModel(mlflow.pyfunc.PythonModel):
     """
 
     def load_context(self, context):
-        from camdf.runtime.portable import POLICY_ARTIFACT, read_policy
+        from camdf.runtime.policy_file import POLICY_ARTIFACT, read_policy
 
         self.policy = read_policy(context.artifacts[POLICY_ARTIFACT])
         guard_scoring_server()

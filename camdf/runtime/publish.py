@@ -1,7 +1,7 @@
 """Log a fitted StopPolicy as an MLflow pyfunc model, with the camdf wheel its requirements install.
 
 The model carries the typed signature (:mod:`camdf.runtime.signature`), the policy as JSON
-numbers (``artifacts/policy.json``, :mod:`camdf.runtime.portable`), the lean numbers of a rule
+numbers (``artifacts/policy.json``, :mod:`camdf.runtime.policy_file`), the lean numbers of a rule
 with a lean form (:mod:`camdf.runtime.lean`) and the checkout's camdf built as a wheel (``artifacts/camdf-<version>-py3-none-any.whl``), named by
 that relative path in ``requirements.txt``, which MLflow's environment managers install from
 the model's folder. It is logged from code (:mod:`camdf.runtime.served`): nothing of camdf's is
@@ -85,7 +85,7 @@ def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_mo
 
     from camdf.runtime.lean import LEAN_ARTIFACT, lean_numbers
 
-    from camdf.runtime.portable import POLICY_ARTIFACT, POLICY_FILE, write_policy
+    from camdf.runtime.policy_file import POLICY_ARTIFACT, POLICY_FILE, write_policy
 
     path = write_policy(policy, Path(tmp, POLICY_FILE))  # data, not a pickle: refused before anything is logged
     wheel = build_wheel(Path(tmp, "wheel"))

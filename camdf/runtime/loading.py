@@ -228,20 +228,16 @@ def _load_with_mlflow(uri: str, tracking: str | None, where: str, hint: str):
     if tracking is not None:
         mlflow.set_tracking_uri(tracking)
         mlflow.set_registry_uri(tracking)
-    bar = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
-    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # one line on failure, no bars on success
+    from camdf.common.progress import no_download_bars
+
     with tempfile.TemporaryDirectory(prefix="camdf-policy-") as tmp:
         try:
-            folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp))
+            with no_download_bars():  # one line on failure, no bars on success
+                folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp))
         except Exception as err:  # noqa: BLE001  the boundary: whatever MLflow raises, the URI is what is wrong
             text = str(err).strip()
             first = text.splitlines()[0] if text else type(err).__name__
             raise ValueError(f"policy: cannot load {uri!r}{where}: {first}{hint}") from None
-        finally:
-            if bar is None:
-                os.environ.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
-            else:
-                os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = bar
         if not (folder / "MLmodel").is_file():
             raise ValueError(f"policy: cannot load {uri!r}{where}: not a camdf policy model")
         return _read_policy(folder, uri)

@@ -11,7 +11,6 @@ pickled into it.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -62,21 +61,13 @@ def log_policy(policy, name: str = "policy", example: dict | None = None,
     import logging
     import warnings
 
+    from camdf.common.progress import no_download_bars
+
     logging.getLogger("mlflow.pyfunc").setLevel(logging.ERROR)
     # MLflow checks the input example by loading the model back: no download bars for that.
-    quiet = {"MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
-    saved = {k: os.environ.get(k) for k in quiet}
-    os.environ.update(quiet)
-    try:
-        with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return _log_model(policy, Path(tmp), name, example, registered_model_name)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with no_download_bars(), tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return _log_model(policy, Path(tmp), name, example, registered_model_name)
 
 
 def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_model_name: str | None) -> str:

@@ -30,6 +30,7 @@ from typing import Iterator
 import pandas as pd
 
 from camdf.common.machine import numeric_environment
+from camdf.common.progress import no_download_bars
 from camdf.tracking.leases import CLAIM_POLL, CLAIM_TIMEOUT, Claim, ClaimsMixin, _Heartbeat, owner_alive, owner_tags
 from camdf.tracking.locations import (
     check_store_file, default_artifact_root, portable, relocate_store, store_init_lock,
@@ -353,17 +354,9 @@ class Tracker(ClaimsMixin):
     def load_table(self, run_id: str, rel: str) -> pd.DataFrame:
         """Read a parquet artifact of a run (without MLflow's download progress bar: the tables stage
         reads one per cell)."""
-        key, before = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
-        os.environ[key] = "false"
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = self.client.download_artifacts(run_id, rel, tmp)
-                return pd.read_parquet(path)
-        finally:
-            if before is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = before
+        with no_download_bars(), tempfile.TemporaryDirectory() as tmp:
+            path = self.client.download_artifacts(run_id, rel, tmp)
+            return pd.read_parquet(path)
 
 
 def _provenance_json(claim: dict[str, str]) -> str:

@@ -194,7 +194,8 @@ def cv_set_task(numbers: dict, task: OneTask) -> list[int]:
     membership or None), ``calibrator``, ``sets`` and ``coverage``, and the rule's ``membership``
     model (None: the task's own probabilities, ``task.p``).
     """
-    from camdf.core.calibration import score_calibrate_task, vector_calibrate_task
+    from camdf.core.score_calibration import score_calibrate_task
+    from camdf.core.vector_calibration import vector_calibrate_task
     from camdf.core.set_models import NeighbourSets, neighbour_set_weights, seen_set_weights, task_union_set
 
     model, source, q = numbers["model"], numbers["source"], float(numbers["coverage"])

@@ -203,6 +203,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _check_tool_names(where: str, declared: set[str], required: list, candidates: list | None, alternatives: list,
+                      problems: list[str]) -> None:
+    """A task's tool names against the catalog's ``declared`` ones: every unknown name, and every required tool
+    missing from its ``candidates``, appended as ``where: ...``."""
+    for field_name, names in (
+        ("required", required),
+        ("candidates", candidates or []),
+        *((f"alternatives[{k}]", alt) for k, alt in enumerate(alternatives)),
+    ):
+        if declared.issuperset(names):  # the usual case, tested in C; the loop only names the unknown
+            continue
+        for tool in names:
+            if tool not in declared:
+                problems.append(f"{where}: unknown tool `{_name(tool)}` in `{field_name}` (not in catalog)")
+    if candidates is not None:
+        offered = set(candidates)
+        for tool in () if offered.issuperset(required) else required:
+            if tool in declared and tool not in offered:
+                problems.append(f"{where}: required tool `{_name(tool)}` is not in `candidates`")
+
+
 def task_from_json(raw: dict, line: str, where: str, lineno: int, seen: dict[str, int], declared: set[str],
                    acquirable: set[str], problems: list[str], dropped: Counter) -> Task | None:
     """One parsed task line as a :class:`Task`, or None with every problem appended as ``where: ...``.
@@ -254,22 +275,7 @@ def task_from_json(raw: dict, line: str, where: str, lineno: int, seen: dict[str
     if not isinstance(meta, dict):
         problems.append(f"{where}: {label}: field `meta` must be an object, got {_json_type(meta)}")
     if check_names:
-        for field_name, names in (
-            ("required", required),
-            ("candidates", candidates or []),
-            *((f"alternatives[{k}]", alt) for k, alt in enumerate(alternatives)),
-        ):
-            if declared.issuperset(names):  # the usual case, tested in C; the loop only names the unknown
-                continue
-            for tool in names:
-                if tool not in declared:
-                    problems.append(f"{where}: {label}: unknown tool `{_name(tool)}` in `{field_name}` "
-                                    "(not in catalog)")
-        if candidates is not None:
-            offered = set(candidates)
-            for tool in () if offered.issuperset(required) else required:
-                if tool in declared and tool not in offered:
-                    problems.append(f"{where}: {label}: required tool `{_name(tool)}` is not in `candidates`")
+        _check_tool_names(f"{where}: {label}", declared, required, candidates, alternatives, problems)
     if len(problems) > n_before:
         return None
     kept = tuple(t for t in required if t in acquirable)

@@ -198,6 +198,23 @@ def _matches(out_dir: Path, manifest: dict[str, Any]) -> bool:
         return False
 
 
+def _task_filter(config: dict[str, Any], derived: bool) -> dict:
+    """``config["where"]`` checked, with derived labels' non-executable gold plans filtered out unless
+    ``keep_non_executable``; ``acquirable_kinds`` and ``keep_non_executable`` checked too (ValueError naming the key),
+    before anything is converted."""
+    where = check_where(config.get("where"))  # a bad filter is refused before anything is converted
+    kinds = config.get("acquirable_kinds")
+    if kinds is not None and (not isinstance(kinds, (list, tuple)) or not set(map(str, kinds)) <= set(KINDS)):
+        raise ValueError(f"domain.acquirable_kinds: expected a list of tool kinds from {', '.join(KINDS)}, "
+                         f"got {kinds!r}")
+    keep = config.get("keep_non_executable", False)
+    if not isinstance(keep, bool):
+        raise ValueError(f"domain.keep_non_executable: expected true or false, got {keep!r}")
+    if derived and not keep:  # gold plans that do not execute are excluded, counted as a filter
+        where = {**where, "meta": {**where.get("meta", {}), "gold_executable": [True]}}
+    return where
+
+
 def build_domain(
     convert: Callable[[], Domain],
     out_dir: str | Path,
@@ -245,16 +262,7 @@ def build_domain(
         check_domain_name(config["name"])
     derived = _label_source(config) == "derived"
     executable = executable_of(config) if derived else None
-    where = check_where(config.get("where"))  # a bad filter is refused before anything is converted
-    kinds = config.get("acquirable_kinds")
-    if kinds is not None and (not isinstance(kinds, (list, tuple)) or not set(map(str, kinds)) <= set(KINDS)):
-        raise ValueError(f"domain.acquirable_kinds: expected a list of tool kinds from {', '.join(KINDS)}, "
-                         f"got {kinds!r}")
-    keep = config.get("keep_non_executable", False)
-    if not isinstance(keep, bool):
-        raise ValueError(f"domain.keep_non_executable: expected true or false, got {keep!r}")
-    if derived and not keep:  # gold plans that do not execute are excluded, counted as a filter
-        where = {**where, "meta": {**where.get("meta", {}), "gold_executable": [True]}}
+    where = _task_filter(config, derived)
     exec_costs = bool(config.get("report_execution_costs", False))
     key = data_key(config, list(packages), list(inputs), stage_code(executable, exec_costs, config))
     manifest = read_manifest(out_dir)

@@ -91,44 +91,8 @@ converter:                                   # the package's converter
   _target_: camdf.integrations.one_file_shop.shop.convert  # its 8 tasks
 '''
 
-RULE = '''"""A prefix rule with a per-cell run-time dial, added as one module: the tuned top k, at most ``cap``."""
-
-import numpy as np
-from sklearn.utils.validation import check_is_fitted
-
-from camdf.common.dials import Dial
-from camdf.policies.base import StoppingRule
-
-CAP = Dial("cap", default=1000.0, lo=0.0, hi=1e9, what="a cap on the tools exposed")
-
-
-class CappedTopK(StoppingRule):
-    dials = (CAP,)
-
-    def __init__(self, cap: float = CAP.default):
-        self.cap = cap
-
-    def fit(self, batch):
-        n = batch.inst.n
-        ks = np.arange(int(n.max()) + 1)
-        means = np.take_along_axis(batch.u, np.minimum(ks[:, None], n[None, :]).T, axis=1).mean(axis=0)
-        self.k_ = int(ks[np.argmax(means)])
-        return self
-
-    def _depths(self, batch, cap=None):
-        check_is_fitted(self)
-        return np.minimum(min(self.k_, int(self.cap if cap is None else cap)), batch.inst.n)
-
-    def to_numbers(self):
-        check_is_fitted(self)
-        return {"cap": self.cap, "k": self.k_}
-
-    @classmethod
-    def from_numbers(cls, numbers):
-        rule = cls(cap=float(numbers["cap"]))
-        rule.k_ = int(numbers["k"])
-        return rule
-'''
+#: The rule module, the same one the toy-rule test registers in-process (tests/fixtures/capped_top_k.py).
+RULE = (Path(__file__).resolve().parents[1] / "fixtures" / "capped_top_k.py").read_text(encoding="utf-8")
 
 CARD = '''
 

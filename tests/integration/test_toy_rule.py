@@ -1,5 +1,6 @@
-"""A rule defined here, registered only through the registry (one card), runs through the evaluate stage,
-the train stage as a candidate and `camdf select` with its dial: no other file knows it.
+"""A rule outside camdf (tests/fixtures/capped_top_k.py), registered only through the registry (one card here),
+runs through the evaluate stage, the train stage as a candidate and `camdf select` with its dial: no other file
+knows it.
 
 The stages run in this process (their library functions, as their entry points call them), because a
 card registered here is not seen by a stage started as a subprocess.
@@ -8,52 +9,13 @@ card registered here is not seen by a stage started as a subprocess.
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
-from sklearn.utils.validation import check_is_fitted
 
-from camdf.policies import Card, Dial, StoppingRule, card, registered
+from camdf.policies import Card, card, registered
+
+from ..fixtures.capped_top_k import CappedTopK
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-#: The toy's run-time dial, declared on its class (name, range, default): nothing else names it.
-CAP = Dial("cap", default=1000.0, lo=0.0, hi=1e9, what="a cap on the tools exposed")
-
-
-class CappedTopK(StoppingRule):
-    """Expose the top k (k tuned on training payoff), at most ``cap`` of them: ``cap`` is a run-time dial."""
-
-    dials = (CAP,)
-
-    def __init__(self, cap: float = CAP.default):
-        self.cap = cap
-
-    def fit(self, batch):
-        n = batch.inst.n
-        ks = np.arange(int(n.max()) + 1)
-        means = np.take_along_axis(batch.u, np.minimum(ks[:, None], n[None, :]).T, axis=1).mean(axis=0)
-        self.k_ = int(ks[np.argmax(means)])
-        return self
-
-    def _depths(self, batch, cap=None):
-        check_is_fitted(self)
-        return np.minimum(min(self.k_, int(self.cap if cap is None else cap)), batch.inst.n)
-
-    def tuned_parameters(self):
-        check_is_fitted(self)
-        return {"k": self.k_}
-
-    # The portable form a shipped rule needs: the policy is stored as JSON numbers, never pickled.
-    def to_numbers(self):
-        check_is_fitted(self)
-        return {"cap": self.cap, "k": self.k_}
-
-    @classmethod
-    def from_numbers(cls, numbers):
-        rule = cls(cap=float(numbers["cap"]))
-        rule.k_ = int(numbers["k"])
-        return rule
 
 
 TOY = Card("toy_cap", lambda rs: CappedTopK(), family="peer", shippable=True, dials=CappedTopK.dials)

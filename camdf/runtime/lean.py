@@ -31,6 +31,7 @@ from typing import Any, Callable
 from camdf.common.dials import dial_names
 from camdf.policies.registry import CARDS
 from camdf.runtime.door import FrontDoor
+from camdf.runtime.folder_schema import LEAN_FIELDS, check_fields
 from camdf.runtime.requests import Selection
 
 #: The artifact name of the lean numbers in a logged model.
@@ -122,8 +123,10 @@ class LeanPolicy:
             return None
         for where in _paths(numbers):  # a NaN here would decide silently: refused, not passed over
             raise ValueError(f"{path}: {where}: expected a finite number, got NaN or Infinity")
-        if not isinstance(numbers, dict) or numbers.get("format") != FORMAT:
-            return None
+        old = numbers.get("format") if isinstance(numbers, dict) else None
+        if type(old) is int and 1 <= old < FORMAT:
+            return None  # written by an older camdf, without the checksums: the full policy decides
+        check_fields(numbers, LEAN_FIELDS, str(path))
         _check_tie(numbers, path, policy_path)
         known = CARDS.get(numbers.get("method")) if isinstance(numbers.get("method"), str) else None
         if known is None or known.portable is None:

@@ -151,7 +151,7 @@ TAMPERED = [
     ("policy-linked-out", _link_out, "artifact 'policy' path 'artifacts/policy.json' leads outside"),
     ("legacy-pickle", _legacy_pickle, "policy.pkl is a pickle"),
     ("truncated-json", _truncate, "policy.json: not JSON"),
-    ("format-unknown", _rewrite(lambda n: n.update(format=2)), "format: expected a camdf policy of format 1"),
+    ("format-unknown", _rewrite(lambda n: n.update(format=2)), "format: expected an integer equal to 1"),
     ("method-unknown", _rewrite(lambda n: n["params"].update(method="os.system")), "method: expected one of"),
     ("membership-shape", _rewrite(lambda n: n["membership"].update(coef=[0.0])), "membership.coef: expected 5"),
     ("rule-params-extra", _rewrite(lambda n: n["rule"]["params"].update(evil=1)), "rule.params: expected"),

@@ -1,6 +1,6 @@
 """The fields of a model folder's JSON files, declared once: what each one is, checked before anything is built.
 
-:data:`POLICY_FIELDS` describes ``policy.json`` (:func:`camdf.runtime.portable.policy_numbers`) and
+:data:`POLICY_FIELDS` describes ``policy.json`` (:func:`camdf.runtime.policy_file.policy_numbers`) and
 :data:`LEAN_FIELDS` ``lean.json`` (:func:`camdf.runtime.lean.write_lean`): every field they write, its
 kind (number, integer, string, boolean, list, object), its bounds and, for a string, its choices.
 :func:`check_fields` walks a file's parsed numbers against that declaration and refuses the first field
@@ -89,7 +89,7 @@ _SHARED = [
     Field("rule", "object"),
 ]
 
-#: ``policy.json``: :func:`camdf.runtime.portable.policy_numbers`.
+#: ``policy.json``: :func:`camdf.runtime.policy_file.policy_numbers`.
 POLICY_FIELDS = [
     Field("format", "integer", 1, 1),
     Field("params", "object"),

@@ -5,7 +5,7 @@ scikit-learn takes about 2 s on a small machine: more than a shell call to ``cam
 should. A rule with a portable form (``to_numbers()``; today camdf_risk: the membership
 model's coefficients, the conformal threshold and the calibration scores) decides one request
 from a handful of numbers. :func:`lean_numbers` writes them beside the full policy's numbers
-(:mod:`camdf.runtime.portable`) when the model is logged (``artifacts/lean.json``); :class:`LeanPolicy` rebuilds the rule with its
+(:mod:`camdf.runtime.policy_file`) when the model is logged (``artifacts/lean.json``); :class:`LeanPolicy` rebuilds the rule with its
 card's portable class (``from_numbers``) and decides a single request of up to
 :data:`~camdf.runtime.requests.SHORT_RANKING` tools through the same front door
 (:class:`~camdf.runtime.door.FrontDoor`) and the same one-task arithmetic as the full policy,

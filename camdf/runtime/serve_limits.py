@@ -1,7 +1,7 @@
 """The served model's bounds: how many requests it takes at once, and how long a request body may take to arrive.
 
 MLflow's scoring server decides each request in a worker thread (``asyncio.to_thread``), off its event loop;
-the door (:func:`camdf.runtime.model.guard_scoring_server`) adds two bounds in front of it, both set by
+the door (:func:`camdf.runtime.http_guard.guard_scoring_server`) adds two bounds in front of it, both set by
 environment variables of the ``mlflow models serve`` process and read once when the model loads:
 
 - :data:`INFLIGHT_ENV` (default :data:`DEFAULT_INFLIGHT`): the requests admitted at once, from the first

@@ -19,7 +19,7 @@ import pytest
 from camdf.cli.commands import main
 from camdf.runtime import StopPolicy, load_policy
 from camdf.runtime.lean import LeanPolicy, write_lean
-from camdf.runtime.portable import write_policy
+from camdf.runtime.policy_file import write_policy
 
 from ...unit.core.test_theory import _family
 from .folders import fifo

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from camdf.runtime.model import MAX_BODY_BYTES
+from camdf.runtime.http_guard import MAX_BODY_BYTES
 from camdf.runtime.serve_limits import INFLIGHT_ENV, READ_TIMEOUT_ENV, serve_limits
 
 from ..conftest import MLFLOW, _free_port, _wait_for

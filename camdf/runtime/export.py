@@ -154,6 +154,11 @@ def read_export(folder: str | os.PathLike):
         numbers = json.loads((folder / POLICY_FILE).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ValueError(f"{folder / POLICY_FILE}: not JSON") from None
+    from camdf.runtime.folder_schema import POLICY_FIELDS, check_fields
+    from camdf.runtime.policy_file import _refuse_non_finite
+
+    _refuse_non_finite(numbers, folder / POLICY_FILE)
+    check_fields(numbers, POLICY_FIELDS, str(folder / POLICY_FILE))
     try:
         policy = policy_from_numbers(_join_boosters(numbers, folder, files))
     except ValueError as err:

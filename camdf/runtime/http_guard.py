@@ -17,6 +17,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from camdf.runtime.jsonio import parse_json
+from camdf.runtime.serve_limits import Admission, BodyTimeout, ServeLimits, serve_limits, within
 
 
 class InvalidRequest(MlflowException, ValueError):
@@ -76,12 +77,17 @@ def _one_line(message: str) -> str:
     return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "..."
 
 
-def _error(status: int, code: str, message: str):
+def _error(status: int, code: str, message: str, headers: dict | None = None):
     """The JSON response of a refusal: ``{"error_code": ..., "message": <one line>}``, no stack trace."""
     from starlette.responses import Response
 
     return Response(content=json.dumps({"error_code": code, "message": _one_line(message)}),
-                    status_code=status, media_type="application/json")
+                    status_code=status, media_type="application/json", headers=headers)
+
+
+#: The served model's bounds (:mod:`camdf.runtime.serve_limits`), set by :func:`guard_scoring_server`.
+_limits = ServeLimits()
+_admission = Admission(_limits.max_inflight)
 
 
 def _check_content_type(value: str | None) -> None:
@@ -139,9 +145,16 @@ def _guard_handler(handler):
 
     @functools.wraps(handler)
     async def guarded(request):
+        if not _admission.enter():  # answered at once: a request over the bound never waits in a queue
+            return _error(503, "TEMPORARILY_UNAVAILABLE", f"server busy: {_admission.limit} requests in flight, "
+                          "the limit (CAMDF_SERVE_MAX_INFLIGHT); retry shortly", {"Retry-After": "1"})
         try:
             _check_content_type(request.headers.get("content-type"))
-            return await handler(_replayed(request, await _read_body(request)))
+            body = await within(_read_body(request), _limits.read_timeout)
+            return await handler(_replayed(request, body))  # MLflow decides it in a worker thread
+        except BodyTimeout:  # the connection is closed: a stalled client holds nothing longer than this
+            return _error(408, "REQUEST_TIMEOUT", f"request body: not received within {_limits.read_timeout:g} s "
+                          "(CAMDF_SERVE_READ_TIMEOUT)", {"Connection": "close"})
         except _Refused as err:
             return _error(err.status, err.code, err.message)
         except MlflowException as err:
@@ -149,6 +162,8 @@ def _guard_handler(handler):
         except Exception:  # a fault of the server, not of the request: logged here, named there
             _logger.exception("the served model failed on a request")
             return _error(500, "INTERNAL_ERROR", "the served model failed on this request; see the server log")
+        finally:
+            _admission.leave()
 
     return guarded
 
@@ -211,12 +226,19 @@ def guard_scoring_server() -> None:
       becomes an :class:`InvalidRequest` (400) naming the line and column; integer scores and costs
       are then taken as floats (the signature types them as doubles, ``camdf select`` takes both).
 
+    - The bounds of :mod:`camdf.runtime.serve_limits`, read from the environment here: at most
+      ``CAMDF_SERVE_MAX_INFLIGHT`` requests in flight (one more: 503 at once, ``Retry-After: 1``) and
+      ``CAMDF_SERVE_READ_TIMEOUT`` seconds for a body to arrive (else 408 and the connection closed).
+
     A server without either hook is left as it is for that hook.
     """
     from mlflow.pyfunc import scoring_server
 
+    global _limits, _admission
     catch = getattr(scoring_server, "_async_catch_mlflow_exception", None)
     if catch is not None and not getattr(catch, "camdf_guarded", False):
+        _limits = serve_limits()  # ValueError naming the variable: the server does not start
+        _admission = Admission(_limits.max_inflight)
         # In place of MLflow's catcher, whose answer to an MlflowException carries its stack_trace.
         _guard_handler.camdf_guarded = True
         scoring_server._async_catch_mlflow_exception = _guard_handler

@@ -127,7 +127,7 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
         from camdf.runtime.lean import LeanPolicy
 
         try:
-            found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri))
+            found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri), policy_path=path)
         except ValueError as err:
             raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
         if found is not None:

@@ -10,7 +10,6 @@ pickled into it.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -74,17 +73,17 @@ def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_mo
     import mlflow
     import pandas as pd
 
-    from camdf.runtime.lean import LEAN_ARTIFACT, lean_numbers
+    from camdf.runtime.lean import LEAN_ARTIFACT, LEAN_FILE, write_lean
 
     from camdf.runtime.policy_file import POLICY_ARTIFACT, POLICY_FILE, write_policy
 
     path = write_policy(policy, Path(tmp, POLICY_FILE))  # data, not a pickle: refused before anything is logged
     wheel = build_wheel(Path(tmp, "wheel"))
     artifacts = {POLICY_ARTIFACT: str(path), "wheel": str(wheel)}
-    lean = lean_numbers(policy)
-    if lean is not None:  # what camdf select reads without scikit-learn (camdf.runtime.lean)
-        artifacts[LEAN_ARTIFACT] = str(Path(tmp, "lean.json"))
-        Path(artifacts[LEAN_ARTIFACT]).write_text(json.dumps(lean), encoding="utf-8")
+    # What camdf select reads without scikit-learn (camdf.runtime.lean), tied to policy.json by its SHA-256.
+    lean = write_lean(policy, Path(tmp, LEAN_FILE), path)
+    if lean is not None:
+        artifacts[LEAN_ARTIFACT] = str(lean)
     frame = None
     if example is not None:
         frame = pd.DataFrame([{k: example[k] for k in INPUT_COLUMNS if example.get(k) is not None}])

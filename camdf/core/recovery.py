@@ -31,8 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from camdf.core.instances import Instances
+from camdf.common.dials import Dial
 from camdf.core.payoff import cumulative_costs
-from camdf.core.sets import set_cost, set_success
+from camdf.core.sets import nested_order, plugin_values, set_cost, set_success
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,7 @@ class RecoveryOutcome:
 
 def recovery_outcomes(
     mask: np.ndarray, inst: Instances, lam: float, search: Search, rank: np.ndarray | None = None,
+    base_cost: np.ndarray | None = None,
 ) -> RecoveryOutcome:
     """Outcomes of preloading each mask under the recovery payoff (module docstring).
 
@@ -167,6 +169,9 @@ def recovery_outcomes(
     search : Search
     rank : int, shape (T, N), optional
         The search's ranks (default :func:`search_ranks`; a test passes a perfect search).
+    base_cost : float, shape (..., T), optional
+        C(A) as the caller summed it (a prefix's cumulative cost, so a prefix scores bit for bit as the
+        exact payoff scores it); default the sum over the mask.
 
     Returns
     -------
@@ -179,7 +184,7 @@ def recovery_outcomes(
     mask = np.asarray(mask, dtype=bool) & valid
     sets, present = inst.sufficient()
     covered = set_success(mask, sets, present)
-    base = set_cost(mask, inst.costs)
+    base = set_cost(mask, inst.costs) if base_cost is None else np.asarray(base_cost, dtype=float)
     if not search.active:
         none = np.zeros_like(covered)
         return RecoveryOutcome(covered, none, none, np.zeros(covered.shape, dtype=np.int64),
@@ -206,3 +211,70 @@ def recovery_prefix_payoffs(inst: Instances, lam: float, search: Search, rank: n
     # The prefix costs summed as the exact payoff sums them, so an infinite search cost gives it bit for bit.
     u = (out.covered | out.recovered).T - lam * (cumulative_costs(inst.costs) + out.extra.T)
     return np.where(inst.valid_depth, u, -np.inf)
+
+
+#: The run-time dials of a rule that knows the fallback: the price of a search round and what it returns.
+SEARCH_COST = Dial("search_cost", default=4.0, lo=0.0, hi=1e6,
+                   what="the price of one search round in units of the mean candidate cost")
+SEARCH_K = Dial("search_k", default=5.0, lo=0.0, hi=1e4, what="the tools one search returns (an integer)")
+
+
+def check_k(value: float, field: str = "search_k") -> int:
+    """``value`` as the integer k >= 1 of a search, else ValueError naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() or value < 1:
+        raise ValueError(f"{field}: must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def fallback_set(
+    p: np.ndarray, costs: np.ndarray, valid: np.ndarray, lam: float, search_cost: float, k: int,
+    coverage: float | np.ndarray = 1.0,
+) -> np.ndarray:
+    """The preloaded mask of highest *estimated* recovery payoff, choosing among nested families.
+
+    Under independent memberships p (times the coverage q) the estimate of preloading A is
+
+        E_hat[U(A)] = s(A + R_A) - lam * (C(A) + (1 - s(A)) * (S + C(R_A))),
+        s(B) = q * prod_{j valid, not in B} (1 - p_j),
+
+    with R_A the search's top k of the deferred tools in the list's order (the run-time search
+    ranks like the ranker: the optimistic search of the module docstring) and S = ``search_cost``
+    times the mean candidate cost. Unlike the plug-in objective this one is not optimised by a
+    prefix of one order (what the search would return changes with A), so the rule takes the best
+    of two nested families: the prefixes of :func:`camdf.core.sets.nested_order` (membership
+    evidence per cost) and the ranked prefixes, 2(n + 1) candidates; O(n^2) per task.
+
+    Parameters
+    ----------
+    p, costs : float, shape (T, N)
+    valid : bool, shape (T, N)
+    lam : float
+    search_cost : float
+        S in units of the task's mean candidate cost, >= 0 (inf: no fallback, the plug-in set's
+        objective over the same families).
+    k : int
+    coverage : float or (T,) float
+
+    Returns
+    -------
+    bool, shape (T, N)
+    """
+    T, N = p.shape
+    order = nested_order(p, costs, valid)
+    depth = np.arange(N + 1)[:, None, None]
+    ranked = np.broadcast_to(np.arange(N)[None, None, :] < depth, (N + 1, T, N))
+    nested = np.zeros((N + 1, T, N), dtype=bool)
+    np.put_along_axis(nested, np.broadcast_to(order, (N + 1, T, N)),
+                      np.broadcast_to(np.arange(N)[None, None, :] < depth, (N + 1, T, N)), axis=-1)
+    masks = np.concatenate([nested, ranked], axis=0) & valid  # (2N + 2, T, N)
+    s_a = plugin_values(masks, p, costs, valid, 0.0, "exact", coverage)
+    c_a = set_cost(masks, costs)
+    if not math.isfinite(search_cost):
+        u = s_a - lam * c_a
+    else:
+        got = returned_tools(masks, valid, np.broadcast_to(np.arange(N), (T, N)), k)
+        s_ar = plugin_values(masks | got, p, costs, valid, 0.0, "exact", coverage)
+        unit = np.where(valid, costs, 0.0).sum(axis=1) / np.maximum(valid.sum(axis=1), 1)
+        u = s_ar - lam * (c_a + (1.0 - s_a) * (search_cost * unit + set_cost(got, costs)))
+    best = np.argmax(u, axis=0)  # the first maximiser: nested prefixes before ranked ones, shallow first
+    return masks[best, np.arange(T)]

@@ -15,7 +15,7 @@ from camdf.reporting.tables.a29 import a29
 from camdf.reporting.tables.base import Figure
 from camdf.reporting.tables.claims import FAILS, HOLDS, UNSURE, rows_j
 
-METHODS = ["camdf", "plugin_set", "fallback_set", "static_set", "none", "full", "best_prefix"]
+METHODS = ["camdf_lite", "plugin_set", "fallback_set", "static_set", "none", "full", "best_prefix"]
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
         "fallback_methods": METHODS}
 
@@ -25,7 +25,7 @@ def _outcomes(gap: float) -> pd.DataFrame:
     rows = []
     for r in range(2):
         for i in range(40):
-            for m, pay, k in (("camdf", 0.25, 3), ("plugin_set", 0.2, 3), ("fallback_set", 0.2 + gap + 0.05 * (-1) ** i, 2),
+            for m, pay, k in (("camdf_lite", 0.25, 3), ("plugin_set", 0.2, 3), ("fallback_set", 0.2 + gap + 0.05 * (-1) ** i, 2),
                               ("static_set", 0.1, 4), ("none", 0.2, 0), ("full", 0.16, 7), ("best_prefix", 0.4, 3)):
                 searched = m == "none" or (m == "fallback_set" and i % 4 == 0)
                 rows.append({"task_id": f"q{i}", "fold": i % 5, "repeat": r, "method": m, "depth": -1, "n_exposed": k,

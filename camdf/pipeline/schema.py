@@ -232,7 +232,8 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "scores": {k: CELL[k] for k in ("domain.name", "scorer.name", "cost.regime", "cost.lam", "cost.d",
                                     "folds.n_folds", "folds.protocol", "folds.group_by")} | {"random_state": SEED},
     "evaluate": CELL,
-    "train": CELL | {"policy.method": OneOf(lambda: ("auto", *policy_methods())),
+    # The shipped policy is fitted under the exact or partial payoff; a fallback-aware one is method fallback_set.
+    "train": CELL | {"payoff": OneOf(KINDS), "policy.method": OneOf(lambda: ("auto", *policy_methods())),
                      "policy.candidates": ListOf(OneOf(policy_methods)),
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},

@@ -160,6 +160,8 @@ class StoppingRule(BaseEstimator):
     needs_truth = False
     #: Whether the rule exposes a prefix of the ranking (a depth) rather than any subset of it.
     picks_prefix = True
+    #: Whether what the rule does not expose stays reachable through a search over the deferred tools.
+    defers = False
     #: The run-time dials :meth:`decide` and :meth:`select` take by keyword (:class:`~camdf.common.dials.Dial`:
     #: name, range, default); the registry, configs, stages, the shipped policy and the CLI read them here.
     dials: tuple[Dial, ...] = ()

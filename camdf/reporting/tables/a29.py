@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import FULL_ACCESS, NO_TOOLS
+from camdf.policies import FULL_ACCESS, NO_TOOLS, ORACLES
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.figures import method_style
 from camdf.reporting.report import Report
@@ -101,12 +101,12 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
                 continue
             colour, marker = method_style(m)
             ax.plot(sel["search_cost"], sel[f"m:{m}/payoff_mean"], marker=marker, color=colour, label=what,
-                    linestyle="--" if m in (NO_TOOLS, FULL_ACCESS, "best_prefix") else "-")
+                    linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or m in ORACLES else "-")
         ax.set_xscale("log")
         ax.set_title(f"{scorer}, k = {k}", fontsize=9)
         ax.set_xlabel("price of one search round (mean tools)")
         ax.axhline(0, color="0.7", linewidth=0.8)
-        ax.grid(alpha=0.3)
+        ax.grid(color="0.88")
     axes[0][0].set_ylabel("mean payoff (recovery)")
     axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle(title, fontsize=9)

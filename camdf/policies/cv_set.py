@@ -73,10 +73,17 @@ class _Member:
         self.name = name
         self.model, self.settings = _BY_NAME[name]
 
-    def fit(self, batch: StateBatch) -> "_Member":
+    def fit(self, batch: StateBatch, shared: dict | None = None) -> "_Member":
+        """Fit on ``batch``. ``shared``: fits already made on this same batch by other members, keyed by
+        their settings (members that differ only in the set model or ``k`` share a calibrator or the
+        training vectors; the fits are deterministic, so sharing changes no number)."""
         inst, s = batch.inst, self.settings
+        shared = {} if shared is None else shared
         self.calibrator = None
-        if s.get("source") == "score":
+        key = ("calibrator", tuple(sorted((k, v) for k, v in s.items() if k != "k")))
+        if s.get("source") is not None and key in shared:
+            self.calibrator = shared[key]
+        elif s.get("source") == "score":
             self.calibrator = ScoreCalibrator(s["feature"], s["precision"]).fit(inst.scores, inst.member,
                                                                                  inst.tool_ids, inst.valid)
         elif s.get("source") == "vector":
@@ -85,12 +92,18 @@ class _Member:
         elif s.get("source") == "membership":
             self.calibrator = ToolCalibrator(shrinkage=s["precision"]).fit(batch.p, inst.member, inst.tool_ids,
                                                                            inst.valid)
+        if self.calibrator is not None:
+            shared[key] = self.calibrator
         self.sets = None
         if self.model == "seen":
-            self.sets = SeenSets().fit(inst.tool_ids, inst.member, inst.valid)
+            self.sets = shared.get("seen") or SeenSets().fit(inst.tool_ids, inst.member, inst.valid)
+            shared["seen"] = self.sets
         elif self.model == "neighbours":
-            z = score_feature(inst.scores, inst.valid, "normalised")
-            self.sets = NeighbourSets(s["k"]).fit(z, inst.tool_ids, inst.member, inst.valid, len(inst.vocab))
+            if "neighbours" not in shared:
+                z = score_feature(inst.scores, inst.valid, "normalised")
+                shared["neighbours"] = NeighbourSets(s["k"]).fit(z, inst.tool_ids, inst.member, inst.valid,
+                                                                 len(inst.vocab))
+            self.sets = shared["neighbours"].with_k(s["k"])
         return self
 
     def probabilities(self, batch: StateBatch) -> np.ndarray:
@@ -183,8 +196,9 @@ class CVSet(StoppingRule):
             te = fold == f
             train, test = batch.subset(~te), batch.subset(te)
             q = list_coverage(train.inst, batch.kind)
+            shared: dict = {}
             for m in pool:
-                masks[m][te] = _Member(m).fit(train).select(test, q)
+                masks[m][te] = _Member(m).fit(train, shared).select(test, q)
         sets, present = inst.sufficient()
         self.inner_payoffs_ = {m: float(set_payoffs(masks[m], inst.costs, batch.lam, batch.kind, sets, present,
                                                     inst.member).mean()) for m in pool}
@@ -207,7 +221,7 @@ class CVSet(StoppingRule):
         check_fitted(self, "member_")
         numbers = {**self.member_.numbers(), "coverage": self.coverage_,
                    "membership": None if self.membership_ is None else self.membership_.to_numbers()}
-        return cv_set_task(numbers, task)
+        return cv_set_task(numbers, task, self.member_.sets)
 
     @available_if(_carries)
     def to_numbers(self) -> dict[str, Any]:

@@ -187,7 +187,7 @@ class PortableRiskSet:
         return risk_task_set(self.membership, self.calibrator, self.threshold(alpha), task)
 
 
-def cv_set_task(numbers: dict, task: OneTask) -> list[int]:
+def cv_set_task(numbers: dict, task: OneTask, sets: Any = None) -> list[int]:
     """The set of :class:`camdf.policies.cv_set.CVSet` for one task from its numbers: exposed ranked positions, ascending.
 
     ``numbers`` holds the chosen member's ``model`` (plugin, seen, neighbours), ``source`` (score,
@@ -195,7 +195,7 @@ def cv_set_task(numbers: dict, task: OneTask) -> list[int]:
     model (None: the task's own probabilities, ``task.p``).
     """
     from camdf.core.calibration import score_calibrate_task, vector_calibrate_task
-    from camdf.core.set_models import NeighbourSets, neighbour_set_weights, seen_set_weights, task_union_set
+    from camdf.core.set_models import neighbour_set_weights, seen_set_weights, task_union_set
 
     model, source, q = numbers["model"], numbers["source"], float(numbers["coverage"])
     p = None
@@ -209,13 +209,22 @@ def cv_set_task(numbers: dict, task: OneTask) -> list[int]:
         p = calibrate_task(numbers["calibrator"], raw, task.ids)
     if model == "plugin":
         return plugin_task_set(p, task.costs, task.lam, task.kind, q)
+    if sets is None:
+        sets = cv_set_sets(numbers)
     if model == "seen":
-        support = [tuple(s) for s in numbers["sets"]["support"]]
-        weights = seen_set_weights(support, p, task.ids)
+        weights = seen_set_weights(sets.support_, p, task.ids, sets.padded_)
     else:
-        near = NeighbourSets.from_numbers(numbers["sets"])
-        weights = neighbour_set_weights(near.train_, near.sets_, int(near.k), task.z, task.ids)
+        weights = neighbour_set_weights(sets.train_, sets.sets_, int(sets.k), task.z, task.ids, sets.norms_)
     return task_union_set(weights, task.costs, task.lam, task.kind, q)
+
+
+def cv_set_sets(numbers: dict) -> Any:
+    """The chosen cv_set member's set model (seen sets or neighbours) from its numbers; None for a plug-in member."""
+    from camdf.core.set_models import NeighbourSets, SeenSets
+
+    if numbers["model"] == "plugin":
+        return None
+    return (SeenSets if numbers["model"] == "seen" else NeighbourSets).from_numbers(numbers["sets"])
 
 
 class PortableCVSet:
@@ -225,6 +234,7 @@ class PortableCVSet:
 
     def __init__(self, numbers: dict):
         self.numbers = numbers
+        self.sets = cv_set_sets(numbers)
 
     @classmethod
     def from_numbers(cls, numbers: dict[str, Any]) -> "PortableCVSet":
@@ -234,4 +244,4 @@ class PortableCVSet:
         return cls(numbers)
 
     def decide_task(self, task: OneTask) -> list[int]:
-        return cv_set_task(self.numbers, task)
+        return cv_set_task(self.numbers, task, self.sets)

@@ -91,3 +91,15 @@ def test_fallback_set_takes_the_training_search_and_its_dials_override_it(inst):
     assert b.sum() > a.sum()  # a dear search preloads more
     with pytest.raises(ValueError, match="search_k"):
         rule.select(test, search_k=1.5)
+
+
+def test_unaware_rules_decide_as_under_the_exact_payoff_and_are_scored_with_the_fallback(inst):
+    search = Search(cost=1.0, k=3)
+    exact = evaluate_cell(inst, 0.1, ["camdf_lite", "plugin_set"], kind="exact").outcomes
+    unaware = evaluate_cell(inst, 0.1, ["camdf_lite", "plugin_set"], kind="recovery", train_kind="exact",
+                            search=search).outcomes
+    aware = evaluate_cell(inst, 0.1, ["camdf_lite", "plugin_set"], kind="recovery", search=search).outcomes
+    np.testing.assert_array_equal(unaware["n_exposed"], exact["n_exposed"])  # the same decisions
+    assert unaware["searched"].any() and (unaware["payoff"] != exact["payoff"]).any()  # a different score
+    lite = lambda o: o[o["method"] == "camdf_lite"]  # noqa: E731
+    assert not np.array_equal(lite(aware)["n_exposed"], lite(unaware)["n_exposed"])  # labels that know the search

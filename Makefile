@@ -83,7 +83,7 @@ results-check: setup ## recompute the Results from the store and compare them, n
 
 ui: setup ## open the MLflow UI on 127.0.0.1:PORT (default 5000) for MLFLOW_TRACKING_URI or outputs/mlflow.db; prints the runs view's URL
 	@store="$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/outputs/mlflow.db}"; \
-	  runs=$$($(PY) -c 'import sys; from camdf.tracking.client import runs_view; print(runs_view(*sys.argv[1:]))' \
+	  runs=$$($(PY) -c 'import sys; from camdf.tracking.experiments import runs_view; print(runs_view(*sys.argv[1:]))' \
 	    "$$store" "$(EXPERIMENT)") \
 	  && echo "MLflow UI for $$store: http://127.0.0.1:$(PORT)/$$runs (the runs view; Ctrl-C stops it)" \
 	  && MLFLOW_DISABLE_TELEMETRY=$${MLFLOW_DISABLE_TELEMETRY:-true} exec $(VENV)/bin/mlflow ui --backend-store-uri "$$store" --host 127.0.0.1 --port $(PORT) --workers 1

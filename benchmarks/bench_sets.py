@@ -9,8 +9,8 @@ every rule and left out):
 
 - plugin_set: :func:`camdf.core.sets.plugin_set` (numpy) and
   :func:`camdf.core.sets.task_plugin_set` (plain Python);
-- risk_set: :meth:`camdf.core.sets.RiskSet.predict` (numpy) and
-  :func:`camdf.core.sets.task_risk_set` (plain Python);
+- risk_set: :meth:`camdf.core.risk_sets.RiskSet.predict` (numpy) and
+  :func:`camdf.core.risk_sets.task_risk_set` (plain Python);
 - against the prefix rules on the same request: camdf_risk's depth
   (:func:`camdf.core.conformal.risk_depths` on the sufficiency curve, and its plain-Python
   :func:`camdf.core.conformal.task_risk_depth`) and the plug-in argmax depth
@@ -43,7 +43,8 @@ from common import load  # noqa: E402
 from camdf.core.conformal import risk_depths, task_risk_depth  # noqa: E402
 from camdf.core.features import sufficiency_curve  # noqa: E402
 from camdf.core.payoff import cumulative_costs  # noqa: E402
-from camdf.core.sets import RiskSet, plugin_set, sufficient_sets, task_plugin_set, task_risk_set  # noqa: E402
+from camdf.core.risk_sets import RiskSet, task_risk_set  # noqa: E402
+from camdf.core.sets import plugin_set, sufficient_sets, task_plugin_set  # noqa: E402
 
 SIZES = (7, 100, 1000)
 CALLS = {7: 3000, 100: 2000, 1000: 500}

@@ -23,7 +23,7 @@ from camdf.pipeline.identity import CONF_DIR, code_stamp
 from camdf.pipeline.provenance import short_commit
 from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
 from camdf.pipeline.sweeps import experiment_keys, searchpath_overrides
-from camdf.tracking.client import store_has_experiment
+from camdf.tracking.experiments import store_has_experiment
 from camdf.tracking.probe import TrackingUnreachable
 
 

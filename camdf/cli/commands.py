@@ -226,13 +226,17 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="camdf", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
-                    "tools to expose, check the README Results.",
-        epilog=EPILOG)
-    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,export,mcp-proxy,results}")
+def _policy_options(cmd: argparse.ArgumentParser, policy: str, lam: str, dial: str, between=()) -> None:
+    """The options every command that decides with a policy takes: ``--policy``, ``--lam``, ``--dial`` (with their
+    helps); ``between``: ``(flag, kwargs)`` pairs added after ``--policy`` (where ``--help`` lists them)."""
+    cmd.add_argument("--policy", default="models:/camdf-stopper@champion", help=policy)
+    for flag, kwargs in between:
+        cmd.add_argument(flag, **kwargs)
+    cmd.add_argument("--lam", type=float, default=None, help=lam)
+    cmd.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE", help=dial)
+
+
+def _data_commands(sub) -> None:
     data = sub.add_parser("data", help="domain folders in the task format").add_subparsers(dest="cmd", required=True)
     validate = data.add_parser("validate", help="check a domain folder (catalog.json + tasks.jsonl)")
     validate.add_argument("path", help="folder holding catalog.json and tasks.jsonl")
@@ -245,27 +249,31 @@ def build_parser() -> argparse.ArgumentParser:
     summary = data.add_parser("summary", help="markdown table of the built domains (from their manifests)")
     summary.add_argument("data_dir", nargs="?", default="data", help="folder of built domains (default: data)")
     summary.set_defaults(func=cmd_summary)
+
+
+def _select_command(sub) -> None:
     select = sub.add_parser(
         "select", help="expose a prefix of a ranked tool list with a fitted policy",
         description="Read a request (a JSON object with `tools` (OpenAI function tools or MCP tool "
                     "descriptions) and `scores`, or a `query` for the built-in bm25 ranker; optional `costs`, "
                     "`lam`, the rule's dials), or a list of them, and print the selection(s) as JSON: `depth`, "
                     "`exposed`, `ranked` and the exposed `tools`.")
-    select.add_argument("--policy", default="models:/camdf-stopper@champion",
-                        help="MLflow model URI (runs:/..., models:/...) or model folder (default: the shipped champion, "
-                             "in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)")
-    select.add_argument("--input", default="-", help="JSON request file (default: stdin)")
-    select.add_argument("--lam", type=float, default=None,
-                        help="lambda for every request, over a request's own `lam` (default: the request's, "
-                             "else the policy's)")
-    select.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE",
-                        help="a run-time dial of the policy's rule for every request, over the request's own "
-                             "(repeatable; --NAME VALUE is the same, for every registered dial; default: the "
-                             "request's, else the policy's)")
+    _policy_options(
+        select,
+        policy="MLflow model URI (runs:/..., models:/...) or model folder (default: the shipped champion, "
+               "in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)",
+        lam="lambda for every request, over a request's own `lam` (default: the request's, else the policy's)",
+        dial="a run-time dial of the policy's rule for every request, over the request's own "
+             "(repeatable; --NAME VALUE is the same, for every registered dial; default: the "
+             "request's, else the policy's)",
+        between=[("--input", {"default": "-", "help": "JSON request file (default: stdin)"})])
     for spec in dial_specs().values():  # --<dial> VALUE, an alias of --dial <dial>=VALUE, for every registered dial
         select.add_argument(f"--{spec.name}", dest="dial", action="append", metavar="VALUE",
                             type=partial(_alias, spec.name), help=f"--dial {spec.name}=VALUE ({spec.describe()})")
     select.set_defaults(func=cmd_select)
+
+
+def _export_command(sub) -> None:
     export = sub.add_parser(
         "export", help="write a fitted policy as a self-contained folder (JSON, LightGBM text, manifest)",
         description="Write the policy of POLICY_URI (runs:/..., models:/..., a model folder) into DIR: policy.json, "
@@ -274,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("policy", metavar="POLICY_URI", help="MLflow model URI or model folder")
     export.add_argument("dir", metavar="DIR", help="the folder to create (must not exist, or be empty)")
     export.set_defaults(func=cmd_export)
+
+
+def _proxy_command(sub) -> None:
     proxy = sub.add_parser(
         "mcp-proxy", help="an MCP server (stdio) listing only the tools the policy exposes for the task",
         description="Serve an MCP proxy over stdio in front of the upstream servers: a client calls the "
@@ -281,10 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(docs/harness.md).")
     proxy.add_argument("--upstream", action="append", metavar="CMD_OR_URL",
                        help="an upstream MCP server: a command line (stdio) or an http(s):// URL (repeatable)")
-    proxy.add_argument("--policy", default="models:/camdf-stopper@champion", help="model URI or folder")
-    proxy.add_argument("--lam", type=float, default=None, help="lambda (default: the policy's)")
-    proxy.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE",
-                       help="a run-time dial of the policy's rule (repeatable)")
+    _policy_options(proxy, policy="model URI or folder", lam="lambda (default: the policy's)",
+                    dial="a run-time dial of the policy's rule (repeatable)")
     proxy.add_argument("--always-include", type=_names, default=[], metavar="NAMES",
                        help="comma-separated tools always listed")
     proxy.add_argument("--max-tools", type=int, default=None, help="at most this many tools from the policy")
@@ -295,6 +304,9 @@ def build_parser() -> argparse.ArgumentParser:
     proxy.add_argument("--search-k", type=int, default=5,
                        help="tools one search_tools call exposes (a policy that defers: fallback_set)")
     proxy.set_defaults(func=cmd_mcp_proxy)
+
+
+def _results_commands(sub) -> None:
     results = sub.add_parser("results", help="the README Results").add_subparsers(dest="cmd", required=True)
     check = results.add_parser(
         "check", help="do the Results match the checkout's source fingerprint and the numbers recomputed from the store?",
@@ -311,6 +323,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="an override of conf/tables.yaml the Results were built with (repeatable), "
                             "e.g. \"cell_overrides=['stats.n_resamples=500']\"")
     check.set_defaults(func=cmd_results_check)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="camdf", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
+                    "tools to expose, check the README Results.",
+        epilog=EPILOG)
+    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,export,mcp-proxy,results}")
+    for add in (_data_commands, _select_command, _export_command, _proxy_command, _results_commands):
+        add(sub)
     return parser
 
 

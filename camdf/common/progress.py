@@ -2,16 +2,21 @@
 
 :func:`quiet` is the one switch (``CI`` set to anything but ``false``/``0``, or standard
 error not a terminal); :func:`tracked` wraps an iterable in a rich progress bar (done /
-total, elapsed, ETA) unless quiet or another live display (a sweep's) is already showing.
+total, elapsed, ETA) unless quiet or another live display (a sweep's) is already showing;
+:func:`no_download_bars` is the one place MLflow's per-download bars are turned off.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from contextlib import contextmanager
 from typing import Iterable, Iterator, TypeVar
 
 T = TypeVar("T")
+
+#: MLflow's switch for the progress bar it draws per artifact download or upload.
+MLFLOW_BARS = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 
 
 def quiet() -> bool:
@@ -45,3 +50,21 @@ def tracked(items: Iterable[T], total: int, description: str) -> Iterator[T]:
             progress.advance(task)
     finally:
         progress.stop()
+
+
+@contextmanager
+def no_download_bars() -> Iterator[None]:
+    """MLflow's artifact progress bars off inside the block, the setting before restored after (set or unset).
+
+    A tables build reads dozens of small files, a policy load or log downloads a model folder: a bar
+    each would bury the output (and a failure is one line, not a bar and a line).
+    """
+    saved = os.environ.get(MLFLOW_BARS)
+    os.environ[MLFLOW_BARS] = "false"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(MLFLOW_BARS, None)
+        else:
+            os.environ[MLFLOW_BARS] = saved

@@ -30,6 +30,34 @@ def _signature(tool: Tool) -> str:
     return json.dumps([tool.description, tool.parameters], sort_keys=True)
 
 
+def _pool(dom: Domain, data_dir: Path, sources: list[str], never: tuple[str, ...]) -> list[tuple[str, Tool]]:
+    """(source, tool) of every source tool, in source then catalog order, less those named in ``never`` and
+    definitions identical to a base tool or an earlier pool entry."""
+    seen = {_signature(t) for t in dom.tools}
+    pool: list[tuple[str, Tool]] = []
+    for source in sources:
+        for tool in read_domain(data_dir / source, KINDS).tools:
+            sig = _signature(tool)
+            if tool.name in never or sig in seen:
+                continue
+            seen.add(sig)
+            pool.append((source, tool))
+    return pool
+
+
+def _drawn(pool: list[tuple[str, Tool]], picks, kinds: tuple[str, ...], names: set[str], base: str) -> list[Tool]:
+    """The picked pool entries (in pool order) as distractors: renamed ``<source>__<name>``, kind made acquirable."""
+    distractors = []
+    for i in sorted(picks):
+        source, tool = pool[i]
+        kind = tool.kind if tool.kind in kinds else ("generic" if "generic" in kinds else kinds[0])
+        name = distractor_name(source, tool.name)
+        if name in names:
+            raise ValueError(f"distractors: name `{name}` already in the catalog of `{base}`")
+        distractors.append(Tool(name=name, description=tool.description, parameters=tool.parameters, kind=kind))
+    return distractors
+
+
 def with_distractors(
     base: str,
     n: int,
@@ -79,27 +107,11 @@ def with_distractors(
     if base in sources:
         raise ValueError(f"distractors: sources {list(sources)} must not include the base domain `{base}`")
     dom = read_domain(data_dir / base, kinds, never)
-    seen = {_signature(t) for t in dom.tools}
-    names = {t.name for t in dom.tools}
-    pool: list[tuple[str, Tool]] = []
-    for source in sources:
-        for tool in read_domain(data_dir / source, KINDS).tools:
-            sig = _signature(tool)
-            if tool.name in never or sig in seen:
-                continue
-            seen.add(sig)
-            pool.append((source, tool))
+    pool = _pool(dom, data_dir, sources, never)
     if n > len(pool):
         raise ValueError(f"distractors: asked for {n} but the sources {list(sources)} offer only {len(pool)} tools")
     rng = np.random.default_rng(seed)
-    distractors = []
-    for i in sorted(rng.choice(len(pool), size=n, replace=False)):
-        source, tool = pool[i]
-        kind = tool.kind if tool.kind in kinds else ("generic" if "generic" in kinds else kinds[0])
-        name = distractor_name(source, tool.name)
-        if name in names:
-            raise ValueError(f"distractors: name `{name}` already in the catalog of `{base}`")
-        distractors.append(Tool(name=name, description=tool.description, parameters=tool.parameters, kind=kind))
+    distractors = _drawn(pool, rng.choice(len(pool), size=n, replace=False), kinds, {t.name for t in dom.tools}, base)
     # Seeded interleaving: a random arrangement of base and distractor slots, each group in its own order.
     slots = rng.permutation(np.r_[np.zeros(len(dom.tools), bool), np.ones(n, bool)])
     it_base, it_new = iter(dom.tools), iter(distractors)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
 
-from camdf.core.calibration import calibration_rows, fold_calibrations
+from camdf.core.reliability import calibration_rows, fold_calibrations
 from camdf.core.folds import fold_ids
 from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
@@ -54,7 +54,7 @@ class CellResult:
     #: instances (what the outcome rows, depth -1, do not carry; verified success re-scores these sets).
     exposed: dict[str, np.ndarray] = field(default_factory=dict)
     #: Per calibration source and tool, the out-of-fold reliability of the membership probabilities
-    #: (:func:`camdf.core.calibration.fold_calibrations`, :func:`camdf.core.calibration.calibration_rows`).
+    #: (:func:`camdf.core.reliability.fold_calibrations`, :func:`camdf.core.reliability.calibration_rows`).
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 

@@ -130,6 +130,7 @@ def stage(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def run(cfg: Any) -> Any:
         from camdf.pipeline.schema import refuse
 
+        unborn = _unborn_store(_select(cfg, "tracking.uri"))
         try:
             return task(cfg)
         except SystemExit:
@@ -138,9 +139,41 @@ def stage(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
             if _traceback_asked():
                 traceback.print_exc()
             line, code = explain(err, _select(cfg, "tracking.uri"))
+            if unborn is not None and (_is_store_error(err) or isinstance(err, OSError)):
+                _drop_if_empty(unborn)
             refuse(line, _select(cfg, "paths.output_dir"), code)
 
     return run
+
+
+def _unborn_store(uri: Any) -> Path | None:
+    """The file of a SQLite tracking store that does not exist yet (this stage would create it), else None."""
+    from camdf.tracking.locations import sqlite_path
+
+    db = sqlite_path(uri) if isinstance(uri, str) else None
+    return db if db is not None and not db.exists() else None
+
+
+def _drop_if_empty(db: Path) -> None:
+    """Remove the store ``db`` this stage created (and SQLite's side files) when it holds no run: a store whose
+    creation failed half-way (a full disk during MLflow's migrations) is left behind by nothing."""
+    import sqlite3
+
+    if not db.exists():
+        return
+    try:
+        with sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True) as con:
+            if con.execute("select count(*) from runs").fetchone()[0]:
+                return  # runs were recorded (each FAILED one with its failure tag): kept
+    except sqlite3.Error:
+        pass  # no runs table: the migrations never finished
+    for path in (db, *(db.with_name(db.name + side) for side in ("-journal", "-wal", "-shm"))):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return
 
 
 def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None = None) -> None:

@@ -36,6 +36,26 @@ from camdf.tracking.client import METRICS_TABLE
 COVERAGE_DEPTHS = tuple(range(1, 11))
 
 
+def _cell_facts(cfg: dict[str, Any], paths: Paths, inst, costs: pd.Series, quality: list[dict],
+                cover: list[list[float]]) -> dict[str, float]:
+    """The cell's ``cell/...`` facts (tasks filtered out, candidates, cost spread) and ``ranking/...`` quality,
+    averaged over the repeats (``quality``, ``cover``: one entry per repeat; ``inst``: the last repeat's)."""
+    metrics: dict[str, float] = {}
+    manifest = read_manifest(Path(paths.data_dir, cfg["domain"]["name"]))
+    removed = ((manifest or {}).get("summary") or {}).get("filter")
+    if removed:  # the data stage's task filter (domain.where): how many converted tasks it removed
+        metrics["cell/n_tasks_filtered_out"] = float(removed["removed"])
+    metrics["cell/n_candidates_mean"] = float(inst.n.mean())
+    metrics["cell/cost_cv"] = float(costs.std(ddof=0) / costs.mean())
+    metrics["cell/list_cost_mean"] = float(inst.costs.sum(axis=1).mean())
+    # Ranking quality averaged over the repeats (the supervised ranker is refitted per repeat's folds).
+    # MLflow metric names may not hold "@": recall@3 is logged as ranking/recall_at_3.
+    keys = [k for k, v in quality[0].items() if isinstance(v, (int, float))]
+    metrics.update({f"ranking/{k.replace('@', '_at_')}": float(np.mean([q[k] for q in quality])) for k in keys})
+    metrics.update({f"ranking/coverage_at_depth_{k}": float(v) for k, v in zip(COVERAGE_DEPTHS, np.mean(cover, axis=0))})
+    return metrics
+
+
 def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[str, bytes]]:
     """Evaluate one cell over its ``folds.repeats`` repeated cross-fits.
 
@@ -92,18 +112,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
                                     delta=float(stats["delta"]), random_state=seed)
     metrics.update(headroom_metrics(pd.concat(bounds, ignore_index=True), table))
     metrics["cell/n_tasks"] = float(outcomes["task_id"].nunique())
-    manifest = read_manifest(Path(paths.data_dir, cfg["domain"]["name"]))
-    removed = ((manifest or {}).get("summary") or {}).get("filter")
-    if removed:  # the data stage's task filter (domain.where): how many converted tasks it removed
-        metrics["cell/n_tasks_filtered_out"] = float(removed["removed"])
-    metrics["cell/n_candidates_mean"] = float(inst.n.mean())
-    metrics["cell/cost_cv"] = float(costs.std(ddof=0) / costs.mean())
-    metrics["cell/list_cost_mean"] = float(inst.costs.sum(axis=1).mean())
-    # Ranking quality averaged over the repeats (the supervised ranker is refitted per repeat's folds).
-    # MLflow metric names may not hold "@": recall@3 is logged as ranking/recall_at_3.
-    keys = [k for k, v in quality[0].items() if isinstance(v, (int, float))]
-    metrics.update({f"ranking/{k.replace('@', '_at_')}": float(np.mean([q[k] for q in quality])) for k in keys})
-    metrics.update({f"ranking/coverage_at_depth_{k}": float(v) for k, v in zip(COVERAGE_DEPTHS, np.mean(cover, axis=0))})
+    metrics.update(_cell_facts(cfg, paths, inst, costs, quality, cover))
     per_repeat = outcomes.groupby(["repeat", "method"])[["payoff", "success", "n_exposed", "cost"]].mean()
     artifacts = {
         "outcomes.parquet": parquet_bytes(outcomes),

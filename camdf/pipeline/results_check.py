@@ -74,7 +74,7 @@ def recompute(overrides: list[str] | None = None) -> tuple[str | None, dict[str,
     from camdf.reporting.evidence import anchored
     from camdf.pipeline.table_hints import asked_tables
     from camdf.reporting.registry import experiments, tables as declared
-    from camdf.tracking.client import store_has_experiment
+    from camdf.tracking.experiments import store_has_experiment
 
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
         cfg = compose("tables", overrides=list(overrides or []))

@@ -15,7 +15,7 @@ lambda x d grid, the A18 heatmap (``figures/heatmap.png``; one per value of ever
 sweep varies, e.g. ``figures/heatmap_scorer.label=bm25.png``); the metrics ``sweep/n_cells``,
 ``sweep/n_logged``, ``sweep/n_reused``, ``sweep/n_camdf_above`` and ``sweep/n_camdf_below``
 (cells where CAM-DF's CI against the best baseline lies above / below 0) and a
-description; it ends FINISHED. A sweep that dies ends its parent FAILED.
+description (the report is :mod:`camdf.reporting.sweep_report`'s); it ends FINISHED. A sweep that dies ends its parent FAILED.
 
 While the jobs run, a rich progress display in the launching process reads those
 tags (cells done / total, elapsed, ETA, the cell being computed). It is off when
@@ -32,7 +32,6 @@ import os
 import threading
 from typing import Any
 
-import pandas as pd
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
@@ -100,127 +99,14 @@ def _done(line: str) -> bool:
     return line.startswith(("logged ", "reused "))
 
 
-def sweep_summary(cells: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
-    """The table of a sweep's cells and its summary metrics.
-
-    Parameters
-    ----------
-    cells : DataFrame
-        The sweep's cell runs as :func:`camdf.reporting.store.runs_frame` rows.
-
-    Returns
-    -------
-    table : DataFrame
-        One row per cell (index: the run name): its grid values, CAM-DF's payoff, the best
-        baseline's, their difference with its 95% CI, and the tools each exposes.
-    metrics : dict
-        ``sweep/n_camdf_above`` / ``sweep/n_camdf_below``: cells whose CI of CAM-DF minus the
-        best baseline lies wholly above / below 0.
-    """
-    from camdf.policies import REFERENCE
-
-    rows, above, below = [], 0, 0
-    for _, run in cells.iterrows():
-        baselines = [c.split("/")[0][2:] for c in run.index
-                     if c.endswith("/is_best_baseline") and run[c] == 1.0]
-        base = baselines[0] if baselines else None
-        diff = f"m:{REFERENCE}/diff_vs_best_baseline"
-        row = {"run": run.get("t:mlflow.runName", run["run_id"]), "domain": run.get("p:domain.name"),
-               "scorer": run.get("p:scorer.label"), "lambda": run.get("p:cost.lam"), "d": run.get("p:cost.d"),
-               "protocol": run.get("p:folds.protocol"), "camdf_payoff": run.get(f"m:{REFERENCE}/payoff_mean"),
-               "best_baseline": base, "baseline_payoff": run.get(f"m:{base}/payoff_mean") if base else None,
-               "camdf_minus_baseline": run.get(diff), "ci_low": run.get(diff + "_ci_low"),
-               "ci_high": run.get(diff + "_ci_high"), "camdf_tools": run.get(f"m:{REFERENCE}/n_exposed"),
-               "baseline_tools": run.get(f"m:{base}/n_exposed") if base else None}
-        above += bool(pd.notna(row["ci_low"]) and row["ci_low"] > 0)
-        below += bool(pd.notna(row["ci_high"]) and row["ci_high"] < 0)
-        rows.append(row)
-    table = pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
-    return table, {"sweep/n_camdf_above": above, "sweep/n_camdf_below": below}
-
-
-#: Facets beyond which a sweep gets no heatmaps (its description says so; sweep.md still has every cell).
-MAX_FACETS = 12
-#: Params that never tell cells apart in a figure (bookkeeping that differs with the machine or the store).
-_NOT_FACETS = ("p:paths.", "p:tracking.")
-
-
-def facet_keys(cells: pd.DataFrame) -> list[str]:
-    """The params (``p:`` columns) that vary across a sweep's cells besides lambda and d, one per dimension.
-
-    A param that the keys already chosen determine (``scorer.name`` and the scorer's settings once
-    ``scorer.label`` is chosen) adds no facet: keys are taken finest first, a ``.label`` param, then
-    the shortest name, standing for the params that split the cells alike.
-    """
-    text = cells.astype(str)
-    varying = [c for c in cells if c.startswith("p:") and c not in ("p:cost.lam", "p:cost.d")
-               and not c.startswith(_NOT_FACETS) and text[c].nunique() > 1]
-    varying.sort(key=lambda c: (-text[c].nunique(), not c.endswith(".label"), len(c), c))
-    keys: list[str] = []
-    for c in varying:
-        if not keys or (text.groupby(keys)[c].nunique() > 1).any():
-            keys.append(c)
-    return keys
-
-
-def grid_heatmaps(cells: pd.DataFrame, title: str) -> tuple[dict[str, bytes], str]:
-    """The A18 heatmaps (CAM-DF minus predict-then-threshold per lambda x d) of a sweep, one per facet.
-
-    A facet is one combination of the other keys that vary (:func:`facet_keys`, e.g. the scorer), so a
-    figure never mixes cells that differ in anything but lambda and d. Returns ``{artifact path: PNG}``
-    (``figures/heatmap.png`` for a sweep with one facet, ``figures/heatmap_<key>=<value>....png``
-    otherwise) and a sentence for the sweep's description: what was drawn, or why nothing was (no
-    predict-then-threshold, one (lambda, d) per facet, more than :data:`MAX_FACETS` facets).
-    """
-    from camdf.reporting.figures import heatmap_png
-    from camdf.reporting.tables.grid import SUBJECT_A18 as rival, grid_long
-
-    if cells.empty or f"m:{rival}/diff_vs_ref" not in cells or "p:cost.lam" not in cells:
-        return {}, ""
-    cells = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))
-    keys = facet_keys(cells)
-    groups = list(cells.groupby([cells[k].astype(str) for k in keys], sort=True)) if keys else [((), cells)]
-    if len(groups) > MAX_FACETS:
-        return {}, (f" No heatmap: the cells vary in {', '.join(k[2:] for k in keys)} besides lambda and d "
-                    f"({len(groups)} combinations, more than {MAX_FACETS} figures); sweep.md has every cell.")
-    files: dict[str, bytes] = {}
-    for values, group in groups:
-        values = values if isinstance(values, tuple) else (values,)
-        facet = " ".join(f"{k[2:]}={v}" for k, v in zip(keys, values))
-        group = group[group[f"m:{rival}/diff_vs_ref"].notna()]
-        if len(group) < 2 or group.duplicated(["lam", "d"]).any():
-            continue  # one (lambda, d): nothing to map (duplicates cannot occur once every varying key is a facet)
-        name = "figures/heatmap.png" if not keys else f"figures/heatmap_{facet.replace(' ', '_')}.png"
-        files[name] = heatmap_png(grid_long(group, rival), f"{title}" + (f"\n{facet}" if facet else ""))
-    if not files:
-        return {}, ""
-    where = ", ".join(files)
-    split = f", one per {' x '.join(k[2:] for k in keys)}" if keys else ""
-    return files, f" {where}: CAM-DF minus predict-then-threshold over the lambda x d grid{split}."
-
-
 def summarise(tracker, run_id: str, experiment: str, run_ids: list[str]) -> None:
-    """Log a sweep's table, heatmap, summary metrics and description to its parent run."""
-    from camdf.common.markdown import markdown_table
-    from camdf.reporting.store import cell_row
+    """Log a sweep's table, heatmap, summary metrics and description (:mod:`camdf.reporting.sweep_report`) to its parent run."""
+    from camdf.reporting.sweep_report import sweep_report
 
-    cells = pd.DataFrame([cell_row(tracker, tracker.client.get_run(r)) for r in dict.fromkeys(run_ids)])
-    table, metrics = sweep_summary(cells)
-    files: dict[str, bytes | str] = {}
-    if not table.empty:
-        shown = table.map(lambda v: f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v)))
-        files["sweep.csv"] = table.to_csv(float_format="%.6g", lineterminator="\n")
-        files["sweep.md"] = "\n".join(markdown_table(["run", *shown.columns],
-                                                     ([i, *r.tolist()] for i, r in shown.iterrows()))) + "\n"
-    heatmaps, heatmap_text = grid_heatmaps(cells, f"sweep {experiment}: CAM-DF minus predict-then-threshold")
-    files.update(heatmaps)
+    files, metrics, description = sweep_report(tracker, experiment, run_ids)
     tracker.log_files(run_id, files)
     tracker.log_metrics(run_id, metrics)
-    n = len(table)
-    tracker.describe(run_id, (
-        f"Sweep of experiment {experiment}: {n} cells. CAM-DF's 95% CI against its cell's best baseline lies "
-        f"above 0 in {metrics['sweep/n_camdf_above']} and below 0 in {metrics['sweep/n_camdf_below']} of them "
-        "(sweep.md has one row per cell; the children are the cells' runs)." + heatmap_text))
+    tracker.describe(run_id, description)
 
 
 class _Progress(threading.Thread):

@@ -233,6 +233,15 @@ def check_fitted(estimator: BaseEstimator, attribute: str) -> None:
         check_is_fitted(estimator)
 
 
+def rule_params(cls, numbers: dict) -> dict:
+    """``numbers["params"]`` checked against ``cls``'s parameters (ValueError naming an unknown one)."""
+    params = dict(numbers["params"])
+    unknown = sorted(set(params) - set(cls._get_param_names()))
+    if unknown:
+        raise ValueError(f"params: {unknown} are not parameters of {cls.__name__}")
+    return params
+
+
 def first_crossing_depths(stat: np.ndarray, thresholds: np.ndarray, n: np.ndarray, stop_below: bool) -> np.ndarray:
     """Depths for many thresholds at once: stop at the first t where stat crosses the threshold.
 

@@ -5,11 +5,11 @@ probabilities, a correlation-aware multinomial over the G_x sets seen in trainin
 G_x of nearest training tasks:
 
 - ``plugin/score``: the plug-in set (:func:`camdf.core.sets.plugin_set`) on the ranker's own
-  raw score calibrated per tool (:class:`~camdf.core.calibration.ScoreCalibrator`, no
+  raw score calibrated per tool (:class:`~camdf.core.score_calibration.ScoreCalibrator`, no
   shrinkage in practice); ``plugin/score-shrunk``: the same shrunk towards one global map;
   ``plugin/normalised``: per tool on the within-task normalised score;
 - ``plugin/vector``: each tool's membership from the task's whole score vector
-  (:class:`~camdf.core.calibration.VectorCalibrator`, one logistic regression per tool; only
+  (:class:`~camdf.core.vector_calibration.VectorCalibrator`, one logistic regression per tool; only
   for vocabularies of at most 64 tools);
 - ``plugin/membership``: the membership model's cross-fitted probabilities calibrated per
   tool (:class:`~camdf.core.calibration.ToolCalibrator`, no shrinkage in practice);
@@ -39,7 +39,9 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from camdf.core.calibration import MAX_VECTOR_VOCAB, ScoreCalibrator, ToolCalibrator, VectorCalibrator, score_feature
+from camdf.core.calibration import ToolCalibrator
+from camdf.core.score_calibration import ScoreCalibrator, score_feature
+from camdf.core.vector_calibration import MAX_VECTOR_VOCAB, VectorCalibrator
 from camdf.core.membership import MembershipModel
 from camdf.core.set_models import NeighbourSets, SeenSets, union_masks
 from camdf.core.sets import plugin_set, set_payoffs
@@ -234,7 +236,7 @@ class CVSet(StoppingRule):
     @classmethod
     def from_numbers(cls, numbers: dict[str, Any]) -> "CVSet":
         """The fitted rule of :meth:`to_numbers` (plain numbers, nothing unpickled): the same decisions."""
-        from camdf.core.calibration import ScoreCalibrator as SC
+        from camdf.core.score_calibration import ScoreCalibrator as SC
         from camdf.policies.sets import _params
 
         rule = cls(**_params(cls, numbers))

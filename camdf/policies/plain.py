@@ -136,8 +136,8 @@ def plugin_task_set(p: list[float], costs: list[float], lam: float, kind: str, c
 
 def risk_task_set(membership: dict, calibrator: dict | None, tau: float, task: OneTask) -> list[int]:
     """The risk-controlled set of one task: its own model's probabilities, calibrated, then
-    :func:`camdf.core.sets.task_risk_set` at ``tau``; exposed ranked positions, ascending."""
-    from camdf.core.sets import task_risk_set
+    :func:`camdf.core.risk_sets.task_risk_set` at ``tau``; exposed ranked positions, ascending."""
+    from camdf.core.risk_sets import task_risk_set
 
     p = calibrate_task(calibrator, membership_task(membership, task.z, task.scores, task.ids), task.ids)
     return sorted(task_risk_set(p, task.costs, tau))
@@ -178,7 +178,7 @@ class PortableRiskSet:
                    numbers["u"])
 
     def threshold(self, alpha: float | None = None) -> float:
-        from camdf.core.sets import crc_threshold_randomised
+        from camdf.core.risk_sets import crc_threshold_randomised
 
         # The fitted rule's kept draw u makes both give one tau for every alpha.
         return self.threshold_ if alpha is None else crc_threshold_randomised(self.scores_, alpha, self.u)
@@ -194,7 +194,8 @@ def cv_set_task(numbers: dict, task: OneTask, sets: Any = None) -> list[int]:
     membership or None), ``calibrator``, ``sets`` and ``coverage``, and the rule's ``membership``
     model (None: the task's own probabilities, ``task.p``).
     """
-    from camdf.core.calibration import score_calibrate_task, vector_calibrate_task
+    from camdf.core.score_calibration import score_calibrate_task
+    from camdf.core.vector_calibration import vector_calibrate_task
     from camdf.core.set_models import neighbour_set_weights, seen_set_weights, task_union_set
 
     model, source, q = numbers["model"], numbers["source"], float(numbers["coverage"])

@@ -103,7 +103,7 @@ def _camdf_lambda(rs: int) -> Any:
 
 
 def _argmax(rs: int, grid: slice | None = None, **params) -> Any:
-    from camdf.policies.camdf import ARGMAX_GRID, CamDFArgmax
+    from camdf.policies.camdf_argmax import ARGMAX_GRID, CamDFArgmax
 
     if grid is not None:
         params["grid"] = ARGMAX_GRID[grid]
@@ -111,7 +111,7 @@ def _argmax(rs: int, grid: slice | None = None, **params) -> Any:
 
 
 def _lite(rs: int) -> Any:
-    from camdf.policies.camdf import CamDFLite
+    from camdf.policies.camdf_lite import CamDFLite
 
     return CamDFLite()
 

@@ -23,7 +23,8 @@ from sklearn.utils.validation import check_is_fitted
 from camdf.core.conformal import ALPHA
 from camdf.core.calibration import ToolCalibrator, cross_calibrate
 from camdf.core.membership import MembershipModel, cross_fit
-from camdf.core.sets import RiskSet, plugin_set, set_payoffs
+from camdf.core.risk_sets import RiskSet
+from camdf.core.sets import plugin_set, set_payoffs
 from camdf.policies.base import StateBatch, StoppingRule, check_fitted
 from camdf.policies.baselines import list_coverage
 from camdf.policies.plain import OneTask, calibrate_task, plugin_task_set, risk_task_set
@@ -228,7 +229,7 @@ class RiskSetRule(StoppingRule):
     come from that model and map; the candidates are re-ranked by
     :func:`camdf.core.sets.nested_order` and the rule exposes the shallowest re-ranked prefix
     whose estimated miss risk is below tau, calibrated on the calibration part by
-    :class:`camdf.core.sets.RiskSet` (randomised conformal risk control; a task counts as
+    :class:`camdf.core.risk_sets.RiskSet` (randomised conformal risk control; a task counts as
     covered when G_x or any alternative lies inside the exposed set).
 
     Guarantee. If the calibration tasks and a new task are exchangeable (the fit part is held

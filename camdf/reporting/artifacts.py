@@ -8,31 +8,16 @@ every table and claim that needs a cell's outcomes downloads them once per build
 from __future__ import annotations
 
 import io
-import os
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
 
+from camdf.common.progress import no_download_bars
+
 #: The artifacts a cell run logs (camdf.pipeline.cell_job.run_cell) that the tables read.
 OUTCOMES, TUNED, CALIBRATION = "outcomes.parquet", "tuned.csv", "calibration.csv"
-
-
-@contextmanager
-def _no_download_bars() -> Iterator[None]:
-    """MLflow draws a progress bar per download: a tables build reads dozens of small files, so none (restored after)."""
-    key = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
-    saved = os.environ.get(key)
-    os.environ[key] = "false"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = saved
 
 
 class CellArtifacts:
@@ -52,7 +37,7 @@ class CellArtifacts:
     def from_tracker(cls, tracker) -> CellArtifacts:
         """A reader of the runs of ``tracker`` (:class:`camdf.tracking.client.Tracker`)."""
         def fetch(run_id: str, rel: str) -> bytes:
-            with tempfile.TemporaryDirectory() as tmp, _no_download_bars():
+            with tempfile.TemporaryDirectory() as tmp, no_download_bars():
                 return Path(tracker.client.download_artifacts(run_id, rel, tmp)).read_bytes()
         return cls(fetch)
 

@@ -68,6 +68,40 @@ def _payoff_limits(table: pd.DataFrame) -> tuple[float, float]:
     return lo - pad, hi + pad
 
 
+def _point_style(method: str) -> tuple:
+    """How :func:`payoff_vs_tools_png` draws ``method``: its family, whether it is ours (the CAM-DF family, its
+    ablations apart), a set rule, an oracle, its colour, marker, legend label and matplotlib style."""
+    family = _family(method)
+    ours = method in FAMILY and family != "ablation"  # the CAM-DF family (its ablations apart)
+    colour, marker = method_style(method)
+    is_set = not _card_fact(method, "picks_prefix", True)
+    oracle = family == "oracle"
+    label = method + (" (set)" if is_set and not oracle else "")
+    size = 11 if ours else 7
+    style = {"color": colour, "markersize": size + (3 if marker == "*" else 0), "alpha": 1.0 if ours else 0.8,
+             "markerfacecolor": "none" if is_set and not oracle else colour,
+             "markeredgecolor": "black" if ours or oracle else colour,
+             "markeredgewidth": 1.8 if is_set or ours else 1.0, "zorder": 4 if ours else 3}
+    return family, ours, is_set, oracle, colour, marker, label, style
+
+
+def _family_legend(ax, handles: dict[str, list]) -> None:
+    """The legend beside the axes, grouped by family under a bold heading each (families without a point left out)."""
+    import matplotlib.lines
+
+    heading = matplotlib.lines.Line2D([], [], linestyle="none")
+    entries, labels = [], []
+    for family, name in (*FAMILIES, ("other", "other")):
+        if handles[family]:
+            entries += [heading, *handles[family]]
+            labels += [name, *(h.get_label() for h in handles[family])]
+    legend = ax.legend(entries, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+                       handletextpad=0.4, labelspacing=0.3)
+    for text in legend.get_texts():
+        if text.get_text() in {name for _, name in (*FAMILIES, ("other", "other"))}:
+            text.set_fontweight("bold")
+
+
 def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
     """Scatter of mean payoff (with CI) against mean tools exposed, one colour and marker per method.
 
@@ -91,17 +125,7 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
     handles: dict[str, list] = {f: [] for f, _ in (*FAMILIES, ("other", "other"))}
     outside: list[tuple[str, float, float]] = []
     for method, row in table.iterrows():
-        family = _family(method)
-        ours = method in FAMILY and family != "ablation"  # the CAM-DF family (its ablations apart)
-        colour, marker = method_style(method)
-        is_set = not _card_fact(method, "picks_prefix", True)
-        oracle = family == "oracle"
-        label = method + (" (set)" if is_set and not oracle else "")
-        size = 11 if ours else 7
-        style = {"color": colour, "markersize": size + (3 if marker == "*" else 0), "alpha": 1.0 if ours else 0.8,
-                 "markerfacecolor": "none" if is_set and not oracle else colour,
-                 "markeredgecolor": "black" if ours or oracle else colour,
-                 "markeredgewidth": 1.8 if is_set or ours else 1.0, "zorder": 4 if ours else 3}
+        family, ours, is_set, oracle, colour, marker, label, style = _point_style(method)
         if not ylo <= row.payoff_mean <= yhi:
             outside.append((method, row.n_exposed, row.payoff_mean))
             edge = ylo if row.payoff_mean < ylo else yhi
@@ -138,17 +162,7 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
     ax.set_xlabel("tools exposed (mean over tasks)")
     ax.set_ylabel("payoff (mean, 95% CI)")
     ax.set_title(title, fontsize=10)
-    heading = matplotlib.lines.Line2D([], [], linestyle="none")
-    entries, labels = [], []
-    for family, name in (*FAMILIES, ("other", "other")):
-        if handles[family]:
-            entries += [heading, *handles[family]]
-            labels += [name, *(h.get_label() for h in handles[family])]
-    legend = ax.legend(entries, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
-                       handletextpad=0.4, labelspacing=0.3)
-    for text in legend.get_texts():
-        if text.get_text() in {name for _, name in (*FAMILIES, ("other", "other"))}:
-            text.set_fontweight("bold")
+    _family_legend(ax, handles)
     ax.grid(alpha=0.3)
     buf = io.BytesIO()
     fig.tight_layout(rect=(0, 0.03 + 0.03 * len(footer), 1, 1))

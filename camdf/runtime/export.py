@@ -2,7 +2,7 @@
 
 The folder holds only data, and nothing in it is run or unpickled when it is read:
 
-- ``policy.json``: the policy's numbers (:func:`camdf.runtime.portable.policy_numbers`), with each
+- ``policy.json``: the policy's numbers (:func:`camdf.runtime.policy_file.policy_numbers`), with each
   LightGBM booster moved out to a file of its own and named in its place as ``{"lightgbm_text": FILE}``;
 - ``boosters/<k>.txt``: those boosters in LightGBM's text model format;
 - ``manifest.json``: the layout's format, where the policy came from (URI, registered version), its
@@ -81,7 +81,7 @@ def export_policy(policy, folder: str | os.PathLike, source: dict | None = None)
         The folder.
     """
     from camdf import __version__
-    from camdf.runtime.portable import policy_numbers
+    from camdf.runtime.policy_file import policy_numbers
 
     folder = Path(folder)
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
@@ -122,7 +122,7 @@ def read_export(folder: str | os.PathLike):
 
     Raises ValueError naming the file and what is wrong (no manifest, another layout, a file
     missing, altered or too large, a reference to a file the manifest does not list)."""
-    from camdf.runtime.portable import policy_from_numbers
+    from camdf.runtime.policy_file import policy_from_numbers
 
     folder = Path(folder)
     where = folder / MANIFEST
@@ -154,6 +154,11 @@ def read_export(folder: str | os.PathLike):
         numbers = json.loads((folder / POLICY_FILE).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ValueError(f"{folder / POLICY_FILE}: not JSON") from None
+    from camdf.runtime.folder_schema import POLICY_FIELDS, check_fields
+    from camdf.runtime.policy_file import _refuse_non_finite
+
+    _refuse_non_finite(numbers, folder / POLICY_FILE)
+    check_fields(numbers, POLICY_FIELDS, str(folder / POLICY_FILE))
     try:
         policy = policy_from_numbers(_join_boosters(numbers, folder, files))
     except ValueError as err:

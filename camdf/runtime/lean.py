@@ -5,17 +5,24 @@ scikit-learn takes about 2 s on a small machine: more than a shell call to ``cam
 should. A rule with a portable form (``to_numbers()``; today camdf_risk: the membership
 model's coefficients, the conformal threshold and the calibration scores) decides one request
 from a handful of numbers. :func:`lean_numbers` writes them beside the full policy's numbers
-(:mod:`camdf.runtime.portable`) when the model is logged (``artifacts/lean.json``); :class:`LeanPolicy` rebuilds the rule with its
+(:mod:`camdf.runtime.policy_file`) when the model is logged (``artifacts/lean.json``); :class:`LeanPolicy` rebuilds the rule with its
 card's portable class (``from_numbers``) and decides a single request of up to
 :data:`~camdf.runtime.requests.SHORT_RANKING` tools through the same front door
 (:class:`~camdf.runtime.door.FrontDoor`) and the same one-task arithmetic as the full policy,
 so both give the same depth. A batch, a longer ranking or a rule without a portable form
 needs the full policy (:meth:`LeanPolicy.select_batch` answers None and :meth:`LeanPolicy.full`
 loads it).
+
+The lean form is tied to the full one by two checksums (:func:`write_lean`): ``policy_sha256``, the
+SHA-256 of the ``policy.json`` bytes it was written beside, and ``sha256``, the SHA-256 of its own numbers
+(canonical JSON, every key but ``sha256``). :meth:`LeanPolicy.read` checks both before it decides anything,
+so a ``lean.json`` edited by hand, or copied from another policy's folder, is refused in one line naming
+the file, the field and the expected value, instead of giving another depth than the full policy.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +31,51 @@ from typing import Any, Callable
 from camdf.common.dials import dial_names
 from camdf.policies.registry import CARDS
 from camdf.runtime.door import FrontDoor
+from camdf.runtime.folder_schema import LEAN_FIELDS, check_fields
 from camdf.runtime.requests import Selection
 
 #: The artifact name of the lean numbers in a logged model.
 LEAN_ARTIFACT = "lean"
-FORMAT = 3
+LEAN_FILE = "lean.json"
+#: Format 4 carries the checksums; a lean.json of another format is not read (the full policy decides).
+FORMAT = 4
+
+
+def _canonical_sha256(numbers: dict) -> str:
+    """The SHA-256 of ``numbers`` but its ``sha256`` key, as canonical JSON (sorted keys, no spaces)."""
+    body = {k: v for k, v in numbers.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def write_lean(policy, path: Path, policy_path: Path) -> Path | None:
+    """Write :func:`lean_numbers` of ``policy`` to ``path``, tied to the full policy's file ``policy_path``
+    (its SHA-256) and to itself (the SHA-256 of its numbers); None (nothing written) when the rule has no
+    portable form."""
+    numbers = lean_numbers(policy)
+    if numbers is None:
+        return None
+    numbers["policy_sha256"] = hashlib.sha256(Path(policy_path).read_bytes()).hexdigest()
+    numbers["sha256"] = _canonical_sha256(numbers)
+    Path(path).write_text(json.dumps(numbers), encoding="utf-8")
+    return Path(path)
+
+
+def _check_tie(numbers: dict, path: Path, policy_path: Path | None) -> None:
+    """ValueError naming ``path`` when ``numbers`` were altered or belong to another ``policy.json``."""
+    own = numbers.get("sha256")
+    if own != _canonical_sha256(numbers):
+        raise ValueError(f"{path}: sha256: expected the SHA-256 of its numbers ({_canonical_sha256(numbers)}), got "
+                         f"{str(own)[:80]!r}: the lean form was altered after it was written")
+    if policy_path is None:
+        return
+    try:
+        tie = hashlib.sha256(Path(policy_path).read_bytes()).hexdigest()
+    except OSError as err:
+        raise ValueError(f"{policy_path}: cannot read: {err.strerror or type(err).__name__} (the lean form "
+                         f"{path.name} is checked against it)") from None
+    if numbers.get("policy_sha256") != tie:
+        raise ValueError(f"{path}: policy_sha256: expected {tie} (the SHA-256 of {policy_path}), got "
+                         f"{str(numbers.get('policy_sha256'))[:80]!r}: the lean form belongs to another policy")
 
 
 def lean_numbers(policy) -> dict | None:
@@ -61,9 +108,13 @@ class LeanPolicy:
         self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"], CARDS[self.method].defers)
 
     @classmethod
-    def read(cls, path: Path, full: Callable[[], Any]) -> "LeanPolicy | None":
+    def read(cls, path: Path, full: Callable[[], Any], policy_path: Path | None = None) -> "LeanPolicy | None":
         """The lean policy of ``path`` (a model's ``lean.json``), or None when it is not one this code reads
-        (another format, or a method without a registered portable form)."""
+        (another format, or a method without a registered portable form).
+
+        ValueError naming ``path`` when it holds a non-finite number, when its numbers do not match their
+        ``sha256``, or (given ``policy_path``, the ``policy.json`` beside it) when its ``policy_sha256`` is not
+        that file's SHA-256."""
         from camdf.runtime.finite import _paths
 
         try:
@@ -72,8 +123,11 @@ class LeanPolicy:
             return None
         for where in _paths(numbers):  # a NaN here would decide silently: refused, not passed over
             raise ValueError(f"{path}: {where}: expected a finite number, got NaN or Infinity")
-        if not isinstance(numbers, dict) or numbers.get("format") != FORMAT:
-            return None
+        old = numbers.get("format") if isinstance(numbers, dict) else None
+        if type(old) is int and 1 <= old < FORMAT:
+            return None  # written by an older camdf, without the checksums: the full policy decides
+        check_fields(numbers, LEAN_FIELDS, str(path))
+        _check_tie(numbers, path, policy_path)
         known = CARDS.get(numbers.get("method")) if isinstance(numbers.get("method"), str) else None
         if known is None or known.portable is None:
             return None

@@ -4,7 +4,7 @@
 store whose artifacts are local files) without importing MLflow, so that ``camdf
 select`` starts in about a second; every other URI is downloaded through MLflow and read the
 same way. Nothing is unpickled: the policy is read from its JSON numbers
-(:mod:`camdf.runtime.portable`), and an artifact path leading out of the model folder is refused.
+(:mod:`camdf.runtime.policy_file`), and an artifact path leading out of the model folder is refused.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
     """The StopPolicy of a local model folder (its ``MLmodel`` names the policy's numbers, ``policy.json``);
     with ``lean``, the :class:`~camdf.runtime.lean.LeanPolicy` of its ``lean.json`` when it has one.
 
-    Only JSON is read (:mod:`camdf.runtime.portable`): a pickle in the folder is refused, never loaded."""
+    Only JSON is read (:mod:`camdf.runtime.policy_file`): a pickle in the folder is refused, never loaded."""
     import yaml
 
     mlmodel = folder / "MLmodel"
@@ -119,7 +119,7 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
             raise KeyError("policy")
     except (yaml.YAMLError, KeyError, TypeError, UnicodeDecodeError):
         raise ValueError(f"policy: cannot load {uri!r}: {mlmodel} does not describe a camdf policy model") from None
-    from camdf.runtime.portable import POLICY_ARTIFACT
+    from camdf.runtime.policy_file import POLICY_ARTIFACT
 
     path = _artifact(folder, artifacts, POLICY_ARTIFACT, uri, mlmodel)
     lean_path = _artifact(folder, artifacts, "lean", uri, mlmodel) if lean else None
@@ -127,7 +127,7 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
         from camdf.runtime.lean import LeanPolicy
 
         try:
-            found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri))
+            found = LeanPolicy.read(lean_path, full=lambda: _read_policy(folder, uri), policy_path=path)
         except ValueError as err:
             raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
         if found is not None:
@@ -135,7 +135,7 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
     if path.suffix == ".pkl":
         raise ValueError(f"policy: cannot load {uri!r}: {path} is a pickle (a model logged by an older camdf); "
                          "camdf never unpickles a model: log it again with `python -m pipelines.train`")
-    from camdf.runtime.portable import read_policy
+    from camdf.runtime.policy_file import read_policy
 
     try:
         return read_policy(path)
@@ -228,20 +228,16 @@ def _load_with_mlflow(uri: str, tracking: str | None, where: str, hint: str):
     if tracking is not None:
         mlflow.set_tracking_uri(tracking)
         mlflow.set_registry_uri(tracking)
-    bar = os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
-    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # one line on failure, no bars on success
+    from camdf.common.progress import no_download_bars
+
     with tempfile.TemporaryDirectory(prefix="camdf-policy-") as tmp:
         try:
-            folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp))
+            with no_download_bars():  # one line on failure, no bars on success
+                folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp))
         except Exception as err:  # noqa: BLE001  the boundary: whatever MLflow raises, the URI is what is wrong
             text = str(err).strip()
             first = text.splitlines()[0] if text else type(err).__name__
             raise ValueError(f"policy: cannot load {uri!r}{where}: {first}{hint}") from None
-        finally:
-            if bar is None:
-                os.environ.pop("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", None)
-            else:
-                os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = bar
         if not (folder / "MLmodel").is_file():
             raise ValueError(f"policy: cannot load {uri!r}{where}: not a camdf policy model")
         return _read_policy(folder, uri)

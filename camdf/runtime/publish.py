@@ -1,7 +1,7 @@
 """Log a fitted StopPolicy as an MLflow pyfunc model, with the camdf wheel its requirements install.
 
 The model carries the typed signature (:mod:`camdf.runtime.signature`), the policy as JSON
-numbers (``artifacts/policy.json``, :mod:`camdf.runtime.portable`), the lean numbers of a rule
+numbers (``artifacts/policy.json``, :mod:`camdf.runtime.policy_file`), the lean numbers of a rule
 with a lean form (:mod:`camdf.runtime.lean`) and the checkout's camdf built as a wheel (``artifacts/camdf-<version>-py3-none-any.whl``), named by
 that relative path in ``requirements.txt``, which MLflow's environment managers install from
 the model's folder. It is logged from code (:mod:`camdf.runtime.served`): nothing of camdf's is
@@ -10,8 +10,6 @@ pickled into it.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -62,38 +60,30 @@ def log_policy(policy, name: str = "policy", example: dict | None = None,
     import logging
     import warnings
 
+    from camdf.common.progress import no_download_bars
+
     logging.getLogger("mlflow.pyfunc").setLevel(logging.ERROR)
     # MLflow checks the input example by loading the model back: no download bars for that.
-    quiet = {"MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false"}
-    saved = {k: os.environ.get(k) for k in quiet}
-    os.environ.update(quiet)
-    try:
-        with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return _log_model(policy, Path(tmp), name, example, registered_model_name)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with no_download_bars(), tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return _log_model(policy, Path(tmp), name, example, registered_model_name)
 
 
 def _log_model(policy, tmp: Path, name: str, example: dict | None, registered_model_name: str | None) -> str:
     import mlflow
     import pandas as pd
 
-    from camdf.runtime.lean import LEAN_ARTIFACT, lean_numbers
+    from camdf.runtime.lean import LEAN_ARTIFACT, LEAN_FILE, write_lean
 
-    from camdf.runtime.portable import POLICY_ARTIFACT, POLICY_FILE, write_policy
+    from camdf.runtime.policy_file import POLICY_ARTIFACT, POLICY_FILE, write_policy
 
     path = write_policy(policy, Path(tmp, POLICY_FILE))  # data, not a pickle: refused before anything is logged
     wheel = build_wheel(Path(tmp, "wheel"))
     artifacts = {POLICY_ARTIFACT: str(path), "wheel": str(wheel)}
-    lean = lean_numbers(policy)
-    if lean is not None:  # what camdf select reads without scikit-learn (camdf.runtime.lean)
-        artifacts[LEAN_ARTIFACT] = str(Path(tmp, "lean.json"))
-        Path(artifacts[LEAN_ARTIFACT]).write_text(json.dumps(lean), encoding="utf-8")
+    # What camdf select reads without scikit-learn (camdf.runtime.lean), tied to policy.json by its SHA-256.
+    lean = write_lean(policy, Path(tmp, LEAN_FILE), path)
+    if lean is not None:
+        artifacts[LEAN_ARTIFACT] = str(lean)
     frame = None
     if example is not None:
         frame = pd.DataFrame([{k: example[k] for k in INPUT_COLUMNS if example.get(k) is not None}])

@@ -41,15 +41,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from camdf.sufficiency.domain import (
-    Authenticated,
-    Call,
-    CallKey,
-    ExecutableDomain,
-    LookedUp,
-    TaskInfo,
-    UserProvided,
-)
+from camdf.sufficiency.calls import Authenticated, Call, CallKey, LookedUp, UserProvided
+from camdf.sufficiency.domain import ExecutableDomain, TaskInfo
 from camdf.sufficiency.values import flatten, is_number, jsonable, key, number_leaves, surface, word_pattern
 
 

@@ -45,7 +45,8 @@ from camdf.common.progress import tracked
 from camdf.data.model import Domain, Task
 from camdf.sufficiency.arithmetic import find_expression
 from camdf.sufficiency.closure import CallMemo, Explorer, State, describe
-from camdf.sufficiency.domain import ExecutableDomain, LookedUp, TaskInfo, Target
+from camdf.sufficiency.calls import LookedUp, Target
+from camdf.sufficiency.domain import ExecutableDomain, TaskInfo
 from camdf.sufficiency.values import is_number, jsonable, key, number_leaves, surface
 
 CACHE_SUBDIR = "sufficiency"

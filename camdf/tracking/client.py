@@ -30,6 +30,7 @@ from typing import Iterator
 import pandas as pd
 
 from camdf.common.machine import numeric_environment
+from camdf.common.progress import no_download_bars
 from camdf.tracking.leases import CLAIM_POLL, CLAIM_TIMEOUT, Claim, ClaimsMixin, _Heartbeat, owner_alive, owner_tags
 from camdf.tracking.locations import (
     check_store_file, default_artifact_root, portable, relocate_store, store_init_lock,
@@ -353,53 +354,14 @@ class Tracker(ClaimsMixin):
     def load_table(self, run_id: str, rel: str) -> pd.DataFrame:
         """Read a parquet artifact of a run (without MLflow's download progress bar: the tables stage
         reads one per cell)."""
-        key, before = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", os.environ.get("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR")
-        os.environ[key] = "false"
-        try:
-            with tempfile.TemporaryDirectory() as tmp:
-                path = self.client.download_artifacts(run_id, rel, tmp)
-                return pd.read_parquet(path)
-        finally:
-            if before is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = before
+        with no_download_bars(), tempfile.TemporaryDirectory() as tmp:
+            path = self.client.download_artifacts(run_id, rel, tmp)
+            return pd.read_parquet(path)
 
 
 def _provenance_json(claim: dict[str, str]) -> str:
     """The :data:`PROVENANCE` document: the numeric environment and the claim tags (sorted)."""
     return json.dumps({"numeric": numeric_environment(), "claim": claim}, indent=1, sort_keys=True) + "\n"
-
-
-def runs_view(uri: str, experiment: str) -> str:
-    """The MLflow UI's path of ``experiment``'s runs view (``#/experiments/<id>/runs``), for ``make ui``.
-
-    The store is relocated first (:func:`~camdf.tracking.locations.relocate_store`: a moved
-    folder opens with its artifacts) and the experiment tagged :data:`EXPERIMENT_KIND` (a store
-    made before the tag opens on its runs too). A store without the experiment gives ``""``
-    (the UI's home page); nothing is created.
-    """
-    relocate_store(uri)
-    if not store_has_experiment(uri, experiment):
-        return ""
-    client = connect(uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
-        client.set_experiment_tag(exp.experiment_id, *EXPERIMENT_KIND)
-    return f"#/experiments/{exp.experiment_id}/runs"
-
-
-def store_has_experiment(uri: str, experiment: str) -> bool:
-    """Whether the store at ``uri`` holds ``experiment``, without creating either.
-
-    A SQLite store whose file does not exist has no experiment (and is not created by
-    asking); a reader such as the tables stage refuses instead of making an empty one.
-    A tracking server that does not answer raises :class:`TrackingUnreachable`.
-    """
-    if uri.startswith("sqlite:///") and not Path(uri[len("sqlite:///"):]).is_file():
-        return False
-    check_store_file(uri)
-    return connect(uri).get_experiment_by_name(experiment) is not None
 
 
 def _one_line(err: BaseException) -> str:

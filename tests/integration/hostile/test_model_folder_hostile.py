@@ -6,6 +6,7 @@ with one line naming the folder's file, and nothing the tampered files ask for i
 cases would create a marker file when unpickled).
 """
 
+import hashlib
 import io
 import json
 import os
@@ -17,8 +18,8 @@ import pytest
 
 from camdf.cli.commands import main
 from camdf.runtime import StopPolicy, load_policy
-from camdf.runtime.lean import lean_numbers
-from camdf.runtime.portable import write_policy
+from camdf.runtime.lean import LeanPolicy, write_lean
+from camdf.runtime.policy_file import write_policy
 
 from ...unit.core.test_theory import _family
 from .folders import fifo
@@ -54,7 +55,7 @@ def _model(tmp_path: Path, risk, policy="artifacts/policy.json", lean="artifacts
     folder = tmp_path / "model"
     (folder / "artifacts").mkdir(parents=True)
     write_policy(risk, folder / "artifacts" / "policy.json")
-    (folder / "artifacts" / "lean.json").write_text(json.dumps(lean_numbers(risk)))
+    write_lean(risk, folder / "artifacts" / "lean.json", folder / "artifacts" / "policy.json")
     (folder / "MLmodel").write_text(MLMODEL.format(policy=policy, lean=lean))
     return folder
 
@@ -150,7 +151,7 @@ TAMPERED = [
     ("policy-linked-out", _link_out, "artifact 'policy' path 'artifacts/policy.json' leads outside"),
     ("legacy-pickle", _legacy_pickle, "policy.pkl is a pickle"),
     ("truncated-json", _truncate, "policy.json: not JSON"),
-    ("format-unknown", _rewrite(lambda n: n.update(format=2)), "format: expected a camdf policy of format 1"),
+    ("format-unknown", _rewrite(lambda n: n.update(format=2)), "format: expected an integer equal to 1"),
     ("method-unknown", _rewrite(lambda n: n["params"].update(method="os.system")), "method: expected one of"),
     ("membership-shape", _rewrite(lambda n: n["membership"].update(coef=[0.0])), "membership.coef: expected 5"),
     ("rule-params-extra", _rewrite(lambda n: n["rule"]["params"].update(evil=1)), "rule.params: expected"),
@@ -173,3 +174,47 @@ def test_a_tampered_folder_is_refused_in_one_line_naming_it(mutate, phrase, risk
     assert len(lines) == 1 and lines[0].startswith(f"camdf select: policy: cannot load {str(folder)!r}"), err
     assert phrase in err and "Traceback" not in err, err
     assert sorted(tmp_path.rglob("*")) == before and not (tmp_path / "pwned").exists()
+
+
+def _edit_lean(folder: Path, change) -> None:
+    path = folder / "artifacts" / "lean.json"
+    numbers = json.loads(path.read_text())
+    change(numbers)
+    path.write_text(json.dumps(numbers))
+
+
+def test_the_lean_form_decides_when_its_checksums_hold(risk, tmp_path):
+    """The control of the two below: the untampered folder's single request is decided by its lean.json."""
+    lean = load_policy(str(_model(tmp_path, risk)), lean=True)
+    assert isinstance(lean, LeanPolicy)
+    assert lean.select_batch([REQUEST])[0].depth == risk.select(**REQUEST).depth
+
+
+def test_a_tampered_lean_json_is_refused_naming_its_checksum(risk, tmp_path, capsys, monkeypatch):
+    """A number of lean.json edited by hand (its own checksum left as written): refused, not decided."""
+    folder = _model(tmp_path, risk)
+    _edit_lean(folder, lambda n: n.update(lam=n["lam"] * 10))
+    code, out, err = _select(folder, False, capsys, monkeypatch)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"{folder / 'artifacts' / 'lean.json'}: sha256: expected the SHA-256 of its numbers" in err, err
+    assert "altered" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("resealed", [False, True], ids=["as-written", "own-checksum-recomputed"])
+def test_a_lean_json_of_another_policy_is_refused_naming_the_policy_file(resealed, risk, tmp_path, capsys,
+                                                                         monkeypatch):
+    """lean.json copied from the folder of another fit (its own checksum intact, or recomputed after an edit):
+    its policy_sha256 is not that of the policy.json beside it."""
+    other = StopPolicy(method="camdf_risk", lam=0.6, dials={"alpha": 0.3}).fit(_family(60, True), costs={"x": 6.0})
+    folder, elsewhere = _model(tmp_path / "a", risk), _model(tmp_path / "b", other)
+    lean = folder / "artifacts" / "lean.json"
+    lean.write_bytes((elsewhere / "artifacts" / "lean.json").read_bytes())
+    if resealed:
+        from camdf.runtime.lean import _canonical_sha256
+
+        _edit_lean(folder, lambda n: n.update(sha256=_canonical_sha256(n)))
+    code, out, err = _select(folder, False, capsys, monkeypatch)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    expected = hashlib.sha256((folder / "artifacts" / "policy.json").read_bytes()).hexdigest()
+    assert f"{lean}: policy_sha256: expected {expected}" in err, err
+    assert "belongs to another policy" in err and "Traceback" not in err, err

@@ -14,7 +14,6 @@ import os
 import resource
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -84,10 +83,38 @@ def _can_unshare() -> bool:
         ["unshare", "-rm", "true"], capture_output=True).returncode == 0
 
 
-def _in_tmpfs(mount: Path, size: str, ro: bool, cmd: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
-    """Run ``cmd`` with a ``size`` tmpfs (read-only with ``ro``) at ``mount``, in a private mount namespace."""
+#: Printed after a command in the private mount namespace, then what it left in the tmpfs (gone once it ends).
+LEFT = "@@left-behind@@"
+#: What a run left in ``argv[1]`` (the output folder): every path, and the store's runs and failure tags.
+_INSPECT = """
+import json, sqlite3, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) if out.exists() else []
+runs, failure = [], []
+if (out / "mlflow.db").is_file():
+    try:
+        with sqlite3.connect(out / "mlflow.db") as con:
+            runs = con.execute("select run_uuid, status from runs").fetchall()
+            failure = [r for (r,) in con.execute("select run_uuid from tags where key = 'failure'")]
+    except sqlite3.DatabaseError:
+        pass
+print(json.dumps({"files": files, "runs": runs, "failure": failure}))
+"""
+
+
+def _in_tmpfs(mount: Path, size: str, ro: bool, cmd: list[str], env: dict, cwd: Path,
+              inspect: bool = False) -> subprocess.CompletedProcess:
+    """Run ``cmd`` with a ``size`` tmpfs (read-only with ``ro``) at ``mount``, in a private mount namespace; with
+    ``inspect``, then print :data:`LEFT` and what :data:`_INSPECT` finds in ``mount/out`` (the command's exit
+    code is kept)."""
     script = f'mount -t tmpfs -o size={size} tmpfs "$1" && mkdir -p "$1/out" && ' \
-             + ('mount -o remount,ro "$1" && ' if ro else "") + 'shift && exec "$@"'
+             + ('mount -o remount,ro "$1" && ' if ro else "")
+    if inspect:
+        script += f'out="$1/out" && shift && "$@"; rc=$?; echo {LEFT}; "$0" -c "$INSPECT" "$out"; exit $rc'
+        return subprocess.run(["unshare", "-rm", "sh", "-c", script, sys.executable, str(mount), *cmd],
+                              capture_output=True, text=True, cwd=cwd, env={**env, "INSPECT": _INSPECT}, timeout=300)
+    script += 'shift && exec "$@"'
     return subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", str(mount), *cmd], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=300)
 
@@ -109,40 +136,39 @@ def test_a_read_only_output_folder_is_one_line_and_exit_1(tmp_path, data_dir):
     _one_line(proc, 1, "paths.output_dir", "not a writable folder")
 
 
-def _full_disk(tmp_path: Path, cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, Path]:
-    """Run ``cmd`` with ``{out}`` on a disk too small for the tracking store (a 1000 KiB tmpfs), or, without
-    user namespaces, under a 600 KiB file-size limit (EFBIG, the same failure for the store)."""
+def _full_disk(tmp_path: Path, cmd: list[str], env: dict) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run ``cmd`` with ``{out}`` on a disk too small for the tracking store (a 1000 KiB tmpfs: ENOSPC), or,
+    without user namespaces, under a 600 KiB file-size limit (EFBIG, the same failure for the store); the
+    process and what it left in ``{out}`` (:data:`_INSPECT`)."""
+    import json
+
     mount = tmp_path / "mnt"
     mount.mkdir()
     cmd = [c.format(out=mount / "out") for c in cmd]
     env = {k: v.format(out=mount / "out") for k, v in env.items()}
     if _can_unshare():
-        return _in_tmpfs(mount, "1000k", False, cmd, env, tmp_path), mount / "out"
+        proc = _in_tmpfs(mount, "1000k", False, cmd, env, tmp_path, inspect=True)
+        out, _, left = proc.stdout.rpartition(LEFT)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, proc.stderr), json.loads(left)
 
     def limit() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (600 * 1024, 600 * 1024))
 
     (mount / "out").mkdir()
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
-                          preexec_fn=limit), mount / "out"
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, preexec_fn=limit)
+    left = subprocess.run([sys.executable, "-c", _INSPECT, str(mount / "out")], capture_output=True, text=True)
+    return proc, json.loads(left.stdout)
 
 
-@pytest.mark.slow
-def test_a_full_disk_is_one_line_exit_1_and_no_untagged_failed_run(tmp_path, data_dir):
+def test_a_full_disk_is_one_line_exit_1_and_nothing_left_behind(tmp_path, data_dir):
+    """The evaluate stage on a 1000 KiB disk (its new tracking store does not fit): one line, exit 1; nothing is
+    left in the output folder (not the half-made store, not a Hydra run folder)."""
     cmd = [sys.executable, "-m", "pipelines.evaluate", "paths.output_dir={out}", f"paths.data_dir={data_dir}",
            "folds.repeats=1", "stats.n_resamples=100", "method.names=[full,none]", *QUIET]
-    proc, out = _full_disk(tmp_path, cmd, _env(MLFLOW_TRACKING_URI="sqlite:///{out}/mlflow.db"))
-    # Outside the namespace the tmpfs is gone: what the run left is checked inside it by the command's own
-    # result; here the line and the code. (The store's state is checked by the fallback, which keeps files.)
+    proc, left = _full_disk(tmp_path, cmd, _env(MLFLOW_TRACKING_URI="sqlite:///{out}/mlflow.db"))
     _one_line(proc, 1, "full")
-    if out.exists() and (out / "mlflow.db").is_file():
-        with sqlite3.connect(out / "mlflow.db") as con:
-            try:
-                runs = con.execute("select run_uuid, status from runs").fetchall()
-                failure = {r for (r,) in con.execute("select run_uuid from tags where key = 'failure'")}
-            except sqlite3.DatabaseError:
-                runs, failure = [], set()
-        assert not [r for r, s in runs if s == "RUNNING"], runs
-        assert not [r for r, s in runs if s == "FAILED" and r not in failure], runs
-        assert not list(out.rglob(".hydra"))
+    runs, failure = left["runs"], set(left["failure"])
+    assert not [r for r, s in runs if s == "RUNNING"], runs
+    assert not [r for r, s in runs if s == "FAILED" and r not in failure], runs
+    assert left["files"] == [], left["files"]

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from camdf.runtime.model import MAX_BODY_BYTES
+from camdf.runtime.http_guard import MAX_BODY_BYTES
 
 #: A file system path of two segments or more (``/tmp/x``, ``/work/.../site-packages``): none may reach a client.
 _PATH = re.compile(r"(?<![\w./:])/[\w.-]+/[\w./-]+")

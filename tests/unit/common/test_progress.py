@@ -2,6 +2,7 @@
 drawn on a terminal (rich's console forced to one)."""
 
 import io
+import os
 
 import pytest
 from rich.console import Console
@@ -37,3 +38,15 @@ def test_tracked_stands_aside_for_a_live_display(monkeypatch):
     monkeypatch.setattr(progress, "quiet", lambda: False)
     with Progress(console=Console(file=io.StringIO(), force_terminal=True)):
         assert list(progress.tracked(range(4), 4, "inner")) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("before", [None, "true"])
+def test_no_download_bars_turns_mlflow_bars_off_and_restores_the_setting(before, monkeypatch):
+    if before is None:
+        monkeypatch.delenv(progress.MLFLOW_BARS, raising=False)
+    else:
+        monkeypatch.setenv(progress.MLFLOW_BARS, before)
+    with pytest.raises(RuntimeError), progress.no_download_bars():
+        assert os.environ[progress.MLFLOW_BARS] == "false"
+        raise RuntimeError("the setting is restored on an error too")
+    assert os.environ.get(progress.MLFLOW_BARS) == before

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from camdf.core.calibration import ToolCalibrator, cross_calibrate, ece_by_group, fit_platt_groups, reliability_table
+from camdf.core.calibration import ToolCalibrator, cross_calibrate, fit_platt_groups
+from camdf.core.reliability import ece_by_group, reliability_table
 
 from .reference import fit_platt_groups_ref
 
@@ -108,7 +109,8 @@ def _informative(rng, T=400, V=6, N=5):
 def test_score_calibration_follows_a_perfectly_informative_tool():
     """Per-tool Platt of the ranker's own score: the informative tool's probabilities go to 0 and 1 with it
     (ECE near 0 on held-out tasks), where one map shared by every tool cannot follow it."""
-    from camdf.core.calibration import ScoreCalibrator, calibration_rows
+    from camdf.core.reliability import calibration_rows
+    from camdf.core.score_calibration import ScoreCalibrator
 
     scores, member, ids, valid = _informative(np.random.default_rng(5))
     fit, held = slice(0, 200), slice(200, None)
@@ -125,13 +127,13 @@ def test_score_calibration_follows_a_perfectly_informative_tool():
     # The portable one-task path gives the same probabilities, and the numbers round-trip.
     again = ScoreCalibrator.from_numbers(cal.to_numbers())
     np.testing.assert_array_equal(again.predict(scores[held], ids[held], valid[held]), p)
-    from camdf.core.calibration import score_calibrate_task
+    from camdf.core.score_calibration import score_calibrate_task
     row = score_calibrate_task(cal.to_numbers(), scores[200].tolist(), ids[200].tolist())
     np.testing.assert_allclose(row, p[0], atol=1e-8)
 
 
 def test_score_calibrator_refuses_bad_settings_and_unseen_tools_get_the_global_map():
-    from camdf.core.calibration import ScoreCalibrator
+    from camdf.core.score_calibration import ScoreCalibrator
 
     scores, member, ids, valid = _informative(np.random.default_rng(6), T=60)
     with pytest.raises(ValueError, match="feature"):
@@ -149,7 +151,7 @@ def test_score_calibrator_refuses_bad_settings_and_unseen_tools_get_the_global_m
 def test_newton_logistic_matches_scikit_learns_objective():
     from sklearn.linear_model import LogisticRegression
 
-    from camdf.core.calibration import fit_logistic_l2
+    from camdf.core.vector_calibration import fit_logistic_l2
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(150, 5))
@@ -182,7 +184,7 @@ def test_platt_groups_equals_the_plain_newton_loop_bit_for_bit(max_iter):
 
 
 def test_calibration_rows_agree_with_the_reliability_table_tool_by_tool():
-    from camdf.core.calibration import calibration_rows
+    from camdf.core.reliability import calibration_rows
 
     p, member, ids, valid = _data(np.random.default_rng(9), 120)
     rows = calibration_rows(p, member, ids, valid).set_index("tool")

@@ -8,10 +8,10 @@ import pytest
 from camdf.core.conformal import crc_threshold, task_risk_depth
 from camdf.core.instances import curves_from_sets
 from camdf.core.payoff import cumulative_costs
+from camdf.core.risk_sets import RiskSet, crc_threshold_randomised, nested_risk, nested_success, task_risk_set
 from camdf.core.sets import (
-    RiskSet, crc_threshold_randomised, nested_masks, nested_order, nested_risk, nested_success, partial_weights,
-    plugin_set, plugin_values, prefix_masks, set_payoffs, set_success, sufficient_sets, task_plugin_set,
-    task_risk_set,
+    nested_masks, nested_order, partial_weights, plugin_set, plugin_values, prefix_masks, set_payoffs, set_success,
+    sufficient_sets, task_plugin_set,
 )
 
 

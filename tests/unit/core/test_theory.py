@@ -7,7 +7,7 @@ import pytest
 
 from camdf.evaluation.cell import evaluate_cell
 from camdf.core.instances import build_instances
-from camdf.policies.camdf import BASE_PARAMS
+from camdf.policies.boosting import BASE_PARAMS
 
 
 def test_theorem2_weighted_classifier_follows_sign_of_expected_delta(capsys):

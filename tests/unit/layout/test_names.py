@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[3]
 #: Where ``alpha`` may appear, and why.
 OWNERS = {
     # The conformal risk rules that own the dial, their arithmetic and their configs.
-    "camdf/core/conformal.py", "camdf/core/sets.py", "camdf/policies/risk.py", "camdf/policies/sets.py",
+    "camdf/core/conformal.py", "camdf/core/risk_sets.py", "camdf/policies/risk.py", "camdf/policies/sets.py",
     "camdf/policies/plain.py", "conf/method/risk.yaml", "conf/experiment/a26.yaml",
     "conf/experiment/a26_supervised.yaml",
     # The claims whose subject it is: A26 (the risk rule at each alpha), its headline, A20's note on risk_no_split.

@@ -7,7 +7,7 @@ from sklearn.exceptions import NotFittedError
 from camdf.core.payoff import at_depth
 from camdf.policies import StateBatch, make_policy
 from camdf.policies.baselines import PluginArgmax
-from camdf.policies.camdf import ARGMAX_GRID, CamDFArgmax
+from camdf.policies.camdf_argmax import ARGMAX_GRID, CamDFArgmax
 
 from .test_risk import synthetic_tasks
 

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from camdf.common.markdown import signed
-from camdf.pipeline.sweep_run import MAX_FACETS, facet_keys, grid_heatmaps
+from camdf.reporting.sweep_report import MAX_FACETS, facet_keys, grid_heatmaps
 from camdf.reporting.figures import _cell_text, _payoff_limits, payoff_vs_tools_png
 from camdf.reporting.report import Report
 from camdf.reporting.tables.grid import grid_long, grids_equal

@@ -21,7 +21,7 @@ from camdf.runtime.export import export_policy
 
 from ..adapters.conftest import CATALOG, TOPICS
 from ..core.test_theory import _family
-from .test_runtime_portable import _requests
+from .test_runtime_policy_file import _requests
 
 RUNTIME = ["numpy", "scipy", "scikit-learn", "pandas", "lightgbm", "bm25s", "pyyaml", "joblib", "threadpoolctl"]
 HEAVY = ["mlflow", "hydra", "torch", "matplotlib", "statsmodels", "omegaconf", "sentence_transformers", "pyarrow"]

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from camdf.tracking.leases import Claim, _proc_start
-from camdf.tracking.client import EXPERIMENT_KIND, PROVENANCE, Tracker, store_has_experiment
+from camdf.tracking.client import EXPERIMENT_KIND, PROVENANCE, Tracker
+from camdf.tracking.experiments import store_has_experiment
 from camdf.tracking.probe import PROBE_PATH, TrackingUnreachable, check_server
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -378,7 +379,7 @@ def test_the_experiment_is_tagged_as_model_development(store, exp):
 
 
 def test_make_ui_opens_the_runs_view_and_creates_nothing(store, exp, tmp_path):
-    from camdf.tracking.client import runs_view
+    from camdf.tracking.experiments import runs_view
 
     missing = tmp_path / "none.db"
     assert runs_view(f"sqlite:///{missing}", exp) == "" and not missing.exists()

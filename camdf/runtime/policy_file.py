@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from camdf.runtime.folder_schema import POLICY_FIELDS, check_fields
+
 #: The artifact name of the policy's numbers in a logged model, and its file name.
 POLICY_ARTIFACT = "policy"
 POLICY_FILE = "policy.json"
@@ -99,6 +101,7 @@ def read_policy(path: Path):
         text = path.read_bytes().decode("utf-8")
         numbers = json.loads(text)
         _refuse_non_finite(numbers, path)
+        check_fields(numbers, POLICY_FIELDS, str(path))
     except OSError as err:
         raise ValueError(f"{path}: cannot read: {err.strerror or type(err).__name__}") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):

@@ -1,4 +1,4 @@
-"""A StopPolicy as data (camdf.runtime.portable): every shippable rule round-trips through JSON with the same
+"""A StopPolicy as data (camdf.runtime.policy_file): every shippable rule round-trips through JSON with the same
 decisions, and malformed numbers are refused naming the field."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from camdf.runtime import StopPolicy
 from camdf.runtime.policy import policy_methods
-from camdf.runtime.portable import FORMAT, policy_from_numbers, policy_numbers, read_policy, write_policy
+from camdf.runtime.policy_file import FORMAT, policy_from_numbers, policy_numbers, read_policy, write_policy
 
 from ..core.test_theory import _family
 from .test_runtime import _openai

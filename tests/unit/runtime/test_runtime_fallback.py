@@ -12,11 +12,11 @@ import pytest
 
 from camdf.policies import CARDS, make_policy
 from camdf.runtime import StopPolicy
-from camdf.runtime.portable import POLICY_ARTIFACT, POLICY_FILE, write_policy
+from camdf.runtime.policy_file import POLICY_ARTIFACT, POLICY_FILE, write_policy
 
 from ..core.test_theory import _family
 from .test_runtime import _openai
-from .test_runtime_portable import _requests
+from .test_runtime_policy_file import _requests
 
 ROOT = Path(__file__).resolve().parents[3]
 

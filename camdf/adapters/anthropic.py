@@ -12,13 +12,21 @@ selection for the query the model searched with:
 
 ``always_include`` tools are not deferred (always loaded). Fail open: when the policy fails,
 every tool is referenced, with one :class:`~camdf.runtime.toolset.FailOpenWarning`.
+
+A policy that defers (it chose what to preload knowing the search exists, ``fallback_set``): give
+``prepare`` the task, and its preloaded tools are loaded up front, the rest deferred; give ``result``
+the same task, and the search answers the model's query with its top ``search_k`` deferred tools
+(:func:`~camdf.runtime.toolset.search_deferred`):
+
+>>> tools = search.prepare(my_tools, task="refund my order")   # preloaded + the search tool + deferred
+>>> block = search.result(tool_use, my_tools, task="refund my order")
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from camdf.runtime.toolset import ToolChooser
+from camdf.runtime.toolset import ToolChooser, search_deferred
 
 SEARCH_TOOL = "camdf_tool_search"
 
@@ -39,12 +47,16 @@ class ToolSearch:
         As :class:`~camdf.runtime.toolset.ToolChooser`.
     name : str
         The search tool's name.
+    search_k : int
+        Tools one search loads when the policy defers.
     """
 
     def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
-                 always_include: Sequence[str] = (), max_tools: int | None = None, name: str = SEARCH_TOOL):
+                 always_include: Sequence[str] = (), max_tools: int | None = None, name: str = SEARCH_TOOL,
+                 search_k: int = 5):
         self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools)
         self.name = name
+        self.search_k = search_k
 
     def definition(self) -> dict:
         """The search tool's definition (a custom tool of the Messages API)."""
@@ -53,20 +65,36 @@ class ToolSearch:
                 "input_schema": {"type": "object", "properties": {"query": {"type": "string"}},
                                  "required": ["query"]}}
 
-    def prepare(self, tools: Sequence[dict]) -> list[dict]:
+    def _choice(self, tools: Sequence[dict], task: str):
+        return self.chooser.choose([_plain(t, i) for i, t in enumerate(tools)], task)
+
+    def prepare(self, tools: Sequence[dict], task: str | None = None) -> list[dict]:
         """The request's tools: the search tool, then ``tools`` with ``defer_loading: true`` (except
-        ``always_include``)."""
+        ``always_include``). With ``task`` and a policy that defers: its preloaded tools are not deferred
+        (every tool is loaded when it fails: fail open)."""
         keep = set(self.chooser.always_include)
+        if task is not None:
+            choice = self._choice(tools, task)
+            if choice.defers or choice.failed_open:
+                keep |= set(choice.names)
         return [self.definition()] + [t if t.get("name") in keep else {**t, "defer_loading": True} for t in tools]
 
-    def result(self, tool_use: dict, tools: Sequence[dict]) -> dict:
+    def result(self, tool_use: dict, tools: Sequence[dict], task: str | None = None) -> dict:
         """The ``tool_result`` block answering the model's ``tool_use`` of the search tool: one
-        ``tool_reference`` per chosen tool (the policy's selection for the query, in the tools' order)."""
+        ``tool_reference`` per chosen tool (the policy's selection for the query, in the tools' order); with
+        ``task`` and a policy that defers, the top ``search_k`` of its deferred tools for the model's query."""
         if not isinstance(tool_use, dict) or tool_use.get("name") != self.name or "id" not in tool_use:
             raise ValueError(f"tool_use: expected a tool_use block calling {self.name!r}")
         query = (tool_use.get("input") or {}).get("query")
-        choice = self.chooser.choose([_plain(t, i) for i, t in enumerate(tools)],
-                                     query if isinstance(query, str) else "")
+        query = query if isinstance(query, str) else ""
         keep = set(self.chooser.always_include)
+        if task is not None:
+            choice = self._choice(tools, task)
+            if choice.defers:  # the policy preloaded for the task: the search is over what it deferred
+                found = search_deferred(query, [_plain(t, i) for i, t in enumerate(tools)], choice.deferred,
+                                        self.search_k)
+                return {"type": "tool_result", "tool_use_id": tool_use["id"],
+                        "content": [{"type": "tool_reference", "tool_name": n} for n in found]}
+        choice = self._choice(tools, query)
         return {"type": "tool_result", "tool_use_id": tool_use["id"],
                 "content": [{"type": "tool_reference", "tool_name": n} for n in choice.names if n not in keep]}

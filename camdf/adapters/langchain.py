@@ -10,6 +10,13 @@ once per user turn (the same query over the same tools is one decision), and pas
 agent's runtime context (a dict or an object) override ``lam`` and ``dials`` for a run. Tools
 without a name (a provider's built-in tool given as a dict) are always passed on. Fail open: on
 any error every tool is passed on, with one :class:`~camdf.runtime.toolset.FailOpenWarning`.
+
+``search=True`` adds one search tool (:data:`SEARCH_TOOL`, registered on the agent as the middleware's
+``tools``) over the tools the policy did not preload (a deferring policy's ``deferred``, else every tool
+it left out): the model calls it with what it needs, it loads its top ``search_k`` matches
+(:func:`~camdf.runtime.toolset.search_deferred`), and from then on the model sees them too (the tools a
+search loaded are read back from the conversation's tool messages, so the middleware keeps no state
+across runs).
 """
 
 from __future__ import annotations
@@ -19,10 +26,13 @@ import warnings
 from typing import Any, Callable, Sequence
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import HumanMessage
-from langchain_core.tools import BaseTool
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
 
-from camdf.runtime.toolset import FailOpenWarning, ToolChooser
+from camdf.runtime.toolset import FailOpenWarning, ToolChooser, search_deferred
+
+#: The name of the search tool over the deferred tools (``search=True``).
+SEARCH_TOOL = "camdf_search_tools"
 
 
 def _describe(tool: Any) -> dict | None:
@@ -68,15 +78,38 @@ class CamdfToolSelector(AgentMiddleware):
         Cap on the policy's selection.
     query : callable, optional
         ``query(request) -> str``; default: the last human message's text.
+    search : bool
+        Add the search tool over the tools the policy did not preload.
+    search_k : int
+        Tools one search loads.
     """
 
     def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None,
-                 query: Callable[[Any], str] | None = None):
+                 query: Callable[[Any], str] | None = None, search: bool = False, search_k: int = 5):
         super().__init__()
         self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include,
                                    max_tools=max_tools)
         self.query = query or last_human_text
+        self.search_k = search_k
+        # The tools and the deferred names of the latest decision: what the search tool searches.
+        self._deferred: tuple[list[dict], tuple[str, ...]] = ([], ())
+        self.tools = [StructuredTool.from_function(
+            self._search, name=SEARCH_TOOL, response_format="content_and_artifact",
+            description="Find more tools for the task: say what you need to do; the best matching tools are "
+                        "loaded for your next step.")] if search else []
+
+    def _search(self, query: str) -> tuple[str, list[str]]:
+        """The search tool: the top ``search_k`` deferred tools for ``query`` (content: their names; artifact: the list)."""
+        described, deferred = self._deferred
+        found = search_deferred(query, described, deferred, self.search_k)
+        return ("Loaded: " + ", ".join(found)) if found else "No more tools found.", found
+
+    @staticmethod
+    def _loaded(request: Any) -> set[str]:
+        """The tools earlier searches of this conversation loaded (their tool messages' artifacts)."""
+        return {n for m in request.messages if isinstance(m, ToolMessage) and m.name == SEARCH_TOOL
+                for n in (m.artifact or [])}
 
     def select(self, request: Any) -> Any:
         """``request`` with its tools narrowed to the selection (unchanged when it fails: fail open)."""
@@ -95,6 +128,13 @@ class CamdfToolSelector(AgentMiddleware):
                           f"{len(tools)} tools", FailOpenWarning, stacklevel=2)
             return request
         keep = {named[k] for k in choice.positions} | (set(range(len(tools))) - set(named))
+        if self.tools and not choice.failed_open:
+            shown = {described[i]["name"] for i in keep if described[i] is not None}
+            left = choice.deferred if choice.defers else tuple(
+                described[i]["name"] for i in named if described[i]["name"] not in shown)
+            self._deferred = ([described[i] for i in named], left)
+            loaded = self._loaded(request) | {SEARCH_TOOL}
+            keep |= {i for i, d in enumerate(described) if d is not None and d["name"] in loaded}
         return request.override(tools=[t for i, t in enumerate(tools) if i in keep])
 
     def wrap_model_call(self, request, handler):

@@ -15,6 +15,11 @@ meta-tool: ``select_tools(task)``. The channel, as the client sees it:
    (``"forward"``); an upstream that exits or does not answer within ``call_timeout`` seconds
    gives an MCP error naming it, never a hang.
 
+A policy that defers (it chose what to preload knowing a search exists: ``fallback_set``) adds a second
+meta-tool once a task is set: ``search_tools(query)`` searches the tools it deferred
+(:func:`~camdf.runtime.toolset.search_deferred`), exposes its top ``search_k`` and sends
+``notifications/tools/list_changed``.
+
 Fail open: when the policy fails, every tool is exposed and ``select_tools`` says why.
 Upstreams are commands (stdio) or ``http(s)://`` URLs (streamable HTTP); two upstreams offering
 one tool name are refused at start. ``camdf mcp-proxy`` runs it over stdio.
@@ -37,7 +42,7 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 
-from camdf.runtime.toolset import FailOpenWarning, ToolChooser
+from camdf.runtime.toolset import FailOpenWarning, ToolChooser, search_deferred
 
 #: The meta-tool that sets the task.
 SELECT_TOOL = "select_tools"
@@ -47,6 +52,15 @@ _SELECT = types.Tool(
                  "with the user's request as `task`, and again when the task changes."),
     input_schema={"type": "object", "properties": {"task": {"type": "string", "description": "the task, in words"}},
                   "required": ["task"]},
+)
+#: The meta-tool that searches the tools a deferring policy did not preload.
+SEARCH_TOOL = "search_tools"
+_SEARCH = types.Tool(
+    name=SEARCH_TOOL,
+    description=("Find more tools for the current task: say what you need to do; the best matching tools are "
+                 "then listed too (tools/list)."),
+    input_schema={"type": "object", "properties": {"query": {"type": "string", "description": "what you need"}},
+                  "required": ["query"]},
 )
 ON_WITHHELD = ("refuse", "forward")
 
@@ -90,13 +104,15 @@ class ToolProxy:
     """
 
     def __init__(self, upstreams: Sequence[str], chooser: ToolChooser, on_withheld: str = "refuse",
-                 call_timeout: float = 60.0):
+                 call_timeout: float = 60.0, search_k: int = 5):
         if not upstreams:
             raise ValueError("--upstream: give at least one upstream server (a command or an http(s):// URL)")
         if on_withheld not in ON_WITHHELD:
             raise ValueError(f"on_withheld: expected one of {', '.join(ON_WITHHELD)}, got {on_withheld!r}")
         if not call_timeout > 0:
             raise ValueError(f"call_timeout: expected seconds > 0, got {call_timeout!r}")
+        if isinstance(search_k, bool) or not isinstance(search_k, int) or search_k < 1:
+            raise ValueError(f"--search-k: expected an integer >= 1, got {search_k!r}")
         self.upstreams = [_Upstream(s) for s in upstreams]
         self.chooser = chooser
         self.on_withheld = on_withheld
@@ -104,6 +120,10 @@ class ToolProxy:
         self.task: str | None = None
         self.exposed: set[str] = set(chooser.always_include)
         self.misses: list[str] = []
+        self.search_k = search_k
+        #: The tools a deferring policy left to ``search_tools`` for the current task (ranked order).
+        self.deferred: tuple[str, ...] = ()
+        self._described: list[dict] = []
         self._owner: dict[str, _Upstream] = {}
 
     # -- upstreams ---------------------------------------------------------------------------------
@@ -135,7 +155,7 @@ class ToolProxy:
                 raise UpstreamError(f"{up.label}: cannot start or initialise: {type(err).__name__}: {err}") from None
             for tool in up.tools:
                 other = self._owner.get(tool.name)
-                if other is not None or tool.name == SELECT_TOOL:
+                if other is not None or tool.name in (SELECT_TOOL, SEARCH_TOOL):
                     where = other.label if other else "the proxy's meta-tool"
                     raise UpstreamError(f"tool {tool.name!r} is offered by {up.label} and by {where}")
                 self._owner[tool.name] = up
@@ -157,12 +177,15 @@ class ToolProxy:
 
     # -- handlers ----------------------------------------------------------------------------------
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_SELECT] + [t for t in self.tools if t.name in self.exposed])
+        search = [_SEARCH] if self.deferred else []
+        return types.ListToolsResult(tools=[_SELECT, *search] + [t for t in self.tools if t.name in self.exposed])
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         name, args = params.name, dict(params.arguments or {})
         if name == SELECT_TOOL:
             return await self._select(ctx, args)
+        if name == SEARCH_TOOL and self.deferred:
+            return await self._search(ctx, args)
         up = self._owner.get(name)
         if up is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {name!r}: no upstream offers it")
@@ -202,15 +225,34 @@ class ToolProxy:
             print(f"camdf mcp-proxy: {w.message}", file=sys.stderr)
         self.task = task
         self.exposed = set(choice.names) | set(self.chooser.always_include)
-        try:
-            await ctx.session.send_tool_list_changed()
-        except Exception as err:  # noqa: BLE001  a client without a back channel re-lists on its own
-            print(f"camdf mcp-proxy: could not send tools/list_changed: {err}", file=sys.stderr)
+        self.deferred = choice.deferred if choice.defers else ()
+        self._described = described
+        await self._changed(ctx)
         shown = [t.name for t in tools if t.name in self.exposed]
         text = f"{len(shown)} of {len(tools)} tools exposed for this task: {', '.join(shown) or 'none'}"
         if choice.failed_open:
             text += f" (the policy failed, so every tool is exposed: {choice.error})"
+        if self.deferred:
+            text += f"; {len(self.deferred)} more can be found with {SEARCH_TOOL}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    async def _search(self, ctx: Any, args: dict) -> types.CallToolResult:
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise MCPError(types.INVALID_PARAMS, f"{SEARCH_TOOL}: `query` must be a non-empty string")
+        found = search_deferred(query, self._described, self.deferred, self.search_k)
+        self.exposed |= set(found)
+        self.deferred = tuple(n for n in self.deferred if n not in set(found))
+        await self._changed(ctx)
+        text = f"found and exposed: {', '.join(found)}" if found else "no more tools found"
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    @staticmethod
+    async def _changed(ctx: Any) -> None:
+        try:
+            await ctx.session.send_tool_list_changed()
+        except Exception as err:  # noqa: BLE001  a client without a back channel re-lists on its own
+            print(f"camdf mcp-proxy: could not send tools/list_changed: {err}", file=sys.stderr)
 
     def server(self) -> Server:
         """The lowlevel MCP server of the proxy (advertising ``tools.listChanged``)."""

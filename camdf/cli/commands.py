@@ -154,7 +154,8 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
         chooser = ToolChooser(args.policy, lam=args.lam, dials=dict(args.dial or []),
                               always_include=args.always_include, max_tools=args.max_tools)
         chooser.loaded()  # a policy that cannot load is refused at start, not failed open later
-        proxy = ToolProxy(args.upstream or [], chooser, on_withheld=args.on_withheld, call_timeout=args.call_timeout)
+        proxy = ToolProxy(args.upstream or [], chooser, on_withheld=args.on_withheld, call_timeout=args.call_timeout,
+                          search_k=args.search_k)
         anyio.run(proxy.run_stdio)
     except (ValueError, UpstreamError) as err:
         print(f"camdf mcp-proxy: {err}", file=sys.stderr)
@@ -300,6 +301,8 @@ def _proxy_command(sub) -> None:
                        help="a call to a withheld tool: refused with an MCP error (default) or forwarded and "
                             "recorded as a miss")
     proxy.add_argument("--call-timeout", type=float, default=60.0, help="seconds an upstream has to answer")
+    proxy.add_argument("--search-k", type=int, default=5,
+                       help="tools one search_tools call exposes (a policy that defers: fallback_set)")
     proxy.set_defaults(func=cmd_mcp_proxy)
 
 

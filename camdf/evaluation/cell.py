@@ -26,12 +26,18 @@ from camdf.core.folds import fold_ids
 from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
+from camdf.core.recovery import Search, recovery_outcomes, recovery_prefix_payoffs
 from camdf.core.sets import set_success
 from camdf.policies import CARDS, StateBatch, make_policy, own_dials
 
 OUTCOME_COLUMNS = (
     "task_id", "fold", "method", "depth", "n_exposed", "cost", "success", "success_partial", "covers_g", "payoff",
 )
+#: The columns the recovery payoff adds (:mod:`camdf.core.recovery`): a search round was paid, it recovered
+#: the task, and the tools it loaded; ``n_exposed`` stays the preloaded tools and ``cost`` includes the search.
+RECOVERY_COLUMNS = ("searched", "recovered", "loaded")
+#: The payoff kinds a cell evaluates: the exact and partial payoffs, and the exact one with a search fallback.
+CELL_KINDS = ("exact", "partial", "recovery")
 
 
 @dataclass
@@ -99,6 +105,7 @@ def evaluate_cell(
     membership_cache: str | None = None,
     fit_depth: int | None = None,
     dials: Mapping[str, Any] | None = None,
+    search: Search | None = None,
 ) -> CellResult:
     """Out-of-fold outcomes of every method on every evaluated task.
 
@@ -112,16 +119,19 @@ def evaluate_cell(
     methods : list of str
         Registered method names (:func:`camdf.policies.methods`). In each fold the prefix rules'
         rows come first, then the set rules' (in the order given).
-    kind : {"exact", "partial"}
-        Payoff used for training labels, tuning and the reported payoff.
+    kind : {"exact", "partial", "recovery"}
+        Payoff used for training labels, tuning and the reported payoff; ``"recovery"``: the exact
+        payoff with the fallback ``search`` (:mod:`camdf.core.recovery`), the rules' features and
+        plug-in estimates reading the exact value.
     random_state : int
     label_noise : float
         Epsilon of the membership noise injected into the *training* G_x (table A19);
         evaluation always uses the clean G_x.
     inner_folds : int
         Folds of the inner cross-fitting of membership probabilities.
-    train_kind : {"exact", "partial"} or None
+    train_kind : {"exact", "partial", "recovery"} or None
         Payoff behind the training labels and tuning (default: ``kind``); evaluation uses ``kind``.
+        ``"exact"`` under ``kind="recovery"``: rules unaware of the fallback, evaluated with it.
     lam_grid : sequence of float or None
         Lambdas a lambda-conditioned rule (lambda is one of its features, e.g. ``camdf_lambda``)
         trains across; default ``[lam]``.
@@ -138,6 +148,8 @@ def evaluate_cell(
         Run-time dials by name (``method.dials``): each rule that has a dial of that name is fitted
         with it as its default (checked against the dial's range); the others ignore it. None or
         absent: every rule's own default.
+    search : Search or None
+        The fallback of ``kind="recovery"`` (required there, ignored otherwise).
 
     Returns
     -------
@@ -150,7 +162,16 @@ def evaluate_cell(
         raise ValueError(f"methods: unknown {unknown}, expected names from {sorted(CARDS)}")
     if not 0 <= label_noise < 1:
         raise ValueError(f"label_noise: must be in [0, 1), got {label_noise}")
-    u_true = prefix_payoffs(inst, lam, kind)
+    if kind not in CELL_KINDS or (train_kind or kind) not in CELL_KINDS:
+        raise ValueError(f"kind: expected one of {CELL_KINDS}, got {kind!r} (train_kind {train_kind!r})")
+    recovery = kind == "recovery"
+    if recovery and search is None:
+        raise ValueError("search: the recovery payoff needs the fallback's search (camdf.core.recovery.Search)")
+    # The search the training labels know (None: rules unaware of the fallback), and the value the features read.
+    train_search = search if recovery and (train_kind or kind) == "recovery" else None
+    value_kind = "exact" if recovery else kind
+    train_value = "exact" if (train_kind or kind) == "recovery" else (train_kind or kind)
+    u_true = recovery_prefix_payoffs(inst, lam, search) if recovery else prefix_payoffs(inst, lam, kind)
     cum_cost = cumulative_costs(inst.costs)
     train_member = noisy_membership(inst.member, inst.valid, label_noise, random_state)
     train_inst = inst if label_noise == 0 else with_membership(inst, train_member)
@@ -171,8 +192,8 @@ def evaluate_cell(
             p_te, p_tr = probabilities[f]
             for source, p_cal in fold_calibrations(tr_inst, p_tr, te_inst, p_te).items():
                 calibrated.setdefault(source, np.zeros(inst.tools.shape))[te] = p_cal
-            train = StateBatch.make(tr_inst, p_tr, lam, train_kind or kind, train=True).head(fit_depth)
-            test = StateBatch.make(te_inst, p_te, lam, kind, train=False)
+            train = StateBatch.make(tr_inst, p_tr, lam, train_value, train=True, search=train_search).head(fit_depth)
+            test = StateBatch.make(te_inst, p_te, lam, value_kind, train=False, search=train_search)
             truth = replace(test, u=u_true[te])  # what an oracle decides on
             idx = np.flatnonzero(te)
             across = None  # the training batch across the lambda grid, built once per fold when a rule asks
@@ -181,8 +202,8 @@ def evaluate_cell(
             for name, policy in sorted(rules, key=lambda nr: not nr[1].picks_prefix):
                 if policy.lambda_conditioned:
                     if across is None:
-                        across = StateBatch.across_lambdas(tr_inst, p_tr, lam_grid or [lam],
-                                                           train_kind or kind).head(fit_depth)
+                        across = StateBatch.across_lambdas(tr_inst, p_tr, lam_grid or [lam], train_value,
+                                                           search=train_search).head(fit_depth)
                     policy.fit(across)
                 else:
                     policy.fit(train)
@@ -192,12 +213,16 @@ def evaluate_cell(
                     coefs.append(coefficients.rename(f).to_frame().T.assign(fold=f))
                 tuned += [{"fold": f, "method": name, "parameter": parameter, "value": str(value)}
                           for parameter, value in policy.tuned_parameters().items()]
-                if policy.picks_prefix:
+                if recovery:
+                    rows.append(_recovery_rows(name, f, idx, exposed, inst, lam, search, policy.picks_prefix, cum_cost))
+                    if not policy.picks_prefix:
+                        set_masks.setdefault(name, np.zeros(inst.tools.shape, dtype=bool))[idx] = exposed
+                elif policy.picks_prefix:
                     rows.append(_outcomes(name, f, idx, exposed.sum(axis=1), inst, u_true, cum_cost))
                 else:
                     rows.append(_set_outcomes(name, f, idx, exposed, inst, lam, kind))
                     set_masks.setdefault(name, np.zeros(inst.tools.shape, dtype=bool))[idx] = exposed
-    outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS)]
+    outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS + (RECOVERY_COLUMNS if recovery else ()))]
     coef_df = pd.concat(coefs, ignore_index=True) if coefs else pd.DataFrame()
     evaluated = np.isin(inst.folds, fold_ids(inst.folds))
     calibration = pd.concat([calibration_rows(p[evaluated], inst.member[evaluated], inst.tool_ids[evaluated],
@@ -230,6 +255,28 @@ def _outcomes(name, fold, idx, depth, inst, u_true, cum_cost) -> pd.DataFrame:
             "success_partial": at_depth(sub(inst.partial), d),
             "covers_g": at_depth(sub(inst.partial), d) >= 1.0,
             "payoff": at_depth(sub(u_true), d),
+        }
+    )
+
+
+def _recovery_rows(name, fold, idx, exposed, inst, lam, search, prefix, cum_cost) -> pd.DataFrame:
+    """Outcomes of preloading ``exposed`` ((T_f, N) bool) under the recovery payoff, with :data:`RECOVERY_COLUMNS`.
+
+    ``success`` counts a recovered task; ``covers_g`` and ``success_partial`` describe the preloaded set. A
+    prefix's C(A) is its cumulative cost, as the exact payoff sums it.
+    """
+    sub = replace(inst, train_views=None).subset(idx)
+    n_exposed = exposed.sum(axis=1)
+    out = recovery_outcomes(exposed, sub, lam, search, base_cost=at_depth(cum_cost[idx], n_exposed) if prefix else None)
+    member = sub.member
+    held, need = (member & exposed).sum(axis=1), member.sum(axis=1)
+    return pd.DataFrame(
+        {
+            "task_id": sub.task_ids, "fold": fold, "method": name,
+            "depth": n_exposed if prefix else -1, "n_exposed": n_exposed, "cost": out.cost,
+            "success": out.success, "success_partial": np.where(need > 0, held / np.maximum(need, 1), 1.0),
+            "covers_g": held == need, "payoff": out.payoff,
+            "searched": out.searched, "recovered": out.recovered, "loaded": out.loaded,
         }
     )
 

@@ -10,6 +10,7 @@ one paragraph (:func:`cell_description`).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
+from camdf.core.recovery import Search
 from camdf.common.files import parquet_bytes
 from camdf.common.fingerprint import hash_paths, package_versions
 from camdf.evaluation.cell import evaluate_cell
@@ -87,12 +89,12 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
         result = evaluate_cell(
             inst, float(cfg["cost"]["lam"]), list(cfg["method"]["names"]), kind=cfg["payoff"],
             random_state=seed + r, label_noise=float(cfg.get("label_noise", 0.0)),
-            train_kind="partial" if cfg.get("label_source") == "partial" else None,
+            train_kind=train_kind(cfg), search=cell_search(cfg, seed + r),
             lam_grid=cfg.get("lambda_grid"), membership_cache=str(paths.cache_dir),
             fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
             dials=cfg["method"].get("dials"),
         )
-        verified = verified_curves(domain, inst)
+        verified = verified_curves(domain, inst) if cfg["payoff"] != "recovery" else None
         if verified is not None:
             result.outcomes["verified"] = verified_outcomes(result.outcomes, inst, verified, domain, result.exposed)
         outcomes.append(result.outcomes.assign(repeat=r))
@@ -129,6 +131,25 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
         artifacts["lite_coefficients.csv"] = pd.concat(coefs, ignore_index=True).to_csv(
             index=False, float_format="%.6g").encode()
     return metrics, artifacts
+
+
+def train_kind(cfg: dict[str, Any]) -> str | None:
+    """The payoff behind the training labels when it is not the evaluated one: partial labels
+    (``label_source: partial``), or the exact payoff for rules unaware of the fallback (``search.aware: false``)."""
+    if cfg.get("label_source") == "partial":
+        return "partial"
+    if cfg["payoff"] == "recovery" and not (cfg.get("search") or {}).get("aware", True):
+        return "exact"
+    return None
+
+
+def cell_search(cfg: dict[str, Any], random_state: int) -> Search | None:
+    """The cell's search fallback (``search``) for payoff recovery, None otherwise; its noise seeded per repeat."""
+    if cfg["payoff"] != "recovery":
+        return None
+    s = cfg.get("search") or {}
+    cost = math.inf if s.get("cost") is None else float(s["cost"])
+    return Search(cost=cost, k=int(s.get("k", 5)), noise=float(s.get("noise", 0.0)), random_state=random_state)
 
 
 def cell_tags(cfg: dict[str, Any], experiment: str | None = None) -> dict[str, str]:

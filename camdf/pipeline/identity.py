@@ -12,7 +12,10 @@ def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that defines a cell (what the cell key hashes)."""
     keep = ("domain", "scorer", "cost", "method", "payoff", "seed", "label_noise", "folds", "stats", "label_source",
             "candidates", "list_cost")
-    return {k: cfg[k] for k in keep if k in cfg}
+    out = {k: cfg[k] for k in keep if k in cfg}
+    if cfg.get("payoff") == "recovery":  # the fallback defines the cell only where the payoff reads it
+        out["search"] = cfg.get("search")
+    return out
 
 
 def cell_key(cfg: dict[str, Any], data_dir: Path) -> str:
@@ -57,6 +60,11 @@ def cell_name(cfg: dict[str, Any]) -> str:
     parts = [cfg["domain"]["name"], cfg["scorer"].get("label", cfg["scorer"]["name"]), c["regime"], f"lam={c['lam']}", f"d={c['d']}"]
     if cfg.get("payoff", "exact") != "exact":
         parts.append(cfg["payoff"])
+    if cfg.get("payoff") == "recovery":
+        search = cfg.get("search") or {}
+        parts.append(f"search={search.get('cost')}x{search.get('k')}" + (f"~{search['noise']}" if search.get("noise")
+                                                                          else "")
+                     + ("" if search.get("aware", True) else "-unaware"))
     if float(cfg.get("label_noise", 0)) > 0:
         parts.append(f"eps={cfg['label_noise']}")
     if cfg.get("label_source", "data") != "data":

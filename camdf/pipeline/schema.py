@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from camdf.core.payoff import KINDS
+from camdf.evaluation.cell import CELL_KINDS
 from camdf.costs.regimes import REGIMES
 from camdf.data.io import DOMAIN_NAME
 from camdf.integrations.registry import measured_regimes
@@ -122,6 +123,13 @@ class Optional:
         return None if value is None else self.check(key, value)
 
 
+def flag(key: str, value: Any) -> bool:
+    """true or false (a YAML boolean, not a string or a number)."""
+    if not isinstance(value, bool):
+        raise ConfigError(key, _shown(value), "true or false")
+    return value
+
+
 def plain_name(key: str, value: Any) -> str:
     """A name that is safe as one folder name: letters, digits, ``_`` and ``-``, not starting with ``-``."""
     if not isinstance(value, str) or not DOMAIN_NAME.fullmatch(value):
@@ -182,6 +190,9 @@ MAX_INT = 2**31 - 1
 #: More bootstrap resamples than this add nothing an interval can show and hold tasks x B floats per method.
 MAX_RESAMPLES = 100_000
 LAM = Number(lo=0, hi=MAX_LAM)
+#: A search round priced above this many tools is no fallback (null says so); the noise is in score SDs.
+MAX_SEARCH_COST = 1e6
+MAX_SEARCH_NOISE = 1e3
 SEED = Number(lo=0, hi=MAX_INT, integer=True)
 
 
@@ -197,7 +208,11 @@ CELL = {
     "cost.lam": LAM,
     "cost.d": Number(lo=0, hi=MAX_DISPERSION),
     "method.names": ListOf(OneOf(methods)),
-    "payoff": OneOf(KINDS),
+    "payoff": OneOf(CELL_KINDS),
+    "search.cost": Optional(Number(lo=0, hi=MAX_SEARCH_COST)),
+    "search.k": count(1),
+    "search.noise": Number(lo=0, hi=MAX_SEARCH_NOISE),
+    "search.aware": flag,
     "seed": SEED,
     "label_noise": Number(lo=0, hi=1, hi_open=True),
     "label_source": OneOf(LABEL_SOURCES),
@@ -217,7 +232,8 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "scores": {k: CELL[k] for k in ("domain.name", "scorer.name", "cost.regime", "cost.lam", "cost.d",
                                     "folds.n_folds", "folds.protocol", "folds.group_by")} | {"random_state": SEED},
     "evaluate": CELL,
-    "train": CELL | {"policy.method": OneOf(lambda: ("auto", *policy_methods())),
+    # The shipped policy is fitted under the exact or partial payoff; a fallback-aware one is method fallback_set.
+    "train": CELL | {"payoff": OneOf(KINDS), "policy.method": OneOf(lambda: ("auto", *policy_methods())),
                      "policy.candidates": ListOf(OneOf(policy_methods)),
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},

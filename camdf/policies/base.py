@@ -25,6 +25,7 @@ from camdf.core.features import FEATURES, state_features
 from camdf.core.instances import Instances, truncate
 from camdf.core.targets import deltas, stop_labels, walk
 from camdf.core.payoff import prefix_payoffs
+from camdf.core.recovery import Search, recovery_prefix_payoffs
 
 
 @dataclass
@@ -33,6 +34,9 @@ class StateBatch:
 
     ``u``, ``delta``, ``label`` and ``weight`` are set only for training batches
     (``u``, the true prefix payoffs, also on the test batch an oracle decides on).
+    ``search`` is the fallback of the recovery payoff (:mod:`camdf.core.recovery`), None without one:
+    with it the labels are CAM-DF's Delta under the recovery payoff (``kind`` then names the value
+    the features estimate, exact).
     """
 
     inst: Instances
@@ -44,22 +48,25 @@ class StateBatch:
     delta: np.ndarray | None = None
     label: np.ndarray | None = None
     weight: np.ndarray | None = None
+    search: Search | None = None
 
     @classmethod
-    def make(cls, inst: Instances, p: np.ndarray, lam: float, kind: str, train: bool) -> "StateBatch":
+    def make(cls, inst: Instances, p: np.ndarray, lam: float, kind: str, train: bool,
+             search: Search | None = None) -> "StateBatch":
         feats = state_features(inst, p, lam, kind)
         if not train:
-            return cls(inst, p, lam, kind, feats)
-        u = prefix_payoffs(inst, lam, kind)
+            return cls(inst, p, lam, kind, feats, search=search)
+        u = prefix_payoffs(inst, lam, kind) if search is None else recovery_prefix_payoffs(inst, lam, search)
         delta = deltas(u)
         label, weight = stop_labels(delta)
-        return cls(inst, p, lam, kind, feats, u, delta, label, weight)
+        return cls(inst, p, lam, kind, feats, u, delta, label, weight, search)
 
     @classmethod
-    def across_lambdas(cls, inst: Instances, p: np.ndarray, lams, kind: str) -> "StateBatch":
+    def across_lambdas(cls, inst: Instances, p: np.ndarray, lams, kind: str,
+                       search: Search | None = None) -> "StateBatch":
         """One training batch of the same tasks at every lambda of ``lams``, stacked (lambda is a
         feature, so a rule fitted on it is lambda-conditioned)."""
-        return concat_batches([cls.make(inst, p, float(lam), kind, train=True) for lam in lams])
+        return concat_batches([cls.make(inst, p, float(lam), kind, train=True, search=search) for lam in lams])
 
     def head(self, depth: int | None) -> "StateBatch":
         """The batch's first ``depth`` states per task (None, or at least the batch's width: itself).
@@ -76,6 +83,7 @@ class StateBatch:
         return StateBatch(
             truncate(self.inst, k), self.p[:, :k], self.lam, self.kind, {n: v[:, :k] for n, v in self.feats.items()},
             None if self.u is None else self.u[:, : k + 1], cut(self.delta), cut(self.label), cut(self.weight),
+            self.search,
         )
 
     def subset(self, rows: np.ndarray) -> "StateBatch":
@@ -83,7 +91,7 @@ class StateBatch:
         return StateBatch(
             self.inst.subset(rows), self.p[rows], self.lam, self.kind,
             {k: v[rows] for k, v in self.feats.items()},
-            pick(self.u), pick(self.delta), pick(self.label), pick(self.weight),
+            pick(self.u), pick(self.delta), pick(self.label), pick(self.weight), self.search,
         )
 
 
@@ -109,7 +117,7 @@ def concat_batches(batches: list[StateBatch]) -> StateBatch:
         inst.present = np.concatenate([pad(b.inst.present, False) for b in batches], axis=0)
     return StateBatch(
         inst, cat(lambda b: b.p), first.lam, first.kind, {k: cat(lambda b: b.feats[k]) for k in first.feats},
-        cat(lambda b: b.u), cat(lambda b: b.delta), cat(lambda b: b.label), cat(lambda b: b.weight),
+        cat(lambda b: b.u), cat(lambda b: b.delta), cat(lambda b: b.label), cat(lambda b: b.weight), first.search,
     )
 
 
@@ -152,6 +160,8 @@ class StoppingRule(BaseEstimator):
     needs_truth = False
     #: Whether the rule exposes a prefix of the ranking (a depth) rather than any subset of it.
     picks_prefix = True
+    #: Whether what the rule does not expose stays reachable through a search over the deferred tools.
+    defers = False
     #: The run-time dials :meth:`decide` and :meth:`select` take by keyword (:class:`~camdf.common.dials.Dial`:
     #: name, range, default); the registry, configs, stages, the shipped policy and the CLI read them here.
     dials: tuple[Dial, ...] = ()

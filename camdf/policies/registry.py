@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from camdf.common.dials import Dial
 from camdf.core.conformal import ALPHA
+from camdf.core.recovery import SEARCH_COST, SEARCH_K
 
 #: The families a card may name: the CAM-DF rules, their ablations, baselines, oracles, and peers' methods.
 FAMILIES = ("camdf", "ablation", "baseline", "oracle", "peer")
@@ -57,6 +58,9 @@ class Card:
     picks_prefix : bool
         The rule exposes a prefix of the ranking (a depth); False for a set rule, which exposes
         any subset of it (the rule class's ``picks_prefix``; tables and figures tell the kinds apart by it).
+    defers : bool
+        What the rule does not preload stays reachable through the harness's search tool (the rule's
+        ``defers``; a selection then names the deferred tools, :mod:`camdf.core.recovery`).
     """
 
     name: str
@@ -72,6 +76,7 @@ class Card:
     anchor: bool = False
     portable: Callable[[], type] | None = field(default=None, repr=False)
     picks_prefix: bool = True
+    defers: bool = False
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -141,6 +146,12 @@ def _cv_set(rs: int, **params) -> Any:
     return CVSet(random_state=rs, **params)
 
 
+def _fallback_set(rs: int) -> Any:
+    from camdf.policies.fallback import FallbackSet
+
+    return FallbackSet(random_state=rs)
+
+
 def _peer(rs: int, cls: str, **params) -> Any:
     from camdf.policies import peers
 
@@ -203,6 +214,9 @@ def _builtin_cards() -> list[Card]:
              portable=partial(_portable, "PortableRiskSet")),
         Card("cv_set", partial(_cv_set), family="camdf", ours=True, order=158, colour="#2f4b7c", marker="d",
              shippable=True, picks_prefix=False, portable=partial(_portable, "PortableCVSet")),
+        # The plug-in set that knows a miss can be recovered by a search over the deferred tools (A29).
+        Card("fallback_set", _fallback_set, family="camdf", ours=True, order=159, colour="#ff9896", marker="8",
+             shippable=True, picks_prefix=False, defers=True, dials=(SEARCH_COST, SEARCH_K)),
         # The field's own baselines (A27): always-loaded tools, the product default of five, Bits-over-Random.
         Card("static_set", partial(_peer, cls="StaticSetRule"), family="peer", order=242, colour="#17becf",
              marker="P", picks_prefix=False),

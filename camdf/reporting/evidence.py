@@ -230,12 +230,38 @@ def catalog_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     return sel.sort_values(["p:domain.name", "protocol", "p:scorer.label", "top_n"], kind="stable")
 
 
+#: The params of a recovery cell's search fallback (``search.<key>``, conf/evaluate.yaml).
+SEARCH = "p:search."
+
+
+def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A29: the cells of the recovery payoff (a search fallback), one row per (domain, scorer, search cost, k,
+    noise, aware) at the main lambda, d, cost regime, seed and fold protocol, sorted by them; the search's
+    cost and k as numbers (``search_cost``, ``search_k``; a cost of None, no fallback, as inf)."""
+    if "fallback_methods" not in main:
+        return runs.iloc[0:0]
+    p = main_params(main)
+    for key in ("domain__name", "scorer__label", "payoff"):
+        p.pop(key)
+    sel = select(runs, **p, payoff="recovery", method__names=str(list(main["fallback_methods"])))
+    if sel.empty or SEARCH + "cost" not in sel:
+        return sel.iloc[0:0]
+    sel = sel.assign(search_cost=[float("inf") if c == "None" else float(c) for c in sel[SEARCH + "cost"]],
+                     search_k=sel[SEARCH + "k"].astype(int), search_noise=sel[SEARCH + "noise"].astype(float),
+                     aware=sel[SEARCH + "aware"] == "True")
+    keys = ["p:domain.name", "p:scorer.label", "search_noise", "aware", "search_k", "search_cost"]
+    return sel.drop_duplicates(keys, keep="last").sort_values(keys, ascending=[True, True, True, False, True, True],
+                                                             kind="stable")
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Every sweep's cells, each selected once (:func:`gather`); an empty frame: the store holds none.
 
     Attributes
     ----------
+    fallback : DataFrame
+        :func:`fallback_cells` (A29).
     main, homogeneous : DataFrame
         :func:`main_cells` at the main cell and at ``d = 0`` (the payoff-vs-tools figure).
     ablations, grid, noise, rankers, label_sources, domains, risk, catalog : DataFrame
@@ -259,6 +285,7 @@ class Evidence:
     risk: pd.DataFrame
     artifacts: CellArtifacts | None = None
     catalog: pd.DataFrame = field(default_factory=pd.DataFrame)
+    fallback: pd.DataFrame = field(default_factory=pd.DataFrame)
     judge: Judge = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -280,5 +307,5 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
         ablations=ablation_cells(runs, main), grid=grid_cells(runs, main), noise=noise_cells(runs, main),
         rankers=ranker_cells(runs, main), label_sources=label_source_cells(runs, main),
         domains=domain_cells(runs, main), risk=risk_cells(runs, main),
-        artifacts=artifacts, catalog=catalog_cells(runs, main),
+        artifacts=artifacts, catalog=catalog_cells(runs, main), fallback=fallback_cells(runs, main),
     )

@@ -33,12 +33,15 @@ class FrontDoor:
         The training tools (the tool-identity feature's categories).
     costs : dict
         Default cost of each tool by name (else 1).
+    defers : bool
+        The rule leaves what it does not expose to the harness's search (its selections name the deferred tools).
     """
 
     method: str
     dials: tuple[str, ...]
     vocab: list[str]
     costs: dict[str, float] = field(default_factory=dict)
+    defers: bool = False
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -93,8 +96,7 @@ class FrontDoor:
                        kind, float(len(r.query)), membership)
         return order, task
 
-    @staticmethod
-    def selection(r: Request, order: list[int], decision: int | list[int]) -> Selection:
+    def selection(self, r: Request, order: list[int], decision: int | list[int]) -> Selection:
         """The tools a rule's ``decision`` exposes from the ranking ``order`` of a request.
 
         ``decision`` is a prefix rule's depth (the first ``depth`` ranked tools) or a set rule's
@@ -102,5 +104,5 @@ class FrontDoor:
         """
         ranked = [r.names[j] for j in order]
         if isinstance(decision, list):
-            return Selection([r.tools[order[k]] for k in decision], None, ranked, decision)
-        return Selection([r.tools[j] for j in order[:decision]], decision, ranked)
+            return Selection([r.tools[order[k]] for k in decision], None, ranked, decision, self.defers)
+        return Selection([r.tools[j] for j in order[:decision]], decision, ranked, defers=self.defers)

@@ -105,7 +105,7 @@ class LeanPolicy:
         self.method = n["method"]
         self.lam = float(n["lam"])
         self.rule = CARDS[self.method].portable().from_numbers(n["rule"])
-        self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"])
+        self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"], CARDS[self.method].defers)
 
     @classmethod
     def read(cls, path: Path, full: Callable[[], Any], policy_path: Path | None = None) -> "LeanPolicy | None":

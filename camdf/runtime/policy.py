@@ -127,7 +127,8 @@ class StopPolicy(BaseEstimator):
         check_fitted(self, "rule_")
         door = self.__dict__.get("_door")
         if door is None:
-            door = self._door = FrontDoor(self.method, dial_names(self.rule_.dials), self.vocab_, self.costs_)
+            door = self._door = FrontDoor(self.method, dial_names(self.rule_.dials), self.vocab_, self.costs_,
+                                          card(self.method).defers)
         return door
 
     def __getstate__(self):

@@ -140,13 +140,24 @@ class Selection:
     """What to expose: the tools (in the caller's format, ranked order), the depth and the ranking.
 
     A prefix rule's selection is the first ``depth`` ranked tools; a set rule's is any subset of
-    the ranking (``depth`` None, ``positions`` the exposed ranked positions, ascending).
+    the ranking (``depth`` None, ``positions`` the exposed ranked positions, ascending). A rule that
+    defers (its card's ``defers``) preloads the exposed tools and leaves the others to the harness's
+    search tool: ``deferred`` names them.
     """
 
     tools: list
     depth: int | None
     ranked: list[str]
     positions: list[int] | None = None
+    defers: bool = False
+
+    @property
+    def deferred(self) -> list[str] | None:
+        """The ranked tools left to the search (ranked order) when the rule defers, else None."""
+        if not self.defers:
+            return None
+        shown = set(self.positions) if self.depth is None else set(range(self.depth))
+        return [name for j, name in enumerate(self.ranked) if j not in shown]
 
     @property
     def exposed(self) -> list[str]:
@@ -156,8 +167,12 @@ class Selection:
         return [self.ranked[j] for j in self.positions]
 
     def to_json(self) -> dict:
-        """``tools``, ``depth`` (null for a set rule), ``ranked`` and ``exposed`` (names, ranked order)."""
-        return {"tools": self.tools, "depth": self.depth, "ranked": self.ranked, "exposed": self.exposed}
+        """``tools``, ``depth`` (null for a set rule), ``ranked`` and ``exposed`` (names, ranked order), and
+        ``deferred`` (names, ranked order) when the rule defers."""
+        out = {"tools": self.tools, "depth": self.depth, "ranked": self.ranked, "exposed": self.exposed}
+        if self.defers:
+            out["deferred"] = self.deferred
+        return out
 
 
 def parse_request(request: Any, where: str, index: dict[str, int], default_costs: dict[str, float],

@@ -30,7 +30,8 @@ def signature(policy):
     the policy was trained at) and every registered rule's dial (:func:`dial_params`): the
     policy's own default where its rule has the
     dial, else None (the rule refuses it). Outputs: ``depth`` (optional, absent for a set rule),
-    ``exposed`` and ``ranked`` (tool names) and ``tools`` (the exposed tools as given).
+    ``exposed`` and ``ranked`` (tool names) and ``tools`` (the exposed tools as given), and ``deferred``
+    (tool names left to the harness's search) when the policy's rule defers.
     """
     from mlflow.models import ModelSignature
     from mlflow.types.schema import AnyType, Array, ColSpec, ParamSchema, ParamSpec, Schema
@@ -39,8 +40,9 @@ def signature(policy):
                      ColSpec(Array("double"), "costs", required=False), ColSpec("string", "query", required=False)])
     # depth is absent (null) when the shipped rule is a set rule: its exposed tools are any subset of the ranking.
     depth = ColSpec("long", "depth") if policy.picks_prefix else ColSpec("long", "depth", required=False)
+    deferred = [ColSpec(Array("string"), "deferred")] if policy.door.defers else []
     outputs = Schema([depth, ColSpec(Array("string"), "exposed"), ColSpec(Array("string"), "ranked"),
-                      ColSpec(Array(AnyType()), "tools")])
+                      ColSpec(Array(AnyType()), "tools"), *deferred])
     defaults = policy.dial_defaults()
     params = ParamSchema([ParamSpec("lam", "double", float(policy.lam)),
                           *[ParamSpec(d, "double", None if defaults.get(d) is None else float(defaults[d]))
@@ -73,11 +75,15 @@ def frame_requests(frame) -> list[dict]:
 
 
 def selections_frame(selections):
-    """The model's output frame: one row per selection (``depth``, ``exposed``, ``ranked``, ``tools``)."""
+    """The model's output frame: one row per selection (``depth``, ``exposed``, ``ranked``, ``tools``, and
+    ``deferred`` when the rule defers)."""
     import pandas as pd
 
-    return pd.DataFrame({"depth": [s.depth for s in selections],
-                         "exposed": [s.exposed for s in selections],
-                         "ranked": [s.ranked for s in selections], "tools": [s.tools for s in selections]})
+    frame = pd.DataFrame({"depth": [s.depth for s in selections],
+                          "exposed": [s.exposed for s in selections],
+                          "ranked": [s.ranked for s in selections], "tools": [s.tools for s in selections]})
+    if any(s.defers for s in selections):
+        frame["deferred"] = [s.deferred for s in selections]
+    return frame
 
 

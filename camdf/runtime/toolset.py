@@ -11,7 +11,10 @@ descriptions (``{"name", "description", "parameters"}``) and its task into a que
   so a harness that asks on every model call of a turn costs one decision per turn;
 - **fail open**: when the policy cannot be loaded or raises, every tool is exposed, one
   :class:`FailOpenWarning` is issued, and the error is on the decision's trace
-  (:mod:`camdf.runtime.tracing`) and in :attr:`Choice.error`.
+  (:mod:`camdf.runtime.tracing`) and in :attr:`Choice.error`;
+- a policy that **defers** (a rule that knows the search fallback, :mod:`camdf.core.recovery`) preloads
+  the chosen tools and leaves the others to one search tool: :attr:`Choice.deferred` names them and
+  :func:`search_deferred` answers the model's search over them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ class Choice:
     names: tuple[str, ...]
     error: str | None = None
     ranked: tuple[str, ...] = field(default=())
+    #: The tools the policy left to the search tool (ranked order); empty for a policy that does not defer.
+    deferred: tuple[str, ...] = field(default=())
+    #: The policy defers: what it did not preload (:attr:`deferred`) is reachable through the search tool.
+    defers: bool = False
 
     @property
     def exposed(self) -> list[str]:
@@ -147,6 +154,8 @@ class ToolChooser:
     def _decide(self, tools, names, candidates, query, lam, dials) -> Choice:
         chosen: list[str] = []
         ranked: tuple[str, ...] = ()
+        deferred: tuple[str, ...] = ()
+        defers = False
         error = None
         if candidates:
             self.decisions += 1
@@ -154,8 +163,11 @@ class ToolChooser:
                 sel = self._select(self.loaded(), [tools[i] for i in candidates], query, lam, dials)
                 chosen = list(sel.exposed)
                 ranked = tuple(sel.ranked)
+                left = getattr(sel, "deferred", None)
                 if self.max_tools is not None:
                     chosen = chosen[: self.max_tools]
+                if left is not None:  # a deferring policy: what it (or max_tools) did not preload is searched
+                    defers, deferred = True, tuple(n for n in ranked if n not in set(chosen))
             except Exception as err:  # noqa: BLE001  fail open: any failure of the policy exposes every tool
                 error = f"{type(err).__name__}: {err}"
                 warnings.warn(f"camdf: the policy failed ({error}); exposing all {len(names)} tools",
@@ -165,10 +177,34 @@ class ToolChooser:
         else:
             show = set(chosen) | set(self.always_include)
             positions = tuple(i for i, n in enumerate(names) if n in show)
-        return Choice(positions, tuple(names[i] for i in positions), error, ranked)
+        return Choice(positions, tuple(names[i] for i in positions), error, ranked, deferred, defers)
 
     @staticmethod
     def _select(policy, tools: list[dict], query: str, lam, dials):
         if callable(getattr(policy, "select", None)):
             return policy.select(tools, query=query, lam=lam, **dials)
         return policy.select_batch([{"tools": tools, "query": query}], lam=lam, **dials)[0]
+
+
+def search_deferred(query: str, tools: Sequence[dict], deferred: Sequence[str], k: int) -> list[str]:
+    """The harness's search tool over the deferred tools: the top ``k`` of ``deferred`` for the model's ``query``.
+
+    Ranked by the built-in bm25 ranker (the query against each tool's name, description and parameters,
+    :func:`camdf.runtime.requests.bm25_tool_scores`); ties, and a query without a word bm25 can use, keep the
+    policy's ranked order of ``deferred``. ``tools`` are plain descriptions (``name``, ``description``,
+    ``parameters``); names not among them are skipped.
+    """
+    from camdf.runtime.requests import bm25_tool_scores
+
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"search_k: expected an integer >= 1, got {k!r}")
+    by_name = {t["name"]: t for t in (_plain(t, i) for i, t in enumerate(tools))}
+    names = [n for n in deferred if n in by_name]
+    if not names:
+        return []
+    try:
+        scores = bm25_tool_scores(query, [by_name[n] for n in names]).tolist()
+    except ValueError:  # no usable word in the query or the tools: the policy's order
+        scores = [0.0] * len(names)
+    order = sorted(range(len(names)), key=lambda j: -scores[j])
+    return [names[j] for j in order[:k]]

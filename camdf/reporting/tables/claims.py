@@ -68,6 +68,10 @@ RULES = {
     "i": "ours (A28), over the non-degenerate catalog cells (every N, fold protocol and ranker): the best of our "
          "rules of either kind minus the best tuned baseline; holds if ours beats it (wording rule) in every such "
          "cell; does not hold if the baseline beats ours in any; inconclusive otherwise",
+    "j": "ours (A29), over the non-degenerate recovery-payoff cells with a fallback (every ranker, search price and "
+         "k; rules aware of it): the fallback-aware set (fallback_set, fixed before the cells ran) minus deferring "
+         "everything to search (none, the tool-search default); holds if it beats deferring (wording rule) in every "
+         "such cell; does not hold if deferring beats it in any; inconclusive otherwise",
 }
 
 
@@ -385,8 +389,34 @@ def rows_i(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
                 _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
 
 
+def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
+    """(j), ours: choosing what to preload beats deferring everything to search (A29); no cells, no row."""
+    from camdf.reporting.tables.a29 import SUBJECT_PRELOAD, preload_vs_defer
+
+    cells = evidence.fallback
+    if cells.empty:
+        return []
+    live = [r for _, r in cells.iterrows()
+            if not is_degenerate(r) and r["aware"] and np.isfinite(r["search_cost"])]
+    comps = [c for c in (preload_vs_defer(judge, r) for r in live) if c is not None]
+    if not comps:
+        return []
+    dirs = [direction(c) for c in comps]
+    favour, against = sum(d > 0 for d in dirs), sum(d < 0 for d in dirs)
+    verdict = FAILS if against else (HOLDS if favour == len(comps) else UNSURE)
+    worst = min(comps, key=lambda c: c.lo)
+    costs = sorted({float(r["search_cost"]) for r in live})
+    ks = sorted({int(r["search_k"]) for r in live})
+    return [Row("j", "choosing what to preload beats deferring everything to search (ours, A29)",
+                f"{cells['p:domain.name'].iloc[0]}: {len(comps)} cells (search price {', '.join(f'{c:g}' for c in costs)}"
+                f"; k {', '.join(map(str, ks))}; {', '.join(sorted(set(r['p:scorer.label'] for r in live)))})",
+                f"{SUBJECT_PRELOAD} beats defer-everything in {favour}, neither in {len(comps) - favour - against}, "
+                f"is worse in {against}; lowest CI: {_ci(worst)} ({reason(worst)})", verdict,
+                _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
+
+
 #: Every claim, in table order; a new claim is one :data:`RowsFn` and its line here.
-ROWS: tuple[RowsFn, ...] = (rows_a, rows_b, rows_c, rows_d, rows_e, rows_f, rows_g, rows_h, rows_i)
+ROWS: tuple[RowsFn, ...] = (rows_a, rows_b, rows_c, rows_d, rows_e, rows_f, rows_g, rows_h, rows_i, rows_j)
 
 
 def power_text(row: Row) -> str:
@@ -443,9 +473,10 @@ def claims(evidence: Evidence, main: dict) -> Report:
     return Report("claims", "Claims of the paper: evidence, statistic and verdict", frame, note=note)
 
 
-#: The claims read the main cells, the A18 grid, A19, A21 and A28.
+#: The claims read the main cells, the A18 grid, A19, A21, A28 and A29.
 TABLE = TableSpec("claims", order=140,
-                  experiments=("table2", "table2_group", "a18", "a19", "a21", "a28", "a28_unseen"), build=claims)
+                  experiments=("table2", "table2_group", "a18", "a19", "a21", "a28", "a28_unseen", "a29"),
+                  build=claims)
 
 #: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
 SPECS = (TABLE,)

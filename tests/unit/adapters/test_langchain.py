@@ -98,3 +98,29 @@ def test_provider_dict_tools_are_judged_by_name_and_unnamed_ones_kept(policy_dir
     out = mw.wrap_model_call(request, lambda r: r)
     names = [t["function"]["name"] for t in out.tools if "function" in t]
     assert sorted(names) == sorted(expected) and out.tools[-1] == {"type": "web_search"}
+
+
+def test_the_search_tool_loads_deferred_tools_for_the_next_model_call():
+    """A policy that knows the fallback preloads some tools; the model searches, and sees what the search loaded."""
+    from camdf.adapters.langchain import SEARCH_TOOL
+    from camdf.runtime import StopPolicy
+    from camdf.runtime.toolset import search_deferred
+
+    from ..core.test_theory import _family
+
+    policy = StopPolicy(method="fallback_set", lam=0.2, dials={"search_cost": 2.0, "search_k": 3}).fit(
+        _family(60, True), costs={"x": 6.0})
+    sel = policy.select(CATALOG, query=QUERY, lam=LAM)
+    assert sel.exposed and sel.deferred
+    found = search_deferred("send the invoice and a coupon", CATALOG, sel.deferred, 2)
+    assert found and set(found) <= set(sel.deferred)
+    assert set(found) <= {"get_invoice", "update_invoice", "get_coupon", "update_coupon"}  # bm25 on the words
+    search = AIMessage(content="", tool_calls=[{"name": SEARCH_TOOL, "args": {"query": "send the invoice and a coupon"},
+                                                "id": "s1"}])
+    model = RecordingModel(messages=iter([search, AIMessage(content="done")]), seen=[])
+    mw = CamdfToolSelector(policy, lam=LAM, search=True, search_k=2)
+    out = _agent(model, mw).invoke({"messages": [HumanMessage(QUERY)]})
+    assert out["messages"][-1].content == "done"
+    first = sorted(set(sel.exposed) | {SEARCH_TOOL})
+    assert model.seen == [first, sorted(set(first) | set(found))]
+    assert any(getattr(m, "artifact", None) == found for m in out["messages"])

@@ -171,3 +171,34 @@ def test_a_policy_that_fails_deciding_lists_every_tool(upstream_cmd, capfd):
 
     anyio.run(go)
     assert "camdf mcp-proxy: camdf: the policy failed (RuntimeError: policy exploded)" in capfd.readouterr().err
+
+
+def test_a_deferring_policy_preloads_and_search_tools_exposes_what_it_deferred(upstream_cmd, tmp_path):
+    from camdf.runtime import StopPolicy
+    from camdf.runtime.export import export_policy
+    from camdf.runtime.toolset import search_deferred
+
+    from ..core.test_theory import _family
+
+    policy = StopPolicy(method="fallback_set", lam=0.2, dials={"search_cost": 2.0, "search_k": 3}).fit(
+        _family(60, True), costs={"x": 6.0})
+    folder = export_policy(policy, tmp_path / "fallback")
+    sel = policy.select(CATALOG, query=QUERY, lam=LAM)
+    found = search_deferred("send the invoice and a coupon", CATALOG, sel.deferred, 2)
+    assert sel.exposed and found
+
+    async def body(session, changed):
+        names = lambda res: sorted(t.name for t in res.tools)  # noqa: E731
+        answer = _text(await session.call_tool("select_tools", {"task": QUERY}))
+        # The upstream's 20 tools and its `crash`: the policy preloads what it preloads over the 20 alone.
+        assert re.search(r"; \d+ more can be found with search_tools$", answer), answer
+        assert names(await session.list_tools()) == sorted([*sel.exposed, "search_tools", "select_tools"])
+        with pytest.raises(MCPError, match=f"tool '{found[0]}' is withheld"):
+            await session.call_tool(found[0], {"id": "7"})
+        said = _text(await session.call_tool("search_tools", {"query": "send the invoice and a coupon"}))
+        assert said == f"found and exposed: {', '.join(found)}"
+        assert names(await session.list_tools()) == sorted([*sel.exposed, *found, "search_tools", "select_tools"])
+        assert _text(await session.call_tool(found[0], {"id": "7"})) == f'{found[0]}:{{"id": "7"}}'
+
+    anyio.run(_session_run, _proxy("--upstream", upstream_cmd, "--policy", str(folder), "--lam", str(LAM),
+                                   "--search-k", "2"), body)

@@ -1,0 +1,156 @@
+"""A29: what to preload when a miss is not the end (the recovery payoff: a search over the deferred tools).
+
+One row per cell (ranker, search cost, k): the payoff (95% CI) of the product default (defer everything
+and search every time: ``none``), an always-loaded set plus search (``static_set``), full access,
+CAM-DF-lite (trained on the fallback's Delta labels, or the exact ones with ``search.aware: false``), the
+plug-in set whose estimate scores a miss as lost, and the fallback-aware set (``fallback_set``); its
+difference with the product default and with the unaware plug-in set (paired over tasks), its success,
+tools preloaded, searches per task, tools the search loaded and cost. A figure of payoff against the search's price per method; claim (j).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from camdf.policies import FULL_ACCESS, NO_TOOLS, ORACLES
+from camdf.reporting.evidence import Evidence, is_degenerate
+from camdf.reporting.figures import method_style
+from camdf.reporting.report import Report
+from camdf.reporting.tables.base import Figure, TableSpec
+from camdf.reporting.tables.notes import MDD_NOTE, ci_text, protocol_note
+from camdf.reporting.verdicts import Comparison, Judge, reason
+
+#: The rule that chooses what to preload knowing the fallback (claim j's subject), and its unaware twin.
+SUBJECT_PRELOAD = "fallback_set"
+SUBJECT_UNAWARE = "plugin_set"
+#: The methods of the table and the figure, with what each stands for under the recovery payoff.
+SHOWN = {NO_TOOLS: "defer everything + search", "static_set": "always-loaded set + search",
+         FULL_ACCESS: "full access", "camdf_lite": "CAM-DF-lite", SUBJECT_UNAWARE: "plug-in set (miss = lost)",
+         SUBJECT_PRELOAD: "fallback-aware set", "best_prefix": "best prefix (oracle)"}
+
+
+def preload_vs_defer(judge: Judge, run: pd.Series, rival: str = NO_TOOLS) -> Comparison | None:
+    """The fallback-aware set minus ``rival`` (default: defer everything) in one cell; None when not available."""
+    try:
+        return judge.compare(run, SUBJECT_PRELOAD, rival)
+    except LookupError:
+        return None
+
+
+def _diff(c: Comparison | None) -> str:
+    return "" if c is None else f"{ci_text(c.mean, c.lo, c.hi)} ({reason(c)})"
+
+
+def fallback_use(evidence: Evidence, run: pd.Series, method: str) -> tuple[float, float]:
+    """(searches per task, tools the search loaded per task) of ``method`` in ``run``; nan without outcomes."""
+    outcomes = evidence.artifacts.outcomes(run["run_id"]) if evidence.artifacts is not None else None
+    if outcomes is None or "searched" not in outcomes or not (outcomes["method"] == method).any():
+        return np.nan, np.nan
+    rows = outcomes[outcomes["method"] == method]
+    per_task = rows.groupby("task_id")[["searched", "loaded"]].mean()
+    return float(per_task["searched"].mean()), float(per_task["loaded"].mean())
+
+
+def _label(run: pd.Series) -> str:
+    cost = "no fallback" if not np.isfinite(run["search_cost"]) else f"{run['search_cost']:g}"
+    label = f"{run['p:scorer.label']} / S={cost} / k={run['search_k']}"
+    if run["search_noise"] > 0:
+        label += f" / noise {run['search_noise']:g}"
+    if not run["aware"]:
+        label += " / unaware"
+    return label + (" (degenerate)" if is_degenerate(run) else "")
+
+
+def _row(evidence: Evidence, run: pd.Series) -> dict:
+    g = lambda m, k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+    row = {f"{what}": g(m, "payoff_mean") for m, what in SHOWN.items() if m != SUBJECT_PRELOAD}
+    searches, loaded = fallback_use(evidence, run, SUBJECT_PRELOAD)
+    defer = preload_vs_defer(evidence.judge, run)
+    row.update({
+        "fallback-aware set (95% CI)": ci_text(g(SUBJECT_PRELOAD, "payoff_mean"), g(SUBJECT_PRELOAD, "payoff_ci_low"),
+                                               g(SUBJECT_PRELOAD, "payoff_ci_high")),
+        "minus defer everything": _diff(defer),
+        "MDD": np.nan if defer is None else defer.mdd,
+        "minus plug-in set (awareness)": _diff(preload_vs_defer(evidence.judge, run, SUBJECT_UNAWARE)),
+        "success": g(SUBJECT_PRELOAD, "success"), "tools preloaded": g(SUBJECT_PRELOAD, "n_exposed"),
+        "searches per task": searches, "tools loaded by search": loaded, "cost": g(SUBJECT_PRELOAD, "cost"),
+        "defer everything: success": g(NO_TOOLS, "success"),
+        "defer everything: searches per task": fallback_use(evidence, run, NO_TOOLS)[0],
+    })
+    return row
+
+
+def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
+    """Mean payoff of each shown method against the price of a search round (log axis), one panel per (ranker, k)."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    live = cells[np.isfinite(cells["search_cost"])]
+    panels = list(dict.fromkeys(zip(live["p:scorer.label"], live["search_k"])))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.8), dpi=110, sharey=True, squeeze=False)
+    for ax, (scorer, k) in zip(axes[0], panels):
+        sel = live[(live["p:scorer.label"] == scorer) & (live["search_k"] == k) & live["aware"]]
+        sel = sel[sel["search_noise"] == sel["search_noise"].min()].sort_values("search_cost")
+        for m, what in SHOWN.items():
+            if f"m:{m}/payoff_mean" not in sel:
+                continue
+            colour, marker = method_style(m)
+            ax.plot(sel["search_cost"], sel[f"m:{m}/payoff_mean"], marker=marker, color=colour, label=what,
+                    linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or m in ORACLES else "-")
+        ax.set_xscale("log")
+        ax.set_title(f"{scorer}, k = {k}", fontsize=9)
+        ax.set_xlabel("price of one search round (mean tools)")
+        ax.axhline(0, color="0.7", linewidth=0.8)
+        ax.grid(color="0.88")
+    axes[0][0].set_ylabel("mean payoff (recovery)")
+    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.suptitle(title, fontsize=9)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
+    """The A29 table and its figure (LookupError when the store holds no recovery cell)."""
+    cells = evidence.fallback
+    if cells.empty:
+        raise LookupError("a29: no FINISHED recovery-payoff cell in the store; run `experiment=a29`")
+    rows = {_label(r): _row(evidence, r) for _, r in cells.iterrows()}
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "ranker / search price S / k"
+    anchor = cells.iloc[-1]
+    note = (
+        f"{anchor['p:domain.name']} at lambda = {anchor['p:cost.lam']}, d = {anchor['p:cost.d']}. Recovery payoff "
+        "(camdf.core.recovery): the preloaded tools A are paid; if no sufficient set lies inside A, one search round "
+        "is paid (S times the task's mean candidate cost: the search tool, the extra round trip) and the search's top "
+        "k of the deferred tools are loaded and paid; the task succeeds if A plus them holds a sufficient set "
+        "(alternatives count), else scores 0. The search ranks the deferred tools with the cell's ranker on the task "
+        "text (noise 0: optimistic, the agent's query is not the task text). Defer everything (none) is the "
+        "tool-search default: nothing preloaded, a search on every task that needs a tool; full access needs no "
+        "search where the list holds G_x. CAM-DF-lite: trained on CAM-DF's Delta labels under the recovery payoff "
+        "(the exact payoff's in an unaware cell; CAM-DF's LightGBM rule is left out of A29 for make reproduce's "
+        "budget); the unaware plug-in set: its estimate scores a miss as lost; the fallback-aware set "
+        "(fallback_set) estimates the recovery payoff with the search's chance of completing the set "
+        "(camdf.core.recovery.fallback_set). Searches per task, tools loaded: the fallback-aware set's, per task "
+        "mean over the repeats. Differences paired over tasks (95% bootstrap CI; the wording rule's share of fits "
+        f"in brackets). {MDD_NOTE}. Decisions: {protocol_note(anchor)}.")
+    out: list[Report | Figure] = [Report("a29", "A29: what to preload when the deferred tools can be searched",
+                                         frame, note=note)]
+    if np.isfinite(cells["search_cost"]).any():
+        out.append(Figure("a29_payoff_vs_search_cost.png", payoff_vs_search_png(
+            cells, f"A29: {anchor['p:domain.name']}, lambda = {anchor['p:cost.lam']}: payoff against the price of "
+                   "a search round (dashed: defer everything, full access, the oracle)")))
+    return out
+
+
+TABLE = TableSpec("a29", order=129, experiments=("a29",), build=a29)
+
+#: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
+SPECS = (TABLE,)

@@ -1,0 +1,108 @@
+"""A29's selection, table, figure and claim row (j) from hand-built recovery cells (the metrics and outcomes the
+cell stage logs)."""
+
+import io
+from functools import cache
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from camdf.evaluation.summary import summarize_cell
+from camdf.reporting.artifacts import CellArtifacts
+from camdf.reporting.evidence import Evidence, fallback_cells
+from camdf.reporting.tables.a29 import a29
+from camdf.reporting.tables.base import Figure
+from camdf.reporting.tables.claims import FAILS, HOLDS, UNSURE, rows_j
+
+METHODS = ["camdf_lite", "plugin_set", "fallback_set", "static_set", "none", "full", "best_prefix"]
+MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
+        "fallback_methods": METHODS}
+
+
+def _outcomes(gap: float) -> pd.DataFrame:
+    """Forty tasks in 2 repeats x 5 folds: none pays 0.2 (searching every task), fallback_set 0.2 + gap (noisy)."""
+    rows = []
+    for r in range(2):
+        for i in range(40):
+            for m, pay, k in (("camdf_lite", 0.25, 3), ("plugin_set", 0.2, 3), ("fallback_set", 0.2 + gap + 0.05 * (-1) ** i, 2),
+                              ("static_set", 0.1, 4), ("none", 0.2, 0), ("full", 0.16, 7), ("best_prefix", 0.4, 3)):
+                searched = m == "none" or (m == "fallback_set" and i % 4 == 0)
+                rows.append({"task_id": f"q{i}", "fold": i % 5, "repeat": r, "method": m, "depth": -1, "n_exposed": k,
+                             "cost": 1.0, "success": True, "success_partial": 1.0, "covers_g": not searched,
+                             "payoff": pay, "searched": searched, "recovered": searched, "loaded": 3 * searched})
+    return pd.DataFrame(rows)
+
+
+@cache
+def _summary(gap: float):
+    outcomes = _outcomes(gap)
+    return outcomes, summarize_cell(outcomes, n_resamples=200)[0]
+
+
+def _run(scorer, cost, k, gap, start, aware=True):
+    outcomes, metrics = _summary(gap)
+    row = {f"m:{key}": v for key, v in metrics.items()}
+    row.update({"m:cell/n_tasks": 40.0, "m:cell/degenerate": 0.0, "run_id": f"r{start}", "start": start,
+                "t:cell_key": f"k{start}", "p:domain.name": "retail", "p:scorer.label": scorer,
+                "p:cost.regime": "schema_tokens", "p:cost.lam": "0.12", "p:cost.d": "1.0", "p:seed": "0",
+                "p:payoff": "recovery", "p:label_noise": "0.0", "p:label_source": "data", "p:folds.protocol": "kfold",
+                "p:folds.n_folds": "5", "p:folds.repeats": "2", "p:method.names": str(METHODS),
+                "p:search.cost": str(cost), "p:search.k": str(k), "p:search.noise": "0.0", "p:search.aware": str(aware)})
+    return row, outcomes
+
+
+def _evidence(gaps, aware_last=True):
+    made = [_run("bm25", cost, 3, gap, i) for i, (cost, gap) in enumerate(zip([16.0, 1.0, 4.0], gaps))]
+    made.append(_run("bm25", 4.0, 3, -0.5, 3, aware=aware_last))
+    made.append(({**_run("bm25", 4.0, 3, 0.0, 4)[0], "p:payoff": "exact"}, None))  # not a recovery cell
+    store = {row["run_id"]: out for row, out in made if out is not None}
+
+    def fetch(run_id, rel):
+        buf = io.BytesIO()
+        store[run_id].to_parquet(buf)
+        return buf.getvalue()
+
+    empty = pd.DataFrame()
+    return Evidence(main=empty, homogeneous=empty, ablations=empty, grid=empty, noise=empty, rankers=empty,
+                    label_sources=empty, domains=empty, risk=empty, artifacts=CellArtifacts(fetch),
+                    fallback=fallback_cells(pd.DataFrame([row for row, _ in made]), MAIN))
+
+
+def test_fallback_cells_are_the_recovery_cells_sorted_by_k_and_price():
+    cells = _evidence([0.1, 0.1, 0.1], aware_last=False).fallback
+    assert list(zip(cells["search_cost"], cells["aware"])) == [(1.0, True), (4.0, True), (16.0, True), (4.0, False)]
+
+
+def test_a29_table_figure_and_claim_row():
+    evidence = _evidence([0.1, 0.1, 0.1], aware_last=False)
+    out = a29(evidence, MAIN)
+    frame = out[0].frame
+    row = frame.loc["bm25 / S=4 / k=3"]
+    assert row["minus defer everything"].startswith("0.100 [")
+    assert row["searches per task"] == pytest.approx(0.25) and row["tools loaded by search"] == pytest.approx(0.75)
+    assert row["defer everything: searches per task"] == pytest.approx(1.0)
+    assert "bm25 / S=4 / k=3 / unaware" in frame.index
+    assert [o.name for o in out if isinstance(o, Figure)] == ["a29_payoff_vs_search_cost.png"]
+    assert out[1].png.startswith(b"\x89PNG")
+    (claim,) = rows_j(evidence, MAIN, evidence.judge)  # the unaware cell is not counted
+    assert claim.verdict == HOLDS and "in 3, neither in 0, is worse in 0" in claim.statistic
+    assert np.isfinite(claim.mdd)
+
+
+def test_claim_j_fails_when_deferring_beats_preloading_anywhere_and_is_open_on_a_tie():
+    evidence = _evidence([0.1, -0.1, 0.1])
+    (claim,) = rows_j(evidence, MAIN, evidence.judge)
+    assert claim.verdict == FAILS  # the aware cell with gap -0.5 and the -0.1 one
+    evidence = _evidence([0.1, 0.0, 0.1], aware_last=False)
+    (claim,) = rows_j(evidence, MAIN, evidence.judge)
+    assert claim.verdict == UNSURE and "neither in 1" in claim.statistic
+
+
+def test_no_recovery_cells_no_row_and_a_lookup_error():
+    empty = pd.DataFrame()
+    evidence = Evidence(main=empty, homogeneous=empty, ablations=empty, grid=empty, noise=empty, rankers=empty,
+                        label_sources=empty, domains=empty, risk=empty)
+    assert rows_j(evidence, MAIN, evidence.judge) == []
+    with pytest.raises(LookupError, match="experiment=a29"):
+        a29(evidence, MAIN)

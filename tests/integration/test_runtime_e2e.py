@@ -183,7 +183,9 @@ def test_champion_has_a_typed_signature_and_installable_requirements(trained, tm
     assert [c.required for c in sig.inputs.inputs] == [True, False, False, False]
     assert [c.name for c in sig.outputs.inputs] == ["depth", "exposed", "ranked", "tools"]
     params = {p.name: p for p in sig.params.params}
-    assert set(params) == {"lam", "alpha"} and params["lam"].default > 0
+    from camdf.runtime.signature import dial_params
+
+    assert set(params) == {"lam", *dial_params()} >= {"lam", "alpha"} and params["lam"].default > 0  # every rule's dial
     folder = Path(mlflow.artifacts.download_artifacts(trained["model_uri"], dst_path=str(tmp_path / "model")))
     reqs = (folder / "requirements.txt").read_text().split()
     wheels = [r for r in reqs if r.endswith(".whl")]

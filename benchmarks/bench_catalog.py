@@ -203,7 +203,8 @@ def bench_a28() -> dict:
         return {"ran": False, "reason": f"no StableToolBench folder at {folder} (set STABLETOOLBENCH)"}
     with tempfile.TemporaryDirectory(prefix="bench-a28-") as tmp:
         paths = [f"paths.data_dir={tmp}/data", f"paths.output_dir={tmp}/outputs", f"domain.source={folder}"]
-        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/mlflow.db"}
+        # The store inside paths.output_dir: the stages refuse a local store outside it (docs/reliability.md).
+        env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp}/outputs/mlflow.db"}
         quiet = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
         data = subprocess.run([sys.executable, "-m", "pipelines.data", "domain=stabletoolbench", *paths, *quiet],
                               cwd=ROOT, env=env, capture_output=True, text=True)

@@ -187,10 +187,16 @@ def trained(tmp_path_factory, data_dir):
 @pytest.fixture(scope="session")
 def served(trained):
     """The URL of `mlflow models serve` for the ``trained`` model on loopback, one per session."""
+    yield from serve_model(trained)
+
+
+def serve_model(trained, **extra_env: str):
+    """Serve the ``trained`` model with `mlflow models serve` on loopback (``extra_env`` added to its
+    environment); yields its URL, stops it after. For fixtures: ``yield from serve_model(...)``."""
     port = _free_port()
     # mlflow starts `uvicorn` by name: the venv's bin folder must be on PATH, as after `source .venv/bin/activate`.
     env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"],
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
+           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", **extra_env}
     proc = subprocess.Popen([MLFLOW, "models", "serve", "-m", trained["model_uri"], "--env-manager", "local",
                              "-h", "127.0.0.1", "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)

@@ -9,13 +9,9 @@ loop); after all of it the server's answers are those of a server with the defau
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import urllib.request
 import time
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -23,7 +19,7 @@ import pytest
 from camdf.runtime.http_guard import MAX_BODY_BYTES
 from camdf.runtime.serve_limits import INFLIGHT_ENV, READ_TIMEOUT_ENV, serve_limits
 
-from ..conftest import MLFLOW, _free_port, _wait_for
+from ..conftest import serve_model
 
 INFLIGHT, READ_TIMEOUT = 2, 3.0
 
@@ -31,19 +27,7 @@ INFLIGHT, READ_TIMEOUT = 2, 3.0
 @pytest.fixture(scope="module")
 def bounded(trained):
     """The URL of the trained model served with :data:`INFLIGHT` and :data:`READ_TIMEOUT`."""
-    port = _free_port()
-    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"], INFLIGHT_ENV: str(INFLIGHT),
-           READ_TIMEOUT_ENV: str(READ_TIMEOUT), "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
-    proc = subprocess.Popen([MLFLOW, "models", "serve", "-m", trained["model_uri"], "--env-manager", "local",
-                             "-h", "127.0.0.1", "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_for(f"{url}/ping", proc, 180, "mlflow models serve")
-        yield url
-    finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
+    yield from serve_model(trained, **{INFLIGHT_ENV: str(INFLIGHT), READ_TIMEOUT_ENV: str(READ_TIMEOUT)})
 
 
 @pytest.fixture(scope="module")

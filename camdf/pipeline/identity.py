@@ -8,11 +8,19 @@ from typing import Any
 from camdf.common.fingerprint import code_version, hash_json, hash_paths
 
 
+#: Domain keys that say where and how the domain's input is read, not what it is: the converted files' bytes
+#: stand for them in the key (``cell_key``), so a cell keeps its key whichever folder holds the checkout or
+#: the benchmark (an absolute ``$STABLETOOLBENCH`` and ``<root>/../shared/...`` are one cell).
+DOMAIN_INPUT_KEYS = ("source", "inputs", "converter", "packages", "make_data", "make_needs")
+
+
 def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """The part of a resolved config that defines a cell (what the cell key hashes)."""
     keep = ("domain", "scorer", "cost", "method", "payoff", "seed", "label_noise", "folds", "stats", "label_source",
             "candidates", "list_cost")
     out = {k: cfg[k] for k in keep if k in cfg}
+    if isinstance(out.get("domain"), dict):
+        out["domain"] = {k: v for k, v in out["domain"].items() if k not in DOMAIN_INPUT_KEYS}
     if cfg.get("payoff") == "recovery":  # the fallback defines the cell only where the payoff reads it
         out["search"] = cfg.get("search")
     return out

@@ -49,3 +49,29 @@ def parquet_bytes(df: pd.DataFrame) -> bytes:
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
     return buf.getvalue()
+
+
+@contextmanager
+def exclusive(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if absent) for the body: concurrent local processes
+    run the body one at a time. Where ``fcntl`` is missing (Windows) or the file system refuses locks, the body
+    runs unlocked (the work is then at worst done twice, never wrong: every cache write is atomic)."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        locked = False
+        if fcntl is not None:
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                locked = True
+            except OSError:
+                pass
+        try:
+            yield
+        finally:
+            if locked:
+                fcntl.flock(fh, fcntl.LOCK_UN)

@@ -29,6 +29,7 @@ it is logged and encoded again (:mod:`camdf.common.checked`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -37,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from camdf.common.checked import read_checked_npz, write_checked_npz
+from camdf.common.files import exclusive
 from camdf.common.fingerprint import hash_paths
 from camdf.rankers.problem import Problem
 
@@ -113,14 +115,43 @@ def embed(
     keys = [_key(fp, t) for t in distinct]
     root = None if cache_dir is None else Path(cache_dir) / "embeddings"
     found: dict[str, np.ndarray] = {}
-    if root is not None:
-        for k in keys:
-            cached = read_checked_npz(root / k[:2] / f"{k}.npz")
-            if cached is not None and cached.get("vector", np.zeros(0)).shape == (384,) \
-                    and cached["vector"].dtype == np.float64:
-                found[k] = cached["vector"]
+    _read_cached(root, keys, found)
     missing = [(k, t) for k, t in zip(keys, distinct) if k not in found]
     if missing:
+        # Concurrent cells of a sweep often need the same texts: one encodes while the others wait, then read
+        # what it wrote (two processes encoding at once on shared cores took each about twice as long). Only
+        # files absent before the wait are read again: one that failed its checks is encoded again.
+        absent = [] if root is None else [k for k, _ in missing if not _path(root, k).exists()]
+        with exclusive(root / ".encode.lock") if root is not None else contextlib.nullcontext():
+            _read_cached(root, absent, found)
+            missing = [(k, t) for k, t in missing if k not in found]
+            _encode(missing, found, root, model_path, n_threads)
+    if stats is not None:
+        stats["hits"] = stats.get("hits", 0) + len(distinct) - len(missing)
+        stats["encoded"] = stats.get("encoded", 0) + len(missing)
+    row = dict(zip(distinct, keys))
+    return np.vstack([found[row[t]] for t in texts]) if texts else np.zeros((0, 384), np.float64)
+
+
+def _path(root: Path, key: str) -> Path:
+    return root / key[:2] / f"{key}.npz"
+
+
+def _read_cached(root: Path | None, keys: list[str], found: dict[str, np.ndarray]) -> None:
+    """Add to ``found`` every key's vector the cache holds intact."""
+    if root is None:
+        return
+    for k in keys:
+        cached = read_checked_npz(_path(root, k))
+        if cached is not None and cached.get("vector", np.zeros(0)).shape == (384,) \
+                and cached["vector"].dtype == np.float64:
+            found[k] = cached["vector"]
+
+
+def _encode(missing: list[tuple[str, str]], found: dict[str, np.ndarray], root: Path | None, model_path: str,
+            n_threads: int) -> None:
+    """Encode the ``(key, text)`` pairs into ``found`` (and the cache under ``root`` when given)."""
+    if missing:  # the model loads only when a text is left to encode
         model = _load_model(model_path, n_threads)
         import torch
 
@@ -134,12 +165,7 @@ def embed(
         for (k, _), vec in zip(missing, vectors):
             found[k] = vec
             if root is not None:
-                write_checked_npz(root / k[:2] / f"{k}.npz", {"vector": vec})  # atomic, with its checksum
-    if stats is not None:
-        stats["hits"] = stats.get("hits", 0) + len(distinct) - len(missing)
-        stats["encoded"] = stats.get("encoded", 0) + len(missing)
-    row = dict(zip(distinct, keys))
-    return np.vstack([found[row[t]] for t in texts]) if texts else np.zeros((0, 384), np.float64)
+                write_checked_npz(_path(root, k), {"vector": vec})  # atomic, with its checksum
 
 
 def score_dense(

@@ -3,13 +3,13 @@ at its artifacts again, and values written without the machine's paths."""
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+from camdf.common.files import exclusive
 
 log = logging.getLogger(__name__)
 
@@ -137,18 +137,12 @@ def store_init_lock(uri: str) -> Iterator[None]:
 
     MLflow creates the tables of a fresh SQLite file without a lock, so two workers
     opening a new store at once can both try; a server or another database needs none.
+    The lock is a file beside the database (``<db>.lock``): nothing is written outside
+    the folder the store lives in.
     """
-    try:
-        import fcntl
-    except ImportError:  # Windows: no flock; a single worker per SQLite store there
-        fcntl = None
-    if not uri.startswith("sqlite:") or fcntl is None:
+    db = sqlite_path(uri)
+    if db is None or not db.parent.is_dir():  # no SQLite file, or a folder MLflow itself will refuse
         yield
         return
-    name = hashlib.sha256(uri.encode()).hexdigest()[:16]
-    with open(Path(tempfile.gettempdir(), f"camdf-mlflow-init-{name}.lock"), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with exclusive(db.with_name(db.name + ".lock")):
+        yield

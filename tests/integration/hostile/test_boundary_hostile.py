@@ -68,13 +68,8 @@ def _runs(base: Path) -> list[tuple[str, str]]:
             return []
 
 
-#: What the temp folder may hold after a case: the tracking store's init lock, which
-#: camdf.tracking.locations.store_init_lock leaves in the temp folder on every run (a finding for that module).
-KNOWN_TEMP = ("camdf-mlflow-init-",)
-
-
 def _temp_files(base: Path) -> list[str]:
-    return sorted(p.name for p in (base / "tmp").iterdir() if not p.name.startswith(KNOWN_TEMP))
+    return sorted(p.name for p in (base / "tmp").iterdir())
 
 
 def _outside_out(base: Path) -> dict:

@@ -98,3 +98,11 @@ def test_make_needs_leaves_out_what_needs_a_missing_folder_in_one_line(tmp_path,
     (tmp_path / "experiment" / "y.yaml").write_text("make_reproduce: 2\nmake_needs: FOLDER\n")
     with pytest.raises(ValueError, match=r"y.yaml: make_needs: expected \{env: <VARIABLE>"):
         make_experiments(tmp_path)
+
+
+def test_a_domain_may_set_its_own_repeats_and_the_command_line_still_wins():
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        retail = compose(config_name="evaluate", overrides=["domain=retail"])
+        telecom = compose(config_name="evaluate", overrides=["domain=telecom"])
+        asked = compose(config_name="evaluate", overrides=["domain=telecom", "folds.repeats=3"])
+    assert (retail.folds.repeats, telecom.folds.repeats, asked.folds.repeats) == (5, 2, 3)

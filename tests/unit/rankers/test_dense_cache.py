@@ -41,3 +41,28 @@ def test_embeddings_are_unit_norm_and_keyed_by_text(tmp_path):
     assert np.array_equal(vecs[0], vecs[1]) and stats == {"hits": 0, "encoded": 2}
     dense.embed(["list products", "something new"], cache_dir=tmp_path, stats=stats)
     assert stats == {"hits": 1, "encoded": 3}
+
+
+def test_concurrent_processes_encode_each_text_once(tmp_path):
+    """Two cells of a sweep needing the same texts at once: one encodes, the other reads what it wrote."""
+    import json
+    import subprocess
+    import sys
+
+    from camdf.common.files import exclusive
+
+    texts = ["refund my order", "list products", "cancel the flight", "change my plan"]
+    script = (
+        "import json, sys; import camdf.rankers.dense as d; s = {}; print('ready', flush=True); "
+        f"d.embed({texts!r}, cache_dir=sys.argv[1], stats=s); print(json.dumps(s))"
+    )
+    # The test holds the lock until both processes are ready to embed: from there, without the lock in embed(),
+    # both would find the cache empty and encode every text (loading the model alone takes seconds).
+    with exclusive(tmp_path / "embeddings" / ".encode.lock"):
+        procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        assert [p.stdout.readline().strip() for p in procs] == ["ready", "ready"]
+    stats = [json.loads(p.communicate(timeout=300)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert sum(s["encoded"] for s in stats) == len(texts)
+    assert sum(s["hits"] for s in stats) == len(texts)

@@ -14,11 +14,18 @@ An MCP server's candidates are its full list (``server.session.list_tools()``, o
 request per run); function tools' are the agent's function tools that this filter enables.
 ``camdf_lam`` and ``camdf_dials`` in the run's context override ``lam`` and ``dials``. Fail open:
 on any error every tool is enabled, with one :class:`~camdf.runtime.toolset.FailOpenWarning`.
+
+``search=True`` adds one search tool (:attr:`CamdfToolFilter.search_tool`, named :data:`SEARCH_TOOL`;
+:meth:`~CamdfToolFilter.enable` appends it, an agent of MCP servers alone lists it in ``tools``) over
+the tools the policy did not preload in this run (a deferring policy's ``deferred``, else every tool it
+left out): the model calls it with what it needs, it loads the top ``search_k`` matches
+(:func:`~camdf.runtime.toolset.search_deferred`), and from the next turn on they are enabled too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import warnings
 import weakref
 from typing import Any, Callable, Sequence
@@ -26,7 +33,10 @@ from typing import Any, Callable, Sequence
 from agents import FunctionTool
 from agents.mcp import ToolFilterContext
 
-from camdf.runtime.toolset import FailOpenWarning, ToolChooser
+from camdf.runtime.toolset import FailOpenWarning, ToolChooser, search_deferred
+
+#: The name of the search tool over the deferred tools (``search=True``).
+SEARCH_TOOL = "camdf_search_tools"
 
 
 def run_input_text(run_context: Any) -> str:
@@ -45,6 +55,12 @@ def _from_context(context: Any, key: str) -> Any:
     return context.get(key) if isinstance(context, dict) else getattr(context, key, None)
 
 
+def _run(context: Any) -> int:
+    """A run's identity: its usage record, which the run's context wrapper and every tool call's
+    ``ToolContext`` (a copy of the wrapper) share."""
+    return id(getattr(context, "usage", None) or context)
+
+
 class CamdfToolFilter:
     """One set decision per run and server, answered tool by tool (``tool_filter``, ``is_enabled``).
 
@@ -54,22 +70,52 @@ class CamdfToolFilter:
         As :class:`~camdf.runtime.toolset.ToolChooser`.
     query : callable, optional
         ``query(run_context) -> str``; default: the run's last user text.
+    search : bool
+        Add the search tool over the tools the policy did not preload.
+    search_k : int
+        Tools one search loads.
 
     Attributes
     ----------
     decisions : int
         Set decisions made (one per run and server, or per run for the function tools).
+    search_tool : FunctionTool or None
+        The search tool (``search=True``).
     """
 
     def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None,
-                 query: Callable[[Any], str] | None = None):
+                 query: Callable[[Any], str] | None = None, search: bool = False, search_k: int = 5):
         self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools)
         self.query = query or run_input_text
         self.decisions = 0
+        self.search_k = search_k
         self._servers: dict[str, Any] = {}
         self._enabled: list[FunctionTool] = []
         self._runs: dict[tuple[int, str], asyncio.Future] = {}
+        # Per run: the described tools and deferred names of its decisions (what a search searches), and
+        # the names its searches loaded.
+        self._deferred: dict[int, tuple[list[dict], list[str]]] = {}
+        self._loaded: dict[int, set[str]] = {}
+        self.search_tool = FunctionTool(
+            name=SEARCH_TOOL, on_invoke_tool=self._search,
+            description="Find more tools for the task: say what you need to do; the best matching tools are "
+                        "loaded for your next step.",
+            params_json_schema={"type": "object", "properties": {"query": {"type": "string"}},
+                                "required": ["query"], "additionalProperties": False},
+        ) if search else None
+
+    async def _search(self, context: Any, arguments: str) -> str:
+        """The search tool: load the top ``search_k`` deferred tools of this run for the model's query."""
+        try:
+            query = json.loads(arguments or "{}").get("query", "")
+        except (ValueError, AttributeError):
+            query = ""
+        described, deferred = self._deferred.get(_run(context), ([], []))
+        loaded = self._loaded.setdefault(_run(context), set())
+        found = search_deferred(str(query), described, [n for n in deferred if n not in loaded], self.search_k)
+        loaded.update(found)
+        return ("Loaded: " + ", ".join(found)) if found else "No more tools found."
 
     def attach(self, server: Any) -> Any:
         """Make this filter ``server``'s ``tool_filter`` (an SDK MCP server) and return the server."""
@@ -78,11 +124,13 @@ class CamdfToolFilter:
         return server
 
     def enable(self, tools: Sequence[FunctionTool]) -> list[FunctionTool]:
-        """Set each function tool's ``is_enabled`` to this filter's decision and return the tools."""
+        """Set each function tool's ``is_enabled`` to this filter's decision and return the tools (and the
+        search tool, when there is one)."""
+        tools = [t for t in tools if t is not self.search_tool]
         for tool in tools:
             tool.is_enabled = self._is_enabled(tool.name)
             self._enabled.append(tool)
-        return list(tools)
+        return tools + ([self.search_tool] if self.search_tool is not None else [])
 
     async def __call__(self, context: ToolFilterContext, tool: Any) -> bool:
         server = self._servers.get(context.server_name)
@@ -99,7 +147,8 @@ class CamdfToolFilter:
                 cursor = page.next_cursor
                 if not cursor:
                     return tools
-        return tool.name in await self._exposed(context.run_context, f"mcp:{context.server_name}", candidates)
+        exposed = await self._exposed(context.run_context, f"mcp:{context.server_name}", candidates)
+        return tool.name in exposed or tool.name in self._loaded.get(_run(context.run_context), ())
 
     def _is_enabled(self, name: str):
         async def is_enabled(run_context: Any, agent: Any) -> bool:
@@ -107,21 +156,28 @@ class CamdfToolFilter:
                 mine = {id(t) for t in self._enabled}
                 return [{"name": t.name, "description": t.description or "", "parameters": t.params_json_schema}
                         for t in getattr(agent, "tools", []) if id(t) in mine]
-            return name in await self._exposed(run_context, f"agent:{getattr(agent, 'name', '')}", candidates)
+            exposed = await self._exposed(run_context, f"agent:{getattr(agent, 'name', '')}", candidates)
+            return name in exposed or name in self._loaded.get(_run(run_context), ())
         return is_enabled
 
     async def _exposed(self, run_context: Any, where: str, candidates) -> frozenset[str] | _All:
-        key = (id(run_context), where)
+        key = (_run(run_context), where)
         future = self._runs.get(key)
         if future is None:  # the first tool of this run and server: decide for all of them, once
             future = self._runs[key] = asyncio.get_running_loop().create_future()
             try:
-                weakref.finalize(run_context, self._runs.pop, key, None)
+                weakref.finalize(run_context, self._forget, key)
             except TypeError:  # a context that takes no weak reference: keep a bounded number of runs
                 while len(self._runs) > 1024:
-                    self._runs.pop(next(iter(self._runs)))
+                    self._forget(next(iter(self._runs)))
             future.set_result(await self._decide(run_context, candidates))
         return await asyncio.shield(future) if not future.done() else future.result()
+
+    def _forget(self, key: tuple[int, str]) -> None:
+        """Drop a finished run's decision (and its search state)."""
+        self._runs.pop(key, None)
+        self._deferred.pop(key[0], None)
+        self._loaded.pop(key[0], None)
 
     async def _decide(self, run_context: Any, candidates) -> frozenset[str] | _All:
         self.decisions += 1
@@ -134,6 +190,12 @@ class CamdfToolFilter:
             warnings.warn(f"camdf: tool selection failed ({type(err).__name__}: {err}); enabling every tool",
                           FailOpenWarning, stacklevel=2)
             return _ALL
+        if self.search_tool is not None and not choice.failed_open:
+            shown = set(choice.names)
+            left = choice.deferred if choice.defers else tuple(t["name"] for t in tools if t["name"] not in shown)
+            described, deferred = self._deferred.setdefault(_run(run_context), ([], []))
+            described += tools
+            deferred += [n for n in left if n not in set(deferred)]
         return frozenset(choice.names)
 
 

@@ -89,3 +89,53 @@ def test_function_tools_are_enabled_by_the_decision_and_fail_open(policy_dir, ex
     with pytest.warns(FailOpenWarning, match="policy exploded"):
         asyncio.run(Runner.run(agent, QUERY))
     assert model.seen[0] == sorted(s["name"] for s in CATALOG)
+
+
+class ScriptedModel(Model):
+    """A model (the SDK's Model interface) that records the tools it is offered and plays ``outputs`` in turn."""
+
+    def __init__(self, outputs):
+        self.outputs, self.seen = list(outputs), []
+
+    async def get_response(self, system_instructions, input, model_settings, tools, output_schema, handoffs,
+                           tracing, **kwargs):
+        self.seen.append(sorted(t.name for t in tools))
+        return ModelResponse(output=[self.outputs.pop(0)], usage=Usage(), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError
+
+
+def test_the_search_tool_enables_deferred_tools_from_the_next_turn():
+    """A policy that knows the fallback preloads some tools; the model searches and is then offered what it found."""
+    from camdf.adapters.openai_agents import SEARCH_TOOL
+    from camdf.runtime import StopPolicy
+    from camdf.runtime.toolset import search_deferred
+
+    from ..core.test_theory import _family
+
+    policy = StopPolicy(method="fallback_set", lam=0.2, dials={"search_cost": 2.0, "search_k": 3}).fit(
+        _family(60, True), costs={"x": 6.0})
+    sel = policy.select(CATALOG, query=QUERY, lam=LAM)
+    asked = "send the invoice and a coupon"
+    found = search_deferred(asked, CATALOG, sel.deferred, 2)
+    assert sel.exposed and found and set(found) <= set(sel.deferred) - set(sel.exposed)
+    flt = CamdfToolFilter(policy, lam=LAM, search=True, search_k=2)
+    model = ScriptedModel([
+        ResponseFunctionToolCall(type="function_call", call_id="s1", name=SEARCH_TOOL,
+                                 arguments=json.dumps({"query": asked})),
+        ResponseOutputMessage(id="m", type="message", role="assistant", status="completed",
+                              content=[ResponseOutputText(type="output_text", text="done", annotations=[])]),
+    ])
+    agent = Agent(name="shop", model=model, tools=flt.enable(_function_tools()))
+    result = asyncio.run(Runner.run(agent, QUERY))
+    assert result.final_output == "done" and flt.decisions == 1
+    first = sorted({*sel.exposed, SEARCH_TOOL})
+    assert model.seen == [first, sorted({*first, *found})]
+    assert any(getattr(item, "output", None) == "Loaded: " + ", ".join(found) for item in result.new_items)
+    # A second run starts from the policy's preload again: what the first run's search loaded is not carried over.
+    model.outputs = [ResponseOutputMessage(id="m2", type="message", role="assistant", status="completed",
+                                           content=[ResponseOutputText(type="output_text", text="ok",
+                                                                       annotations=[])])]
+    assert asyncio.run(Runner.run(agent, QUERY)).final_output == "ok"
+    assert model.seen[-1] == first

@@ -16,6 +16,7 @@ import numpy as np
 from camdf.core.conformal import ALPHA, crc_threshold, task_risk_depth
 from camdf.core.features import task_features
 from camdf.core.membership import membership_task
+from camdf.core.recovery import SEARCH_COST, SEARCH_K, check_k, fallback_set
 
 
 class OneTask:
@@ -158,6 +159,35 @@ class PortablePluginSet:
     def decide_task(self, task: OneTask) -> list[int]:
         p = calibrate_task(self.calibrator, membership_task(self.membership, task.z, task.scores, task.ids), task.ids)
         return plugin_task_set(p, task.costs, task.lam, task.kind, self.coverage)
+
+
+class PortableFallbackSet(PortablePluginSet):
+    """A fitted :class:`camdf.policies.fallback.FallbackSet` from its ``to_numbers()``: the one-task path, the
+    search's price and size dials (defaults: the search the rule was fitted for)."""
+
+    dials = (SEARCH_COST, SEARCH_K)
+
+    def __init__(self, membership: dict, calibrator: dict, coverage: float, search_cost: float, search_k: int):
+        super().__init__(membership, calibrator, coverage)
+        self.search_cost_, self.search_k_ = search_cost, search_k
+
+    @classmethod
+    def from_numbers(cls, numbers: dict[str, Any]) -> "PortableFallbackSet":
+        try:
+            cost = SEARCH_COST.check(numbers["search_cost_"], "rule.search_cost_")
+            k = check_k(numbers["search_k_"], "rule.search_k_")
+        except KeyError as err:
+            raise ValueError(f"rule.{err.args[0]}: missing from the fallback set's numbers") from None
+        return cls(numbers["membership"], numbers["calibrator"], numbers["coverage"], cost, k)
+
+    def decide_task(self, task: OneTask, search_cost: float | None = None, search_k: float | None = None) -> list[int]:
+        """The preloaded ranked positions, ascending (the rest is deferred): as ``FallbackSet.decide_task``."""
+        cost = self.search_cost_ if search_cost is None else SEARCH_COST.check(search_cost)
+        k = self.search_k_ if search_k is None else check_k(SEARCH_K.check(search_k))
+        p = calibrate_task(self.calibrator, membership_task(self.membership, task.z, task.scores, task.ids), task.ids)
+        mask = fallback_set(np.array([p], dtype=float), np.array([task.costs], dtype=float),
+                            np.ones((1, len(p)), dtype=bool), task.lam, cost, k, coverage=self.coverage)
+        return np.flatnonzero(mask[0]).tolist()
 
 
 class PortableRiskSet:

@@ -216,7 +216,8 @@ def _builtin_cards() -> list[Card]:
              shippable=True, picks_prefix=False, portable=partial(_portable, "PortableCVSet")),
         # The plug-in set that knows a miss can be recovered by a search over the deferred tools (A29).
         Card("fallback_set", _fallback_set, family="camdf", ours=True, order=159, colour="#ff9896", marker="8",
-             shippable=True, picks_prefix=False, defers=True, dials=(SEARCH_COST, SEARCH_K)),
+             shippable=True, picks_prefix=False, defers=True, dials=(SEARCH_COST, SEARCH_K),
+             portable=partial(_portable, "PortableFallbackSet")),
         # The field's own baselines (A27): always-loaded tools, the product default of five, Bits-over-Random.
         Card("static_set", partial(_peer, cls="StaticSetRule"), family="peer", order=242, colour="#17becf",
              marker="P", picks_prefix=False),

@@ -2,9 +2,9 @@
 
 Loading a full :class:`camdf.runtime.StopPolicy` rebuilds scikit-learn estimators, and importing
 scikit-learn takes about 2 s on a small machine: more than a shell call to ``camdf select``
-should. A rule with a portable form (``to_numbers()``; today camdf_risk: the membership
-model's coefficients, the conformal threshold and the calibration scores) decides one request
-from a handful of numbers. :func:`lean_numbers` writes them beside the full policy's numbers
+should. A rule with a portable form (its card's ``portable``: camdf_risk, plugin_set, learned_set,
+risk_set, cv_set and fallback_set; e.g. camdf_risk's membership model coefficients, conformal
+threshold and calibration scores) decides one request from a handful of numbers. :func:`lean_numbers` writes them beside the full policy's numbers
 (:mod:`camdf.runtime.policy_file`) when the model is logged (``artifacts/lean.json``); :class:`LeanPolicy` rebuilds the rule with its
 card's portable class (``from_numbers``) and decides a single request of up to
 :data:`~camdf.runtime.requests.SHORT_RANKING` tools through the same front door

@@ -140,9 +140,13 @@ def test_evaluate_cell_scores_every_new_rule():
     assert oracle["success"].all()  # A = G_x, every G_x listed here
 
 
-@pytest.fixture(scope="module", params=["plugin_set", "learned_set", "risk_set"])
+DIALS = {"risk_set": {"alpha": 0.2}, "fallback_set": {"search_cost": 2.0, "search_k": 2}}
+
+
+@pytest.fixture(scope="module", params=["plugin_set", "learned_set", "risk_set", "fallback_set"])
 def shipped(request):
-    policy = StopPolicy(method=request.param, lam=0.2, dials={"alpha": 0.2}).fit(_family(80, True), costs={"x": 6.0})
+    policy = StopPolicy(method=request.param, lam=0.2, dials=DIALS.get(request.param, {})).fit(
+        _family(80, True), costs={"x": 6.0})
     return policy, LeanPolicy(json.loads(json.dumps(lean_numbers(policy))), full=lambda: policy)
 
 
@@ -164,6 +168,7 @@ def test_a_shipped_set_rule_returns_tools_in_ranked_order_without_a_depth_on_eve
         thin = lean.select_batch([req])[0]  # the lean path, from the JSON numbers
         assert b.depth is None and one.depth is None and thin.depth is None
         assert one.exposed == b.exposed == thin.exposed
+        assert one.deferred == b.deferred == thin.deferred  # None unless the rule defers
         assert b.exposed == [name for name in b.ranked if name in set(b.exposed)]  # ranked order
         assert b.to_json()["depth"] is None and b.to_json()["exposed"] == b.exposed
         sizes.append(len(b.exposed))

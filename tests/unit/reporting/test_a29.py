@@ -65,9 +65,7 @@ def _evidence(gaps, aware_last=True, catalog=()):
         store[run_id].to_parquet(buf)
         return buf.getvalue()
 
-    empty = pd.DataFrame()
-    return Evidence(main=empty, homogeneous=empty, ablations=empty, grid=empty, noise=empty, rankers=empty,
-                    label_sources=empty, domains=empty, risk=empty, artifacts=CellArtifacts(fetch),
+    return Evidence(artifacts=CellArtifacts(fetch),
                     fallback=fallback_cells(pd.DataFrame([row for row, _ in made]), MAIN))
 
 
@@ -102,9 +100,7 @@ def test_claim_j_fails_when_deferring_beats_preloading_anywhere_and_is_open_on_a
 
 
 def test_no_recovery_cells_no_row_and_a_lookup_error():
-    empty = pd.DataFrame()
-    evidence = Evidence(main=empty, homogeneous=empty, ablations=empty, grid=empty, noise=empty, rankers=empty,
-                        label_sources=empty, domains=empty, risk=empty)
+    evidence = Evidence()
     assert rows_j(evidence, MAIN, evidence.judge) == []
     with pytest.raises(LookupError, match="experiment=a29"):
         a29(evidence, MAIN)

@@ -28,7 +28,6 @@ from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
 from camdf.core.recovery import Search, recovery_outcomes, recovery_prefix_payoffs
 from camdf.core.sets import set_success
-from camdf.evaluation.fit_cache import fit_across
 from camdf.policies import CARDS, StateBatch, make_policy, own_dials
 
 OUTCOME_COLUMNS = (
@@ -138,9 +137,7 @@ def evaluate_cell(
         trains across; default ``[lam]``.
     membership_cache : path or None
         Folder where the membership probabilities are kept between cells
-        (:func:`camdf.core.membership.fold_probabilities`; they do not depend on costs or lambda),
-        and the fits of lambda-conditioned rules (:func:`camdf.evaluation.fit_cache.fit_across`; they
-        do not depend on the cell's lambda).
+        (:func:`camdf.core.membership.fold_probabilities`; they do not depend on costs or lambda).
     fit_depth : int or None
         Bound on the states the models learn from at catalog scale (``candidates.fit_depth``): the
         membership model and every rule are fitted on each training task's first ``fit_depth`` states
@@ -207,7 +204,7 @@ def evaluate_cell(
                     if across is None:
                         across = StateBatch.across_lambdas(tr_inst, p_tr, lam_grid or [lam], train_value,
                                                            search=train_search).head(fit_depth)
-                    policy = fit_across(policy, across, membership_cache)  # one fit per batch, whatever the lambda
+                    policy.fit(across)
                 else:
                     policy.fit(train)
                 exposed = policy.select(truth if policy.needs_truth else test)

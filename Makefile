@@ -20,9 +20,12 @@ TEST_JOBS ?= 2
 PORT ?= 5000
 # The MLflow experiment make ui opens on (tracking.experiment of the stages).
 EXPERIMENT ?= camdf
-# JOBS > 1 runs each experiment's cells on JOBS local worker processes (conf/hydra/launcher/parallel.yaml);
-# LAUNCHER='hydra/launcher=slurm ...' picks any other launcher.
-LAUNCHER ?= $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
+# JOBS > 1: make reproduce runs JOBS experiments side by side (the longest first, each computing its cells one
+# at a time, every output line prefixed with its experiment), so no core idles while a sweep starts or ends;
+# one experiment (make reproduce-smoke) runs its cells on JOBS worker processes (conf/hydra/launcher/parallel.yaml).
+# LAUNCHER='hydra/launcher=slurm ...' sends every experiment's cells to another launcher, one experiment at a time.
+CELL_LAUNCHER := $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
+LAUNCHER ?=
 
 # A28's catalog: the StableToolBench folder (a clone of the public repository THUNLP-MT/StableToolBench; never
 # downloaded here). A path relative to the checkout or absolute; the stages read $$STABLETOOLBENCH, and make data /
@@ -60,19 +63,24 @@ test-full: setup ## run every test, the slow sweeps included
 scores: data ## score every domain with every scorer and print the ranking-quality table
 	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)
 
-reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folder; JOBS=n: n cells at once), then tables and README
+reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folder; JOBS=n: n at once), then tables and README
 	@$(PY) -m camdf.pipeline.targets skipped
-	@set -e; experiments=$(EXPERIMENTS); for exp in $$experiments; do \
+	@set -e; experiments=$(EXPERIMENTS); \
+	if [ -z "$(LAUNCHER)" ] && [ "$(JOBS)" != 1 ]; then \
+	  printf '%s\n' $$experiments | PYTHONUNBUFFERED=1 xargs -P $(JOBS) -I{} bash -c 'set -o pipefail; \
+	    { echo "== experiment {}"; $(PY) -m pipelines.evaluate -m experiment={} $(HYDRA_QUIET); } 2>&1 \
+	    | sed -u "s/^/[{}] /"'; \
+	else for exp in $$experiments; do \
 	  echo "== experiment $$exp"; \
 	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \
-	done
+	done; fi
 	@$(PY) -m pipelines.train $(HYDRA_QUIET)
 	@$(MAKE) --no-print-directory tables
 	@echo "outputs: data/<domain>/, outputs/tables/ (md, csv, tex, png), MLflow store outputs/mlflow.db (make ui)"
 
 reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, tables
 	@$(PY) -m pipelines.data domain=retail $(HYDRA_QUIET)
-	@$(PY) -m pipelines.evaluate -m experiment=smoke $(LAUNCHER) $(HYDRA_QUIET)
+	@$(PY) -m pipelines.evaluate -m experiment=smoke $(or $(LAUNCHER),$(CELL_LAUNCHER)) $(HYDRA_QUIET)
 	@$(PY) -m pipelines.tables update_readme=false 'experiments=[smoke]' 'main.methods=$${grid_methods.names}' $(HYDRA_QUIET)
 
 tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow store alone

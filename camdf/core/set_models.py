@@ -61,12 +61,18 @@ def _positions(ids: Sequence[int]) -> dict[int, int]:
     return out
 
 
+def _kept(share: np.ndarray) -> np.ndarray:
+    """Indices of the candidate sets worth deciding on: weight above MIN_WEIGHT, the MAX_SETS heaviest (heaviest
+    first, ties in their order) when there are more."""
+    keep = np.flatnonzero(share > MIN_WEIGHT)
+    if keep.size > MAX_SETS:
+        keep = keep[np.argsort(-share[keep], kind="stable")[:MAX_SETS]]
+    return keep
+
+
 def _top(weights: list[tuple[float, list[int]]]) -> list[tuple[float, list[int]]]:
-    """The candidate sets worth deciding on: weight above MIN_WEIGHT, the MAX_SETS heaviest (stable order)."""
-    kept = [ws for ws in weights if ws[0] > MIN_WEIGHT]
-    if len(kept) > MAX_SETS:
-        kept = sorted(kept, key=lambda ws: -ws[0])[:MAX_SETS]
-    return kept
+    """The ``(weight, positions)`` pairs :func:`_kept` keeps, in its order."""
+    return [weights[i] for i in _kept(np.array([w for w, _ in weights], dtype=float)).tolist()]
 
 
 def support_array(support: Sequence[Sequence[int]]) -> np.ndarray:
@@ -110,9 +116,7 @@ def seen_set_weights(support: list[tuple[int, ...]], p: Sequence[float], ids: Se
     w = [math.exp(v - top) for v in values]
     norm = sum(w)
     share = np.array(w) / norm  # IEEE division: the same numbers as x / norm one at a time
-    keep = np.flatnonzero(share > MIN_WEIGHT)  # what _top keeps, in its order; positions only for those
-    if keep.size > MAX_SETS:
-        keep = keep[np.argsort(-share[keep], kind="stable")[:MAX_SETS]]
+    keep = _kept(share)  # positions only for the sets decided on
     return [(float(share[i]), [pos[t] for t in support[listed[i]]]) for i in keep.tolist()]
 
 

@@ -140,13 +140,13 @@ def cell_instances(
     whole frame (with its ``view`` column then).
     """
     from camdf.core.instances import truncate
-    from camdf.rankers import score_domain
+    from camdf.pipeline.score_cache import cell_scores
 
     domain = domain if domain is not None else load_domain(cfg, paths.data_dir)
     folds = cell_folds(cfg, domain, repeat)
     scorer = cfg["scorer"]
-    scores = score_domain(domain, scorer["name"], folds, cache_dir=paths.cache_dir,
-                          random_state=int(cfg["seed"]) + repeat, **dict(scorer.get("params") or {}))
+    scores = cell_scores(domain, cfg["domain"], scorer["name"], dict(scorer.get("params") or {}), folds,
+                         int(cfg["seed"]) + repeat, Path(paths.data_dir), Path(paths.cache_dir))
     c = catalog_costs if catalog_costs is not None else cell_costs(cfg, domain, paths)
     inst = scored_instances(scores, domain, c, cfg.get("label_source", "data"))
     inst = truncate(inst, (cfg.get("candidates") or {}).get("top_k"))

@@ -256,7 +256,7 @@ def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Evidence:
-    """Every sweep's cells, each selected once (:func:`gather`); an empty frame: the store holds none.
+    """Every sweep's cells, each selected once (:func:`gather`); an empty frame (the default): the store holds none.
 
     Attributes
     ----------
@@ -274,15 +274,15 @@ class Evidence:
         The comparisons of these cells (:class:`~camdf.reporting.verdicts.Judge` over ``artifacts``).
     """
 
-    main: pd.DataFrame
-    homogeneous: pd.DataFrame
-    ablations: pd.DataFrame
-    grid: pd.DataFrame
-    noise: pd.DataFrame
-    rankers: pd.DataFrame
-    label_sources: pd.DataFrame
-    domains: pd.DataFrame
-    risk: pd.DataFrame
+    main: pd.DataFrame = field(default_factory=pd.DataFrame)
+    homogeneous: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ablations: pd.DataFrame = field(default_factory=pd.DataFrame)
+    grid: pd.DataFrame = field(default_factory=pd.DataFrame)
+    noise: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rankers: pd.DataFrame = field(default_factory=pd.DataFrame)
+    label_sources: pd.DataFrame = field(default_factory=pd.DataFrame)
+    domains: pd.DataFrame = field(default_factory=pd.DataFrame)
+    risk: pd.DataFrame = field(default_factory=pd.DataFrame)
     artifacts: CellArtifacts | None = None
     catalog: pd.DataFrame = field(default_factory=pd.DataFrame)
     fallback: pd.DataFrame = field(default_factory=pd.DataFrame)

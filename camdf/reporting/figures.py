@@ -219,3 +219,33 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
+
+
+def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str, width: float = 4.0,
+                     height: float = 3.8) -> bytes:
+    """One row of panels sharing y, a log x axis each (A28's payoff against N, A29's against a search's price).
+
+    ``draw(ax, panel)`` plots one panel's lines and returns its title; the legend is the last panel's, outside
+    it on the right; a line at payoff 0 and a light grid on every panel.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), height), dpi=110, sharey=True,
+                             squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        ax.set_title(draw(ax, panel), fontsize=9)
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.axhline(0, color="0.7", linewidth=0.8)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    fig.suptitle(title, fontsize=9)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()

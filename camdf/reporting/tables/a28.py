@@ -14,6 +14,7 @@ import pandas as pd
 from camdf.common.markdown import signed
 from camdf.policies import CARDS, FAMILY, FULL_ACCESS, NO_TOOLS, ORACLES
 from camdf.reporting.evidence import Evidence, is_degenerate
+from camdf.reporting.figures import log_x_panels_png
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import Figure, TableSpec
@@ -103,19 +104,12 @@ def _label(run: pd.Series) -> str:
 
 def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
     """Payoff of each family's best method against N (log axis), one panel per fold protocol, one line style per ranker."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     protocols = [p for p in PROTOCOLS if p in set(cells["protocol"])] + sorted(set(cells["protocol"]) - set(PROTOCOLS))
     scorers = sorted(set(cells["p:scorer.label"]))
-    fig, axes = plt.subplots(1, len(protocols), figsize=(4.2 * len(protocols), 4), dpi=110, sharey=True, squeeze=False)
     colours = dict(zip(FAMILIES, ["tab:red", "tab:purple", "tab:blue", "tab:green", "0.4"]))
     styles = dict(zip(scorers, ["-", "--", ":", "-."]))
-    for ax, protocol in zip(axes[0], protocols):
+
+    def draw(ax, protocol: str) -> str:
         for scorer in scorers:
             sel = cells[(cells["protocol"] == protocol) & (cells["p:scorer.label"] == scorer)].sort_values("top_n")
             for family, keep in FAMILIES.items():
@@ -124,19 +118,10 @@ def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
                 if points:
                     x, y = zip(*points)
                     ax.plot(x, y, styles[scorer], marker="o", color=colours[family], label=f"{family} ({scorer})")
-        ax.set_xscale("log")
-        ax.set_title(protocol_label(protocol), fontsize=9)
-        ax.set_xlabel("N: candidates cut from the 2,479-API catalog")
-        ax.axhline(0, color="0.7", linewidth=0.8)
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("payoff of the family's best method (mean)")
-    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.suptitle(title, fontsize=9)
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+        return protocol_label(protocol)
+
+    return log_x_panels_png(protocols, draw, title=title, xlabel="N: candidates cut from the 2,479-API catalog",
+                            ylabel="payoff of the family's best method (mean)", width=4.2, height=4.0)
 
 
 def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:

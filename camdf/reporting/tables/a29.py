@@ -15,7 +15,7 @@ import pandas as pd
 
 from camdf.policies import FULL_ACCESS, NO_TOOLS, ORACLES
 from camdf.reporting.evidence import Evidence, is_degenerate
-from camdf.reporting.figures import method_style
+from camdf.reporting.figures import log_x_panels_png, method_style
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, ci_text, protocol_note
@@ -52,14 +52,22 @@ def fallback_use(evidence: Evidence, run: pd.Series, method: str) -> tuple[float
     return float(per_task["searched"].mean()), float(per_task["loaded"].mean())
 
 
-def _label(run: pd.Series) -> str:
+def _label(run: pd.Series, with_domain: bool = False) -> str:
     cost = "no fallback" if not np.isfinite(run["search_cost"]) else f"{run['search_cost']:g}"
-    label = f"{run['p:scorer.label']} / S={cost} / k={run['search_k']}"
+    label = f"{run['p:domain.name'] + ' / ' if with_domain else ''}{run['p:scorer.label']} / S={cost} / k={run['search_k']}"
     if run["search_noise"] > 0:
         label += f" / noise {run['search_noise']:g}"
     if not run["aware"]:
         label += " / unaware"
     return label + (" (degenerate)" if is_degenerate(run) else "")
+
+
+def _where(cells: pd.DataFrame) -> str:
+    """One domain's cells: its name, lambda, d and (a cut list) its candidates N."""
+    r = cells.iloc[-1]
+    top_k = r.get("p:candidates.top_k", "None")
+    cut = "" if top_k in ("None", None) or pd.isna(top_k) else f", the ranker's top N = {top_k} of the catalog"
+    return f"{r['p:domain.name']} at lambda = {r['p:cost.lam']}, d = {r['p:cost.d']}{cut}"
 
 
 def _row(evidence: Evidence, run: pd.Series) -> dict:
@@ -82,19 +90,16 @@ def _row(evidence: Evidence, run: pd.Series) -> dict:
 
 
 def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
-    """Mean payoff of each shown method against the price of a search round (log axis), one panel per (ranker, k)."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """Mean payoff of each shown method against the price of a search round (log axis), one panel per
+    (domain, ranker, k)."""
     live = cells[np.isfinite(cells["search_cost"])]
-    panels = list(dict.fromkeys(zip(live["p:scorer.label"], live["search_k"])))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.0 * len(panels), 3.8), dpi=110, sharey=True, squeeze=False)
-    for ax, (scorer, k) in zip(axes[0], panels):
-        sel = live[(live["p:scorer.label"] == scorer) & (live["search_k"] == k) & live["aware"]]
+    panels = list(dict.fromkeys(zip(live["p:domain.name"], live["p:scorer.label"], live["search_k"])))
+    several = live["p:domain.name"].nunique() > 1
+
+    def draw(ax, panel) -> str:
+        domain, scorer, k = panel
+        sel = live[(live["p:domain.name"] == domain) & (live["p:scorer.label"] == scorer) & (live["search_k"] == k)
+                   & live["aware"]]
         sel = sel[sel["search_noise"] == sel["search_noise"].min()].sort_values("search_cost")
         for m, what in SHOWN.items():
             if f"m:{m}/payoff_mean" not in sel:
@@ -102,19 +107,10 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
             colour, marker = method_style(m)
             ax.plot(sel["search_cost"], sel[f"m:{m}/payoff_mean"], marker=marker, color=colour, label=what,
                     linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or m in ORACLES else "-")
-        ax.set_xscale("log")
-        ax.set_title(f"{scorer}, k = {k}", fontsize=9)
-        ax.set_xlabel("price of one search round (mean tools)")
-        ax.axhline(0, color="0.7", linewidth=0.8)
-        ax.grid(color="0.88")
-    axes[0][0].set_ylabel("mean payoff (recovery)")
-    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    fig.suptitle(title, fontsize=9)
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+        return f"{domain + ', ' if several else ''}{scorer}, k = {k}"
+
+    return log_x_panels_png(panels, draw, title=title, xlabel="price of one search round (mean tools)",
+                            ylabel="mean payoff (recovery)")
 
 
 def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
@@ -122,12 +118,15 @@ def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
     cells = evidence.fallback
     if cells.empty:
         raise LookupError("a29: no FINISHED recovery-payoff cell in the store; run `experiment=a29`")
-    rows = {_label(r): _row(evidence, r) for _, r in cells.iterrows()}
+    domains = list(dict.fromkeys(cells["p:domain.name"]))
+    several = len(domains) > 1
+    rows = {_label(r, several): _row(evidence, r) for _, r in cells.iterrows()}
     frame = pd.DataFrame.from_dict(rows, orient="index")
-    frame.index.name = "ranker / search price S / k"
+    frame.index.name = ("domain / " if several else "") + "ranker / search price S / k"
     anchor = cells.iloc[-1]
+    where = "; ".join(_where(cells[cells["p:domain.name"] == d]) for d in domains)
     note = (
-        f"{anchor['p:domain.name']} at lambda = {anchor['p:cost.lam']}, d = {anchor['p:cost.d']}. Recovery payoff "
+        f"{where}. Recovery payoff "
         "(camdf.core.recovery): the preloaded tools A are paid; if no sufficient set lies inside A, one search round "
         "is paid (S times the task's mean candidate cost: the search tool, the extra round trip) and the search's top "
         "k of the deferred tools are loaded and paid; the task succeeds if A plus them holds a sufficient set "
@@ -140,17 +139,18 @@ def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
         "(fallback_set) estimates the recovery payoff with the search's chance of completing the set "
         "(camdf.core.recovery.fallback_set). Searches per task, tools loaded: the fallback-aware set's, per task "
         "mean over the repeats. Differences paired over tasks (95% bootstrap CI; the wording rule's share of fits "
-        f"in brackets). {MDD_NOTE}. Decisions: {protocol_note(anchor)}.")
+        f"in brackets). {MDD_NOTE}. Decisions: "
+        + "; ".join(f"{d}: {protocol_note(cells[cells['p:domain.name'] == d].iloc[-1])}" for d in domains) + ".")
     out: list[Report | Figure] = [Report("a29", "A29: what to preload when the deferred tools can be searched",
                                          frame, note=note)]
     if np.isfinite(cells["search_cost"]).any():
         out.append(Figure("a29_payoff_vs_search_cost.png", payoff_vs_search_png(
-            cells, f"A29: {anchor['p:domain.name']}, lambda = {anchor['p:cost.lam']}: payoff against the price of "
+            cells, f"A29: {', '.join(domains)}, lambda = {anchor['p:cost.lam']}: payoff against the price of "
                    "a search round (dashed: defer everything, full access, the oracle)")))
     return out
 
 
-TABLE = TableSpec("a29", order=129, experiments=("a29",), build=a29)
+TABLE = TableSpec("a29", order=129, experiments=("a29", "a29_catalog"), build=a29)
 
 #: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
 SPECS = (TABLE,)

@@ -366,27 +366,36 @@ def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     return out
 
 
+def _across_cells(comps: list[Comparison], subject: str, rival: str) -> tuple[str, str]:
+    """A claim judged over many cells: (verdict, what the cells say). It holds when ours is ahead in every cell,
+    fails when it is behind in any, and is inconclusive otherwise; the lowest CI is quoted."""
+    dirs = [direction(c) for c in comps]
+    favour, against = sum(d > 0 for d in dirs), sum(d < 0 for d in dirs)
+    verdict = FAILS if against else (HOLDS if favour == len(comps) else UNSURE)
+    worst = min(comps, key=lambda c: c.lo)
+    return verdict, (f"{subject} beats {rival} in {favour}, neither in {len(comps) - favour - against}, is worse in "
+                     f"{against}; lowest CI: {_ci(worst)} ({reason(worst)})")
+
+
+def _domains(cells: pd.DataFrame) -> str:
+    return ", ".join(dict.fromkeys(cells["p:domain.name"]))
+
+
 def rows_i(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     """(i), ours: at catalog scale (A28) the best rule of either kind beats the best tuned baseline; no cells, no row."""
     from camdf.reporting.tables.a28 import ours_vs_baseline
 
     cells = evidence.catalog
     live = [r for _, r in cells.iterrows() if not is_degenerate(r)] if not cells.empty else []
-    pairs = [p for p in (ours_vs_baseline(judge, r) for r in live) if p is not None]
-    if not pairs:
+    comps = [c for *_, c in (p for p in (ours_vs_baseline(judge, r) for r in live) if p is not None)]
+    if not comps:
         return []
-    comps = [c for *_, c in pairs]
-    dirs = [direction(c) for c in comps]
-    favour, against = sum(d > 0 for d in dirs), sum(d < 0 for d in dirs)
-    verdict = FAILS if against else (HOLDS if favour == len(comps) else UNSURE)
-    worst = min(comps, key=lambda c: c.lo)
+    verdict, said = _across_cells(comps, "ours", "the baseline")
     ns = sorted({int(r["top_n"]) for r in live})
     return [Row("i", "at catalog scale the best rule of either kind beats the best tuned baseline (ours, A28)",
-                f"{cells['p:domain.name'].iloc[0]}: {len(comps)} cells (N = {', '.join(map(str, ns))}; "
+                f"{_domains(cells)}: {len(comps)} cells (N = {', '.join(map(str, ns))}; "
                 f"{', '.join(sorted(set(cells['protocol'])))}; {', '.join(sorted(set(cells['p:scorer.label'])))})",
-                f"ours beats the baseline in {favour}, neither in {len(comps) - favour - against}, is worse in "
-                f"{against}; lowest CI: {_ci(worst)} ({reason(worst)})", verdict,
-                _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
+                said, verdict, _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
 
 
 def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
@@ -401,18 +410,13 @@ def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     comps = [c for c in (preload_vs_defer(judge, r) for r in live) if c is not None]
     if not comps:
         return []
-    dirs = [direction(c) for c in comps]
-    favour, against = sum(d > 0 for d in dirs), sum(d < 0 for d in dirs)
-    verdict = FAILS if against else (HOLDS if favour == len(comps) else UNSURE)
-    worst = min(comps, key=lambda c: c.lo)
+    verdict, said = _across_cells(comps, SUBJECT_PRELOAD, "defer-everything")
     costs = sorted({float(r["search_cost"]) for r in live})
     ks = sorted({int(r["search_k"]) for r in live})
     return [Row("j", "choosing what to preload beats deferring everything to search (ours, A29)",
-                f"{cells['p:domain.name'].iloc[0]}: {len(comps)} cells (search price {', '.join(f'{c:g}' for c in costs)}"
+                f"{_domains(cells)}: {len(comps)} cells (search price {', '.join(f'{c:g}' for c in costs)}"
                 f"; k {', '.join(map(str, ks))}; {', '.join(sorted(set(r['p:scorer.label'] for r in live)))})",
-                f"{SUBJECT_PRELOAD} beats defer-everything in {favour}, neither in {len(comps) - favour - against}, "
-                f"is worse in {against}; lowest CI: {_ci(worst)} ({reason(worst)})", verdict,
-                _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
+                said, verdict, _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
 
 
 #: Every claim, in table order; a new claim is one :data:`RowsFn` and its line here.

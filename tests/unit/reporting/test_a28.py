@@ -43,10 +43,7 @@ def _evidence(gaps) -> Evidence:
             enumerate(zip([(20, "kfold", "None"), (1000, "kfold", "None"), (20, "group", "meta.tool_group")], gaps))]
     runs.append({**_run("bm25", 20, "kfold", "None", 0.0, 9), "p:method.names": str(["camdf"])})  # another sweep
     runs.append({**_run("bm25", 20, "kfold", "None", 0.0, 10), "p:candidates.top_k": "None"})  # no top-N cut
-    empty = pd.DataFrame()
-    return Evidence(main=empty, homogeneous=empty, ablations=empty, grid=empty, noise=empty, rankers=empty,
-                    label_sources=empty, domains=empty, risk=empty,
-                    catalog=catalog_cells(pd.DataFrame(runs), MAIN))
+    return Evidence(catalog=catalog_cells(pd.DataFrame(runs), MAIN))
 
 
 def test_catalog_cells_keep_the_top_n_cells_of_the_catalog_methods():
@@ -73,9 +70,7 @@ def test_a28_table_figure_and_claim_row():
 
 
 def test_no_catalog_cells_no_row_and_a_lookup_error():
-    empty = pd.DataFrame()
-    evidence = Evidence(main=empty, homogeneous=empty, ablations=empty, grid=empty, noise=empty, rankers=empty,
-                        label_sources=empty, domains=empty, risk=empty)
+    evidence = Evidence()
     assert rows_i(evidence, MAIN, evidence.judge) == []
     with pytest.raises(LookupError, match="experiment=a28"):
         a28(evidence, MAIN)

@@ -40,11 +40,11 @@ def _summary(gap: float):
     return outcomes, summarize_cell(outcomes, n_resamples=200)[0]
 
 
-def _run(scorer, cost, k, gap, start, aware=True):
+def _run(scorer, cost, k, gap, start, aware=True, domain="retail"):
     outcomes, metrics = _summary(gap)
     row = {f"m:{key}": v for key, v in metrics.items()}
     row.update({"m:cell/n_tasks": 40.0, "m:cell/degenerate": 0.0, "run_id": f"r{start}", "start": start,
-                "t:cell_key": f"k{start}", "p:domain.name": "retail", "p:scorer.label": scorer,
+                "t:cell_key": f"k{start}", "p:domain.name": domain, "p:scorer.label": scorer,
                 "p:cost.regime": "schema_tokens", "p:cost.lam": "0.12", "p:cost.d": "1.0", "p:seed": "0",
                 "p:payoff": "recovery", "p:label_noise": "0.0", "p:label_source": "data", "p:folds.protocol": "kfold",
                 "p:folds.n_folds": "5", "p:folds.repeats": "2", "p:method.names": str(METHODS),
@@ -52,8 +52,10 @@ def _run(scorer, cost, k, gap, start, aware=True):
     return row, outcomes
 
 
-def _evidence(gaps, aware_last=True):
+def _evidence(gaps, aware_last=True, catalog=()):
     made = [_run("bm25", cost, 3, gap, i) for i, (cost, gap) in enumerate(zip([16.0, 1.0, 4.0], gaps))]
+    made += [({**row, "p:candidates.top_k": "100"}, out) for row, out in
+             (_run("bm25", cost, 3, gap, 10 + i, domain="stabletoolbench") for i, (cost, gap) in enumerate(catalog))]
     made.append(_run("bm25", 4.0, 3, -0.5, 3, aware=aware_last))
     made.append(({**_run("bm25", 4.0, 3, 0.0, 4)[0], "p:payoff": "exact"}, None))  # not a recovery cell
     store = {row["run_id"]: out for row, out in made if out is not None}
@@ -63,9 +65,7 @@ def _evidence(gaps, aware_last=True):
         store[run_id].to_parquet(buf)
         return buf.getvalue()
 
-    empty = pd.DataFrame()
-    return Evidence(main=empty, homogeneous=empty, ablations=empty, grid=empty, noise=empty, rankers=empty,
-                    label_sources=empty, domains=empty, risk=empty, artifacts=CellArtifacts(fetch),
+    return Evidence(artifacts=CellArtifacts(fetch),
                     fallback=fallback_cells(pd.DataFrame([row for row, _ in made]), MAIN))
 
 
@@ -100,9 +100,19 @@ def test_claim_j_fails_when_deferring_beats_preloading_anywhere_and_is_open_on_a
 
 
 def test_no_recovery_cells_no_row_and_a_lookup_error():
-    empty = pd.DataFrame()
-    evidence = Evidence(main=empty, homogeneous=empty, ablations=empty, grid=empty, noise=empty, rankers=empty,
-                        label_sources=empty, domains=empty, risk=empty)
+    evidence = Evidence()
     assert rows_j(evidence, MAIN, evidence.judge) == []
     with pytest.raises(LookupError, match="experiment=a29"):
         a29(evidence, MAIN)
+
+
+def test_a29_on_two_domains_keeps_their_cells_apart_and_the_claim_counts_both():
+    evidence = _evidence([0.1, 0.1, 0.1], aware_last=False, catalog=[(1.0, 0.1), (4.0, -0.1)])
+    out = a29(evidence, MAIN)
+    frame = out[0].frame
+    assert "retail / bm25 / S=4 / k=3" in frame.index and "stabletoolbench / bm25 / S=4 / k=3" in frame.index
+    assert len(frame) == 6  # 3 + the unaware retail cell + 2 catalog cells: none overwrites another
+    assert "stabletoolbench at lambda = 0.12, d = 1.0, the ranker's top N = 100" in out[0].note
+    assert out[1].png.startswith(b"\x89PNG")
+    (claim,) = rows_j(evidence, MAIN, evidence.judge)
+    assert claim.cells.startswith("retail, stabletoolbench: 5 cells") and claim.verdict == FAILS

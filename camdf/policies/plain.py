@@ -61,6 +61,13 @@ class OneTask:
         return task_features(self.scores, self.costs, self.p, self.lam, self.kind, self.text_len, names, z=self.z)
 
 
+def task_positions(rule: Any, task: "OneTask", **dials: Any) -> list[int]:
+    """A rule's one-task decision (``decide_task``) as the ranked positions it exposes, ascending: a prefix
+    rule's depth d is positions 0 .. d-1, a set rule's decision already is its positions."""
+    decision = rule.decide_task(task, **dials)
+    return list(range(int(decision))) if rule.picks_prefix else decision
+
+
 def first_stop(stop: list[bool]) -> int:
     """The depth a walk over one task's stop decisions reaches: the first stop, else the whole list."""
     return stop.index(True) if True in stop else len(stop)
@@ -76,6 +83,7 @@ class PortableRisk:
     """A fitted :class:`camdf.policies.risk.CamDFRisk` from its ``to_numbers()``: the one-task path, alpha a dial."""
 
     dials = (ALPHA,)
+    picks_prefix = True
 
     def __init__(self, membership: dict, threshold: float, calibration_scores: list[float], tie_seed: int):
         self.membership = membership
@@ -148,6 +156,7 @@ class PortablePluginSet:
     """A fitted :class:`camdf.policies.sets.PluginSet` (or ``LearnedSet``) from its ``to_numbers()``: the one-task path."""
 
     dials = ()
+    picks_prefix = False
 
     def __init__(self, membership: dict, calibrator: dict, coverage: float):
         self.membership, self.calibrator, self.coverage = membership, calibrator, float(coverage)
@@ -194,6 +203,7 @@ class PortableRiskSet:
     """A fitted :class:`camdf.policies.sets.RiskSetRule` from its ``to_numbers()``: the one-task path, alpha a dial."""
 
     dials = (ALPHA,)
+    picks_prefix = False
 
     def __init__(self, membership: dict, calibrator: dict | None, threshold: float, calibration_scores: list[float],
                  u: float):
@@ -262,6 +272,7 @@ class PortableCVSet:
     """A fitted :class:`camdf.policies.cv_set.CVSet` from its ``to_numbers()``: the one-task path."""
 
     dials = ()
+    picks_prefix = False
 
     def __init__(self, numbers: dict):
         self.numbers = numbers

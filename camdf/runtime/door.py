@@ -35,6 +35,8 @@ class FrontDoor:
         Default cost of each tool by name (else 1).
     defers : bool
         The rule leaves what it does not expose to the harness's search (its selections name the deferred tools).
+    prefix : bool
+        The rule exposes a prefix of the ranking: its selections report the depth (the number of exposed positions).
     """
 
     method: str
@@ -42,6 +44,7 @@ class FrontDoor:
     vocab: list[str]
     costs: dict[str, float] = field(default_factory=dict)
     defers: bool = False
+    prefix: bool = True
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -96,13 +99,10 @@ class FrontDoor:
                        kind, float(len(r.query)), membership)
         return order, task
 
-    def selection(self, r: Request, order: list[int], decision: int | list[int]) -> Selection:
-        """The tools a rule's ``decision`` exposes from the ranking ``order`` of a request.
-
-        ``decision`` is a prefix rule's depth (the first ``depth`` ranked tools) or a set rule's
-        exposed ranked positions (a list, ascending: the tools in ranked order, depth None).
-        """
+    def selection(self, r: Request, order: list[int], positions: list[int]) -> Selection:
+        """The tools a rule exposes at ``positions`` (ranked positions, ascending) of the ranking ``order`` of a
+        request: every rule decides a mask; a prefix rule's depth is the number of its positions."""
         ranked = [r.names[j] for j in order]
-        if isinstance(decision, list):
-            return Selection([r.tools[order[k]] for k in decision], None, ranked, decision, self.defers)
-        return Selection([r.tools[j] for j in order[:decision]], decision, ranked, defers=self.defers)
+        if self.prefix:
+            return Selection([r.tools[j] for j in order[:len(positions)]], len(positions), ranked, defers=self.defers)
+        return Selection([r.tools[order[k]] for k in positions], None, ranked, positions, self.defers)

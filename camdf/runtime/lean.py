@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from camdf.common.dials import dial_names
+from camdf.policies.plain import task_positions
 from camdf.policies.registry import CARDS
 from camdf.runtime.door import FrontDoor
 from camdf.runtime.folder_schema import LEAN_FIELDS, check_fields
@@ -105,7 +106,8 @@ class LeanPolicy:
         self.method = n["method"]
         self.lam = float(n["lam"])
         self.rule = CARDS[self.method].portable().from_numbers(n["rule"])
-        self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"], CARDS[self.method].defers)
+        card = CARDS[self.method]
+        self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"], card.defers, card.picks_prefix)
 
     @classmethod
     def read(cls, path: Path, full: Callable[[], Any], policy_path: Path | None = None) -> "LeanPolicy | None":
@@ -145,4 +147,4 @@ class LeanPolicy:
         r = parsed[0]
         lv, dv = self.door.settings(r, self.lam if lam is None else lam, dials)
         order, task = self.door.one_task(r, lv, self.numbers["kind"])
-        return [self.door.selection(r, order, self.rule.decide_task(task, **dv))]
+        return [self.door.selection(r, order, task_positions(self.rule, task, **dv))]

@@ -26,6 +26,7 @@ from camdf.core.membership import MembershipModel, cross_fit
 from camdf.common.dials import dial_names
 from camdf.policies import StateBatch, card, make_policy, methods, own_dials
 from camdf.policies.base import check_fitted
+from camdf.policies.plain import task_positions
 from camdf.runtime import tracing
 from camdf.runtime.door import FrontDoor
 from camdf.runtime.requests import Request, Selection
@@ -128,7 +129,7 @@ class StopPolicy(BaseEstimator):
         door = self.__dict__.get("_door")
         if door is None:
             door = self._door = FrontDoor(self.method, dial_names(self.rule_.dials), self.vocab_, self.costs_,
-                                          card(self.method).defers)
+                                          card(self.method).defers, self.rule_.picks_prefix)
         return door
 
     def __getstate__(self):
@@ -149,11 +150,12 @@ class StopPolicy(BaseEstimator):
         return StateBatch(inst, p, lam, self.kind, feats)
 
     def depths(self, inst: Instances, lam: float | None = None, **dials: Any) -> np.ndarray:
-        """Depth for every task of ``inst`` (its ranking and costs; labels are not read); a prefix rule only."""
+        """Depth for every task of ``inst`` (its ranking and costs; labels are not read): the length of the
+        prefix :meth:`exposed` gives; a prefix rule only."""
         check_is_fitted(self)
         if not self.rule_.picks_prefix:
             raise ValueError(f"method: {self.method} is a set rule (no depth); use exposed()")
-        return self.rule_.decide(self._batch(inst, lam), **dials)
+        return self.exposed(inst, lam, **dials).sum(axis=1).astype(np.int64)
 
     def exposed(self, inst: Instances, lam: float | None = None, **dials: Any) -> np.ndarray:
         """The exposed ranked positions of every task of ``inst``, (T, N) bool (a prefix for a prefix rule)."""
@@ -238,22 +240,19 @@ class StopPolicy(BaseEstimator):
             r = parsed[0]
             lv, dv = door.settings(r, default, dials)
             order, task = door.one_task(r, lv, self.kind, self.membership_.predict_task)
-            return [door.selection(r, order, self.rule_.decide_task(task, **dv))]
+            return [door.selection(r, order, task_positions(self.rule_, task, **dv))]
         inst, order = self._pad(parsed)
         # Requests are decided in groups sharing one setting of lambda and the dials.
         settings = [door.settings(r, default, dials) for r in parsed]
         groups: dict[tuple, list[int]] = {}
         for i, (lv, dv) in enumerate(settings):
             groups.setdefault((lv, tuple(sorted(dv.items()))), []).append(i)
-        decide = self.depths if self.rule_.picks_prefix else self.exposed
+        # Every rule decides a mask over the ranked positions (a prefix rule's is its first depth positions).
         if len(groups) == 1:
-            out = decide(inst, settings[0][0], **settings[0][1])
+            masks = self.exposed(inst, settings[0][0], **settings[0][1])
         else:
-            out = np.zeros(inst.T if self.rule_.picks_prefix else inst.tools.shape, dtype=np.int64)
+            masks = np.zeros(inst.tools.shape, dtype=bool)
             for (lv, dv), rows in groups.items():
-                out[rows] = decide(inst.subset(np.array(rows)), lv, **dict(dv))
-        if self.rule_.picks_prefix:
-            decisions = out.tolist()
-        else:  # a set rule: each request's exposed ranked positions, ascending
-            decisions = [np.flatnonzero(row).tolist() for row in out]
-        return [door.selection(r, row[: len(r.names)], d) for r, row, d in zip(parsed, order.tolist(), decisions)]
+                masks[rows] = self.exposed(inst.subset(np.array(rows)), lv, **dict(dv))
+        return [door.selection(r, row[: len(r.names)], np.flatnonzero(mask).tolist())
+                for r, row, mask in zip(parsed, order.tolist(), masks)]

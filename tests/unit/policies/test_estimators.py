@@ -77,6 +77,7 @@ def test_a_card_holds_what_its_rule_declares(name):
     portable = card(name).portable
     if portable is not None:
         assert portable().dials == type(rule).dials
+        assert portable().picks_prefix == type(rule).picks_prefix  # the lean path reads the kind off it
 
 
 def test_set_params_changes_what_the_rule_does(batches):

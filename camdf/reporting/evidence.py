@@ -177,14 +177,18 @@ def label_source_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
 
 
 def domain_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
-    """A22/A23: the other domains at the main cell, one row per (domain, payoff kind)."""
+    """A22/A23: the other domains at the main cell, one row per (domain, payoff kind), each deciding over its
+    whole candidate list: a cell that cuts the ranking to its top N (A28's catalog) is not one of them."""
     p = main_params(main)
     for key in ("domain__name", "payoff"):
         p.pop(key)
     sel = select(runs, **p, method__names=str(list(main["methods"])))
     if sel.empty:
         return sel
-    return _latest(sel[sel["p:domain.name"] != main["domain"]], ["p:domain.name", "p:payoff"])
+    sel = sel[sel["p:domain.name"] != main["domain"]]
+    if "p:candidates.top_k" in sel:
+        sel = sel[sel["p:candidates.top_k"].isna() | sel["p:candidates.top_k"].isin(["None", "null"])]
+    return _latest(sel, ["p:domain.name", "p:payoff"])
 
 
 #: The params of a cell's run-time dials (``method.dials.<name>``), numbers.

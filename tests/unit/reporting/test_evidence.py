@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from camdf.reporting.tables.claims import claims
-from camdf.reporting.evidence import gather, main_cells
+from camdf.reporting.evidence import domain_cells, gather, main_cells
 from camdf.reporting.tables.grid import a18
 
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
@@ -67,3 +67,12 @@ def test_the_anchor_follows_the_cells_overrides_and_a_missing_cell_names_the_one
     assert (main["protocol"], main["lam"]) == ("split", 0.12)  # a swept list fixes no anchor
     assert main_cell(main_cells(runs, main), "Table 2", "bm25")["run_id"] == "split@1"
     assert anchor_hints(runs, main) == []
+
+
+def test_a22_domains_decide_over_their_whole_lists_a_top_n_cell_is_not_one():
+    runs = pd.DataFrame([
+        _run("tel", 1, MAIN["methods"], 0.0, **{"domain.name": "telecom", "candidates.top_k": "None"}),
+        _run("cat", 2, MAIN["methods"], 0.0, **{"domain.name": "stabletoolbench", "candidates.top_k": "1000"}),
+        _run("main", 3, MAIN["methods"], 0.0),
+    ])
+    assert domain_cells(runs, MAIN)["t:cell_key"].tolist() == ["tel"]

@@ -222,7 +222,7 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
 
 
 def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str, width: float = 4.0,
-                     height: float = 3.8) -> bytes:
+                     height: float = 3.8, sharey: bool = True) -> bytes:
     """One row of panels sharing y, a log x axis each (A28's payoff against N, A29's against a search's price).
 
     ``draw(ax, panel)`` plots one panel's lines and returns its title; the legend is the last panel's, outside
@@ -233,7 +233,7 @@ def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), height), dpi=110, sharey=True,
+    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), height), dpi=110, sharey=sharey,
                              squeeze=False)
     for ax, panel in zip(axes[0], panels):
         ax.set_title(draw(ax, panel), fontsize=9)
@@ -241,7 +241,8 @@ def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str
         ax.set_xlabel(xlabel)
         ax.axhline(0, color="0.7", linewidth=0.8)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(ylabel)
+    for ax in axes[0] if not sharey else axes[0][:1]:
+        ax.set_ylabel(ylabel)
     axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle(title, fontsize=9)
     buf = io.BytesIO()

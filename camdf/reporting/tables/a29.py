@@ -70,6 +70,19 @@ def _where(cells: pd.DataFrame) -> str:
     return f"{r['p:domain.name']} at lambda = {r['p:cost.lam']}, d = {r['p:cost.d']}{cut}"
 
 
+def below_zero(cells: pd.DataFrame) -> list[str]:
+    """Per domain where it happens: in how many of its cells every shown method but the oracles pays less than 0,
+    what neither exposing nor searching anything pays (the search's price and the tools outweigh the success)."""
+    deployable = [m for m in SHOWN if m not in ORACLES]
+    out = []
+    for domain, group in cells.groupby("p:domain.name", sort=False):
+        best = group[[f"m:{m}/payoff_mean" for m in deployable if f"m:{m}/payoff_mean" in group]].max(axis=1)
+        if (best < 0).any():
+            out.append(f"{domain}: every method but the oracle pays less than 0 (what exposing nothing and not "
+                       f"searching pays) in {int((best < 0).sum())} of {len(group)} cells")
+    return out
+
+
 def _row(evidence: Evidence, run: pd.Series) -> dict:
     g = lambda m, k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
     row = {f"{what}": g(m, "payoff_mean") for m, what in SHOWN.items() if m != SUBJECT_PRELOAD}
@@ -101,16 +114,23 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
         sel = live[(live["p:domain.name"] == domain) & (live["p:scorer.label"] == scorer) & (live["search_k"] == k)
                    & live["aware"]]
         sel = sel[sel["search_noise"] == sel["search_noise"].min()].sort_values("search_cost")
-        for m, what in SHOWN.items():
-            if f"m:{m}/payoff_mean" not in sel:
+        shown = [m for m in SHOWN if f"m:{m}/payoff_mean" in sel]
+        others = sel[[f"m:{m}/payoff_mean" for m in shown if m != FULL_ACCESS]].to_numpy(dtype=float)
+        lo, hi = (float(np.nanmin(others)), float(np.nanmax(others))) if others.size else (0.0, 0.0)
+        full = sel[f"m:{FULL_ACCESS}/payoff_mean"] if FULL_ACCESS in shown else pd.Series(dtype=float)
+        # Full access to a long list can cost many times any success: drawn, it would flatten every other line.
+        off = not full.empty and float(full.min()) < lo - max(hi - lo, 0.5)
+        for m in shown:
+            if m == FULL_ACCESS and off:
                 continue
             colour, marker = method_style(m)
-            ax.plot(sel["search_cost"], sel[f"m:{m}/payoff_mean"], marker=marker, color=colour, label=what,
+            ax.plot(sel["search_cost"], sel[f"m:{m}/payoff_mean"], marker=marker, color=colour, label=SHOWN[m],
                     linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or m in ORACLES else "-")
-        return f"{domain + ', ' if several else ''}{scorer}, k = {k}"
+        note = f"\nfull access off scale ({float(full.min()):.1f} to {float(full.max()):.1f})" if off else ""
+        return f"{domain + ', ' if several else ''}{scorer}, k = {k}{note}"
 
     return log_x_panels_png(panels, draw, title=title, xlabel="price of one search round (mean tools)",
-                            ylabel="mean payoff (recovery)")
+                            ylabel="mean payoff (recovery)", sharey=not several)
 
 
 def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
@@ -139,7 +159,7 @@ def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
         "(fallback_set) estimates the recovery payoff with the search's chance of completing the set "
         "(camdf.core.recovery.fallback_set). Searches per task, tools loaded: the fallback-aware set's, per task "
         "mean over the repeats. Differences paired over tasks (95% bootstrap CI; the wording rule's share of fits "
-        f"in brackets). {MDD_NOTE}. Decisions: "
+        f"in brackets). {MDD_NOTE}. " + "".join(f"{line}. " for line in below_zero(cells)) + "Decisions: "
         + "; ".join(f"{d}: {protocol_note(cells[cells['p:domain.name'] == d].iloc[-1])}" for d in domains) + ".")
     out: list[Report | Figure] = [Report("a29", "A29: what to preload when the deferred tools can be searched",
                                          frame, note=note)]

@@ -116,3 +116,16 @@ def test_a29_on_two_domains_keeps_their_cells_apart_and_the_claim_counts_both():
     assert out[1].png.startswith(b"\x89PNG")
     (claim,) = rows_j(evidence, MAIN, evidence.judge)
     assert claim.cells.startswith("retail, stabletoolbench: 5 cells") and claim.verdict == FAILS
+
+
+def test_the_note_says_where_every_deployable_method_pays_less_than_nothing():
+    from camdf.reporting.tables.a29 import below_zero
+
+    cells = _evidence([0.1, 0.1, 0.1], aware_last=False, catalog=[(1.0, 0.1), (4.0, -0.1)]).fallback
+    assert below_zero(cells) == []  # every cell has a method above 0 (the hand-built payoffs are ~0.2)
+    poor = cells.copy()
+    catalog = poor["p:domain.name"] == "stabletoolbench"
+    for col in [c for c in poor.columns if c.endswith("/payoff_mean") and not c.startswith("m:best_prefix")]:
+        poor.loc[catalog, col] = -0.3
+    assert below_zero(poor) == ["stabletoolbench: every method but the oracle pays less than 0 (what exposing "
+                                "nothing and not searching pays) in 2 of 2 cells"]

@@ -75,3 +75,29 @@ def exclusive(path: str | os.PathLike) -> Iterator[None]:
         finally:
             if locked:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextmanager
+def exclusive_folder(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock on the folder ``path`` itself for the body (nothing is created in it: a store's
+    folder stays as its owner left it). Without ``fcntl`` or locks on the file system the body runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        locked = False
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                locked = True
+            except OSError:
+                pass
+        try:
+            yield
+        finally:
+            if locked:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from camdf.common.files import exclusive
+from camdf.common.files import exclusive_folder
 
 log = logging.getLogger(__name__)
 
@@ -137,12 +137,11 @@ def store_init_lock(uri: str) -> Iterator[None]:
 
     MLflow creates the tables of a fresh SQLite file without a lock, so two workers
     opening a new store at once can both try; a server or another database needs none.
-    The lock is a file beside the database (``<db>.lock``): nothing is written outside
-    the folder the store lives in.
+    The lock is held on the store's folder itself: no lock file is written anywhere.
     """
     db = sqlite_path(uri)
     if db is None or not db.parent.is_dir():  # no SQLite file, or a folder MLflow itself will refuse
         yield
         return
-    with exclusive(db.with_name(db.name + ".lock")):
+    with exclusive_folder(db.parent):
         yield

@@ -56,48 +56,40 @@ def exclusive(path: str | os.PathLike) -> Iterator[None]:
     """Hold an exclusive lock on the file ``path`` (created if absent) for the body: concurrent local processes
     run the body one at a time. Where ``fcntl`` is missing (Windows) or the file system refuses locks, the body
     runs unlocked (the work is then at worst done twice, never wrong: every cache write is atomic)."""
-    try:
-        import fcntl
-    except ImportError:
-        fcntl = None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        locked = False
-        if fcntl is not None:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX)
-                locked = True
-            except OSError:
-                pass
-        try:
-            yield
-        finally:
-            if locked:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+    with open(path, "a") as fh, _flocked(fh.fileno()):
+        yield
 
 
 @contextmanager
 def exclusive_folder(path: str | os.PathLike) -> Iterator[None]:
     """Hold an exclusive lock on the folder ``path`` itself for the body (nothing is created in it: a store's
     folder stays as its owner left it). Without ``fcntl`` or locks on the file system the body runs unlocked."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with _flocked(fd):
+            yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _flocked(fd: int) -> Iterator[None]:
+    """An exclusive ``flock`` on the open descriptor ``fd`` for the body (none where locks are unavailable)."""
     try:
         import fcntl
     except ImportError:
         fcntl = None
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        locked = False
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                locked = True
-            except OSError:
-                pass
+    locked = False
+    if fcntl is not None:
         try:
-            yield
-        finally:
-            if locked:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            locked = True
+        except OSError:
+            pass
+    try:
+        yield
     finally:
-        os.close(fd)
+        if locked:
+            fcntl.flock(fd, fcntl.LOCK_UN)

@@ -94,6 +94,19 @@ class Instances:
         return self.member[:, None, :].copy(), np.ones((self.T, 1), dtype=bool)
 
     @property
+    def g_size(self) -> np.ndarray:
+        """|G_x| per task, (T,) int: the listed required tools and those :func:`truncate` cut off the list.
+
+        Read from the partial curve, whose denominator it is (``partial[i, n[i]]`` = listed / |G_x|):
+        a set scored with it (:func:`camdf.core.sets.set_partial`) gets the partial value its prefix
+        gets. A task whose required tools are all cut off counts 1 (any set holds none of them).
+        """
+        listed = self.member.sum(axis=1)
+        whole = self.partial[np.arange(self.T), self.n]
+        ratio = np.rint(listed / np.where(whole > 0, whole, 1.0)).astype(np.int64)
+        return np.where(listed > 0, ratio, np.where(whole >= 1.0, 0, 1))
+
+    @property
     def valid_depth(self) -> np.ndarray:
         """(T, N + 1) bool: depth t is reachable (t <= n)."""
         return np.arange(self.N + 1)[None, :] <= self.n[:, None]

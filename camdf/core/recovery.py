@@ -32,7 +32,6 @@ import numpy as np
 
 from camdf.core.instances import Instances
 from camdf.common.dials import Dial
-from camdf.core.payoff import cumulative_costs
 from camdf.core.sets import nested_order, plugin_values, set_cost, set_success
 
 
@@ -154,7 +153,6 @@ class RecoveryOutcome:
 
 def recovery_outcomes(
     mask: np.ndarray, inst: Instances, lam: float, search: Search, rank: np.ndarray | None = None,
-    base_cost: np.ndarray | None = None,
 ) -> RecoveryOutcome:
     """Outcomes of preloading each mask under the recovery payoff (module docstring).
 
@@ -169,9 +167,6 @@ def recovery_outcomes(
     search : Search
     rank : int, shape (T, N), optional
         The search's ranks (default :func:`search_ranks`; a test passes a perfect search).
-    base_cost : float, shape (..., T), optional
-        C(A) as the caller summed it (a prefix's cumulative cost, so a prefix scores bit for bit as the
-        exact payoff scores it); default the sum over the mask.
 
     Returns
     -------
@@ -184,7 +179,7 @@ def recovery_outcomes(
     mask = np.asarray(mask, dtype=bool) & valid
     sets, present = inst.sufficient()
     covered = set_success(mask, sets, present)
-    base = set_cost(mask, inst.costs) if base_cost is None else np.asarray(base_cost, dtype=float)
+    base = set_cost(mask, inst.costs)  # in ranked order: a prefix's cumulative cost bit for bit
     if not search.active:
         none = np.zeros_like(covered)
         return RecoveryOutcome(covered, none, none, np.zeros(covered.shape, dtype=np.int64),
@@ -207,10 +202,8 @@ def recovery_prefix_payoffs(inst: Instances, lam: float, search: Search, rank: n
     """
     T, N = inst.tools.shape
     masks = np.broadcast_to(np.arange(N)[None, None, :] < np.arange(N + 1)[:, None, None], (N + 1, T, N))
-    out = recovery_outcomes(masks, inst, lam, search, rank)
-    # The prefix costs summed as the exact payoff sums them, so an infinite search cost gives it bit for bit.
-    u = (out.covered | out.recovered).T - lam * (cumulative_costs(inst.costs) + out.extra.T)
-    return np.where(inst.valid_depth, u, -np.inf)
+    # set_cost sums a prefix as the exact payoff sums it, so an inactive search gives that payoff bit for bit.
+    return np.where(inst.valid_depth, recovery_outcomes(masks, inst, lam, search, rank).payoff.T, -np.inf)
 
 
 #: The run-time dials of a rule that knows the fallback: the price of a search round and what it returns.

@@ -91,8 +91,18 @@ def set_partial(mask: np.ndarray, member: np.ndarray, g_size: np.ndarray | None 
 
 
 def set_cost(mask: np.ndarray, costs: np.ndarray) -> np.ndarray:
-    """C(A) = sum of the exposed candidates' costs, shape (..., T); padding costs 0."""
-    return np.where(mask, costs, 0.0).sum(axis=-1)
+    """C(A) = sum of the exposed candidates' costs, shape (..., T); padding costs 0.
+
+    Summed in ranked order, left to right, as :func:`camdf.core.payoff.cumulative_costs` sums a
+    prefix: the cost of a prefix's mask is its cumulative cost bit for bit, so a prefix and a set
+    holding the same tools cost the same, and every rule is scored by one sum (numpy's pairwise
+    ``sum`` differs from it in the last bits on rows of more than 8 tools).
+    """
+    out = np.where(mask, costs, 0.0)
+    if out.shape[-1] == 0:
+        return out.sum(axis=-1)
+    np.cumsum(out, axis=-1, out=out)
+    return out[..., -1].copy()
 
 
 def set_payoffs(

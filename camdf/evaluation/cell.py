@@ -25,9 +25,9 @@ from camdf.core.reliability import calibration_rows, fold_calibrations
 from camdf.core.folds import fold_ids
 from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
-from camdf.core.payoff import at_depth, cumulative_costs, prefix_payoffs
+from camdf.core.payoff import prefix_payoffs
 from camdf.core.recovery import Search, recovery_outcomes, recovery_prefix_payoffs
-from camdf.core.sets import set_success
+from camdf.core.sets import set_cost, set_partial, set_success
 from camdf.policies import CARDS, StateBatch, make_policy, own_dials
 
 OUTCOME_COLUMNS = (
@@ -172,7 +172,6 @@ def evaluate_cell(
     value_kind = "exact" if recovery else kind
     train_value = "exact" if (train_kind or kind) == "recovery" else (train_kind or kind)
     u_true = recovery_prefix_payoffs(inst, lam, search) if recovery else prefix_payoffs(inst, lam, kind)
-    cum_cost = cumulative_costs(inst.costs)
     train_member = noisy_membership(inst.member, inst.valid, label_noise, random_state)
     train_inst = inst if label_noise == 0 else with_membership(inst, train_member)
     rows, coefs, tuned = [], [], []
@@ -213,14 +212,8 @@ def evaluate_cell(
                     coefs.append(coefficients.rename(f).to_frame().T.assign(fold=f))
                 tuned += [{"fold": f, "method": name, "parameter": parameter, "value": str(value)}
                           for parameter, value in policy.tuned_parameters().items()]
-                if recovery:
-                    rows.append(_recovery_rows(name, f, idx, exposed, inst, lam, search, policy.picks_prefix, cum_cost))
-                    if not policy.picks_prefix:
-                        set_masks.setdefault(name, np.zeros(inst.tools.shape, dtype=bool))[idx] = exposed
-                elif policy.picks_prefix:
-                    rows.append(_outcomes(name, f, idx, exposed.sum(axis=1), inst, u_true, cum_cost))
-                else:
-                    rows.append(_set_outcomes(name, f, idx, exposed, inst, lam, kind))
+                rows.append(_mask_outcomes(name, f, idx, exposed, inst, lam, kind, search, policy.picks_prefix))
+                if not policy.picks_prefix:
                     set_masks.setdefault(name, np.zeros(inst.tools.shape, dtype=bool))[idx] = exposed
     outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS + (RECOVERY_COLUMNS if recovery else ()))]
     coef_df = pd.concat(coefs, ignore_index=True) if coefs else pd.DataFrame()
@@ -240,77 +233,37 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def _outcomes(name, fold, idx, depth, inst, u_true, cum_cost) -> pd.DataFrame:
-    d = depth.astype(np.int64)
-    sub = lambda a: a[idx]  # noqa: E731
-    return pd.DataFrame(
-        {
-            "task_id": inst.task_ids[idx],
-            "fold": fold,
-            "method": name,
-            "depth": d,
-            "n_exposed": d,
-            "cost": at_depth(sub(cum_cost), d),
-            "success": at_depth(sub(inst.success), d).astype(bool),
-            "success_partial": at_depth(sub(inst.partial), d),
-            "covers_g": at_depth(sub(inst.partial), d) >= 1.0,
-            "payoff": at_depth(sub(u_true), d),
-        }
-    )
+def _mask_outcomes(name, fold, idx, exposed, inst, lam, kind, search, prefix) -> pd.DataFrame:
+    """Outcomes of exposing ``exposed`` ((T_f, N) bool over the ranked positions) to the tasks ``idx``.
 
-
-def _recovery_rows(name, fold, idx, exposed, inst, lam, search, prefix, cum_cost) -> pd.DataFrame:
-    """Outcomes of preloading ``exposed`` ((T_f, N) bool) under the recovery payoff, with :data:`RECOVERY_COLUMNS`.
-
-    ``success`` counts a recovered task; ``covers_g`` and ``success_partial`` describe the preloaded set. A
-    prefix's C(A) is its cumulative cost, as the exact payoff sums it.
+    One path for every rule: a prefix rule's mask is its top ``depth`` positions, a set rule's any subset
+    (depth -1). ``success``: some sufficient set of the task (G_x or an alternative,
+    :meth:`Instances.sufficient`) lies inside A, a set with a tool off the list never does; the partial
+    value is |G_x & A| / |G_x| with the required tools cut off the list counted in |G_x|
+    (:attr:`Instances.g_size`), ``covers_g`` when it is 1; C(A) is summed in ranked order
+    (:func:`camdf.core.sets.set_cost`). So a prefix scores bit for bit as its curves
+    (:func:`camdf.core.payoff.prefix_payoffs`) score it, and a set holding the same tools scores the same.
+    The payoff is ``v(A) - lam * C(A)`` with v the success (exact) or the partial value (partial); under
+    ``kind="recovery"`` the fallback ``search`` adds its rounds (:func:`camdf.core.recovery.recovery_outcomes`:
+    ``success`` counts a recovered task, ``cost`` includes the search) and the :data:`RECOVERY_COLUMNS`.
     """
     sub = replace(inst, train_views=None).subset(idx)
     n_exposed = exposed.sum(axis=1)
-    out = recovery_outcomes(exposed, sub, lam, search, base_cost=at_depth(cum_cost[idx], n_exposed) if prefix else None)
-    member = sub.member
-    held, need = (member & exposed).sum(axis=1), member.sum(axis=1)
+    partial = set_partial(exposed, sub.member, sub.g_size)
+    extra = {}
+    if kind == "recovery":
+        out = recovery_outcomes(exposed, sub, lam, search)
+        success, cost, payoff = out.success, out.cost, out.payoff
+        extra = {"searched": out.searched, "recovered": out.recovered, "loaded": out.loaded}
+    else:
+        success = set_success(exposed, *sub.sufficient())
+        cost = set_cost(exposed, sub.costs)
+        payoff = (success if kind == "exact" else partial).astype(float) - lam * cost
     return pd.DataFrame(
         {
             "task_id": sub.task_ids, "fold": fold, "method": name,
-            "depth": n_exposed if prefix else -1, "n_exposed": n_exposed, "cost": out.cost,
-            "success": out.success, "success_partial": np.where(need > 0, held / np.maximum(need, 1), 1.0),
-            "covers_g": held == need, "payoff": out.payoff,
-            "searched": out.searched, "recovered": out.recovered, "loaded": out.loaded,
-        }
-    )
-
-
-def _set_outcomes(name, fold, idx, exposed, inst, lam, kind="exact") -> pd.DataFrame:
-    """Outcomes of a set rule's exposed tools A, (T_f, N) bool over the ranked positions (depth -1).
-
-    ``covers_g``: A holds every listed tool of G_x. ``success``: some sufficient set of the
-    task (G_x or an alternative, :attr:`Instances.sets`) lies inside A, as a prefix's success
-    counts them; a set with a tool off the list never does. Where every G_x is listed and
-    holds no alternative (the oracle set's case) the two agree. The partial value is the
-    share of the listed G_x A holds (1 when none is listed), the cost C(A), and the payoff
-    ``v(A) - lam * C(A)`` with v the success (exact) or the partial value (partial).
-    """
-    member = inst.member[idx]
-    cost = np.where(exposed, inst.costs[idx], 0.0).sum(axis=1)
-    held = (member & exposed).sum(axis=1)
-    need = member.sum(axis=1)
-    covers = held == need
-    partial = np.where(need > 0, held / np.maximum(need, 1), 1.0)
-    sets, present = inst.sufficient()
-    success = set_success(exposed, sets[idx], present[idx])
-    value = success if kind == "exact" else partial
-    return pd.DataFrame(
-        {
-            "task_id": inst.task_ids[idx],
-            "fold": fold,
-            "method": name,
-            "depth": -1,
-            "n_exposed": exposed.sum(axis=1),
-            "cost": cost,
-            "success": success,
-            "success_partial": partial,
-            "covers_g": covers,
-            "payoff": value.astype(float) - lam * cost,
+            "depth": n_exposed if prefix else -1, "n_exposed": n_exposed, "cost": cost,
+            "success": success, "success_partial": partial, "covers_g": partial >= 1.0, "payoff": payoff,
+            **extra,
         }
     )

@@ -20,14 +20,14 @@ import pandas as pd
 from camdf.common.markdown import signed
 from camdf.core.recovery import Search
 from camdf.common.files import parquet_bytes
-from camdf.common.fingerprint import hash_paths, package_versions
+from camdf.common.fingerprint import package_versions
 from camdf.evaluation.cell import evaluate_cell
 from camdf.evaluation.headroom import headroom_metrics
 from camdf.evaluation.summary import summarize_cell
 from camdf.evaluation.verified import verified_curves, verified_outcomes
 from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
 from camdf.pipeline.data_stage import read_manifest
-from camdf.pipeline.identity import cell_key, cell_name, code_stamp
+from camdf.pipeline.identity import cell_key, cell_name, code_stamp, data_fingerprint
 from camdf.policies import FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.figures import payoff_vs_tools_png
 from camdf.tracking.client import METRICS_TABLE
@@ -216,7 +216,7 @@ def log_cell_dataset(tracker, run_id: str, cfg: dict[str, Any], paths: Paths, n_
     or the folder it was read from."""
     domain = cfg["domain"]
     folder = Path(paths.data_dir, domain["name"])
-    fingerprint = hash_paths([folder / "catalog.json", folder / "tasks.jsonl"])
+    fingerprint = data_fingerprint(paths.data_dir, domain["name"])
     packages = package_versions(domain.get("packages") or [])
     inputs = [str(i) for i in domain.get("inputs") or []]
     if packages:

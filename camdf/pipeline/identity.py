@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from camdf.common.fingerprint import code_version, hash_json, hash_paths
+from camdf.data.io import CATALOG, TASKS
 
 
 #: Domain keys that say where and how the domain's input is read, not what it is: the converted files' bytes
@@ -29,11 +30,15 @@ def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
 def cell_key(cfg: dict[str, Any], data_dir: Path) -> str:
     """Resolved cell config + code version (camdf and the stage entry points) + fingerprint of the domain's data
     files + the OpenBLAS kernel."""
-    name = cfg["domain"]["name"]
+    return hash_json({"cell": cell_config(cfg), "code": code_versions(),
+                      "data": data_fingerprint(data_dir, cfg["domain"]["name"]), "blas_kernel": blas_kernel()})
+
+
+def data_fingerprint(data_dir: str | Path, name: str) -> str:
+    """The bytes of the converted domain ``data_dir/<name>`` (its catalog and tasks): what stands for the domain's
+    input in every key built from it (a cell, its scores, its costs) and the digest of the cell's logged dataset."""
     folder = Path(data_dir, name)
-    files = [folder / "catalog.json", folder / "tasks.jsonl"]
-    return hash_json({"cell": cell_config(cfg), "code": code_versions(), "data": hash_paths(files),
-                      "blas_kernel": blas_kernel()})
+    return hash_paths([folder / CATALOG, folder / TASKS])
 
 
 def code_versions() -> dict[str, str]:

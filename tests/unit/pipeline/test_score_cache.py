@@ -27,7 +27,7 @@ def test_a_learned_scorer_is_fitted_once_and_read_back_identical(retail, tmp_pat
     folds = _folds(domain)
     direct = score_domain(domain, "supervised", folds, cache_dir=tmp_path, random_state=3)
     first = cell_scores(domain, DOMAIN_CFG, "supervised", {}, folds, 3, data, tmp_path)
-    (written,) = (tmp_path / "scores" / "retail" / "supervised" / "cells").glob("*.parquet")
+    (written,) = (tmp_path / "scores" / "retail" / "supervised").glob("*.parquet")
     stamp = written.stat().st_mtime_ns
     second = cell_scores(domain, DOMAIN_CFG, "supervised", {}, folds, 3, data, tmp_path)
     assert written.stat().st_mtime_ns == stamp  # read, not written again
@@ -51,7 +51,7 @@ def test_a_tampered_cache_file_is_not_read(retail, tmp_path, caplog):
     data, domain = retail
     folds = _folds(domain)
     clean = cell_scores(domain, DOMAIN_CFG, "supervised", {}, folds, 0, data, tmp_path)
-    (path,) = (tmp_path / "scores" / "retail" / "supervised" / "cells").glob("*.parquet")
+    (path,) = (tmp_path / "scores" / "retail" / "supervised").glob("*.parquet")
     poisoned = clean.assign(score=np.roll(clean["score"].to_numpy(), 1))
     poisoned.to_parquet(path, index=False)  # other scores under the old checksum
     with caplog.at_level(logging.WARNING, logger="camdf.pipeline.score_cache"):

@@ -212,6 +212,15 @@ SEARCH_COST = Dial("search_cost", default=4.0, lo=0.0, hi=1e6,
 SEARCH_K = Dial("search_k", default=5.0, lo=0.0, hi=1e4, what="the tools one search returns (an integer)")
 
 
+def search_dials(fitted_cost: float, fitted_k: int, search_cost: float | None = None,
+                 search_k: float | None = None) -> tuple[float, int]:
+    """``(cost, k)`` of the search a fallback rule decides for: each run-time dial given (checked against its
+    range), else the search the rule was fitted for."""
+    cost = fitted_cost if search_cost is None else SEARCH_COST.check(search_cost)
+    k = fitted_k if search_k is None else check_k(SEARCH_K.check(search_k))
+    return cost, k
+
+
 def check_k(value: float, field: str = "search_k") -> int:
     """``value`` as the integer k >= 1 of a search, else ValueError naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer() or value < 1:

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 from sklearn.utils.metaestimators import available_if
 
-from camdf.core.recovery import SEARCH_COST, SEARCH_K, check_k, fallback_set
+from camdf.core.recovery import SEARCH_COST, SEARCH_K, check_k, fallback_set, search_dials
 from camdf.policies.base import StateBatch, check_fitted
-from camdf.policies.plain import OneTask
+from camdf.policies.plain import OneTask, fallback_task_set, fitted_search
 from camdf.policies.sets import PluginSet, _carries
 
 __all__ = ["FallbackSet"]
@@ -65,20 +65,15 @@ class FallbackSet(PluginSet):
     def _subset(self, batch: StateBatch, search_cost: float | None = None, search_k: float | None = None) -> np.ndarray:
         inst = batch.inst
         check_fitted(self, "search_cost_")
-        cost = self.search_cost_ if search_cost is None else SEARCH_COST.check(search_cost)
-        k = self.search_k_ if search_k is None else check_k(SEARCH_K.check(search_k))
+        cost, k = search_dials(self.search_cost_, self.search_k_, search_cost, search_k)
         return fallback_set(self.calibrated(batch), inst.costs, inst.valid, batch.lam, cost, k,
                             coverage=self.coverage_)
 
     def decide_task(self, task: OneTask, search_cost: float | None = None, search_k: float | None = None) -> list[int]:
         """:meth:`select` for one ranked task: the preloaded ranked positions, ascending (the rest is deferred)."""
         check_fitted(self, "search_cost_")
-        cost = self.search_cost_ if search_cost is None else SEARCH_COST.check(search_cost)
-        k = self.search_k_ if search_k is None else check_k(SEARCH_K.check(search_k))
-        p = np.array([self._task_p(task)], dtype=float)
-        costs = np.array([task.costs], dtype=float)
-        mask = fallback_set(p, costs, np.ones(p.shape, dtype=bool), task.lam, cost, k, coverage=self.coverage_)
-        return np.flatnonzero(mask[0]).tolist()
+        cost, k = search_dials(self.search_cost_, self.search_k_, search_cost, search_k)
+        return fallback_task_set(self._task_p(task), task.costs, task.lam, cost, k, self.coverage_)
 
     @available_if(_carries)
     def to_numbers(self) -> dict[str, Any]:
@@ -89,11 +84,7 @@ class FallbackSet(PluginSet):
     def from_numbers(cls, numbers: dict[str, Any]) -> "FallbackSet":
         """The fitted rule of :meth:`to_numbers` (plain numbers, nothing unpickled)."""
         rule = super().from_numbers(numbers)
-        try:
-            rule.search_cost_ = SEARCH_COST.check(numbers["search_cost_"], "rule.search_cost_")
-            rule.search_k_ = check_k(numbers["search_k_"], "rule.search_k_")
-        except KeyError as err:
-            raise ValueError(f"rule.{err.args[0]}: missing from the fallback set's numbers") from None
+        rule.search_cost_, rule.search_k_ = fitted_search(numbers)
         return rule
 
     def tuned_parameters(self) -> dict[str, object]:

@@ -16,7 +16,7 @@ import numpy as np
 from camdf.core.conformal import ALPHA, crc_threshold, task_risk_depth
 from camdf.core.features import task_features
 from camdf.core.membership import membership_task
-from camdf.core.recovery import SEARCH_COST, SEARCH_K, check_k, fallback_set
+from camdf.core.recovery import SEARCH_COST, SEARCH_K, check_k, fallback_set, search_dials
 
 
 class OneTask:
@@ -143,6 +143,24 @@ def plugin_task_set(p: list[float], costs: list[float], lam: float, kind: str, c
     return [j for j, (x, c) in enumerate(zip(pv, costs)) if coverage * (x / total) > lam * c]
 
 
+def fallback_task_set(p: list[float], costs: list[float], lam: float, search_cost: float, k: int,
+                      coverage: float) -> list[int]:
+    """The fallback set of one task (:func:`camdf.core.recovery.fallback_set`): the preloaded ranked positions,
+    ascending (the rest is deferred to the search)."""
+    mask = fallback_set(np.array([p], dtype=float), np.array([costs], dtype=float), np.ones((1, len(p)), dtype=bool),
+                        lam, search_cost, k, coverage=coverage)
+    return np.flatnonzero(mask[0]).tolist()
+
+
+def fitted_search(numbers: dict[str, Any]) -> tuple[float, int]:
+    """``(search_cost_, search_k_)`` of a fallback set's ``to_numbers()``, checked; ValueError naming the field."""
+    try:
+        return (SEARCH_COST.check(numbers["search_cost_"], "rule.search_cost_"),
+                check_k(numbers["search_k_"], "rule.search_k_"))
+    except KeyError as err:
+        raise ValueError(f"rule.{err.args[0]}: missing from the fallback set's numbers") from None
+
+
 def risk_task_set(membership: dict, calibrator: dict | None, tau: float, task: OneTask) -> list[int]:
     """The risk-controlled set of one task: its own model's probabilities, calibrated, then
     :func:`camdf.core.risk_sets.task_risk_set` at ``tau``; exposed ranked positions, ascending."""
@@ -182,21 +200,13 @@ class PortableFallbackSet(PortablePluginSet):
 
     @classmethod
     def from_numbers(cls, numbers: dict[str, Any]) -> "PortableFallbackSet":
-        try:
-            cost = SEARCH_COST.check(numbers["search_cost_"], "rule.search_cost_")
-            k = check_k(numbers["search_k_"], "rule.search_k_")
-        except KeyError as err:
-            raise ValueError(f"rule.{err.args[0]}: missing from the fallback set's numbers") from None
-        return cls(numbers["membership"], numbers["calibrator"], numbers["coverage"], cost, k)
+        return cls(numbers["membership"], numbers["calibrator"], numbers["coverage"], *fitted_search(numbers))
 
     def decide_task(self, task: OneTask, search_cost: float | None = None, search_k: float | None = None) -> list[int]:
         """The preloaded ranked positions, ascending (the rest is deferred): as ``FallbackSet.decide_task``."""
-        cost = self.search_cost_ if search_cost is None else SEARCH_COST.check(search_cost)
-        k = self.search_k_ if search_k is None else check_k(SEARCH_K.check(search_k))
         p = calibrate_task(self.calibrator, membership_task(self.membership, task.z, task.scores, task.ids), task.ids)
-        mask = fallback_set(np.array([p], dtype=float), np.array([task.costs], dtype=float),
-                            np.ones((1, len(p)), dtype=bool), task.lam, cost, k, coverage=self.coverage)
-        return np.flatnonzero(mask[0]).tolist()
+        cost, k = search_dials(self.search_cost_, self.search_k_, search_cost, search_k)
+        return fallback_task_set(p, task.costs, task.lam, cost, k, self.coverage)
 
 
 class PortableRiskSet:

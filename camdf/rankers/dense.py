@@ -29,7 +29,6 @@ it is logged and encoded again (:mod:`camdf.common.checked`).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
@@ -117,15 +116,17 @@ def embed(
     found: dict[str, np.ndarray] = {}
     _read_cached(root, keys, found)
     missing = [(k, t) for k, t in zip(keys, distinct) if k not in found]
-    if missing:
+    if missing and root is not None:
         # Concurrent cells of a sweep often need the same texts: one encodes while the others wait, then read
         # what it wrote (two processes encoding at once on shared cores took each about twice as long). Only
         # files absent before the wait are read again: one that failed its checks is encoded again.
-        absent = [] if root is None else [k for k, _ in missing if not _path(root, k).exists()]
-        with exclusive(root / ".encode.lock") if root is not None else contextlib.nullcontext():
+        absent = [k for k, _ in missing if not _path(root, k).exists()]
+        with exclusive(root / ".encode.lock"):
             _read_cached(root, absent, found)
             missing = [(k, t) for k, t in missing if k not in found]
             _encode(missing, found, root, model_path, n_threads)
+    elif missing:
+        _encode(missing, found, None, model_path, n_threads)
     if stats is not None:
         stats["hits"] = stats.get("hits", 0) + len(distinct) - len(missing)
         stats["encoded"] = stats.get("encoded", 0) + len(missing)

@@ -185,10 +185,17 @@ def domain_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     sel = select(runs, **p, method__names=str(list(main["methods"])))
     if sel.empty:
         return sel
-    sel = sel[sel["p:domain.name"] != main["domain"]]
-    if "p:candidates.top_k" in sel:
-        sel = sel[sel["p:candidates.top_k"].isna() | sel["p:candidates.top_k"].isin(["None", "null"])]
+    sel = sel[(sel["p:domain.name"] != main["domain"]) & ~cuts_to_top_n(sel)]
     return _latest(sel, ["p:domain.name", "p:payoff"])
+
+
+def cuts_to_top_n(sel: pd.DataFrame) -> pd.Series:
+    """Whether each cell cuts its ranking to a top N (``candidates.top_k`` set; MLflow logs an unset one as
+    ``None``, a run without the param has NaN)."""
+    if "p:candidates.top_k" not in sel:
+        return pd.Series(False, index=sel.index)
+    top_k = sel["p:candidates.top_k"]
+    return ~(top_k.isna() | top_k.isin(["None", "null"]))
 
 
 #: The params of a cell's run-time dials (``method.dials.<name>``), numbers.
@@ -221,9 +228,7 @@ def catalog_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     for key in ("domain__name", "scorer__label", "folds__protocol"):
         p.pop(key)
     sel = select(runs, **p, method__names=str(list(main["catalog_methods"])))
-    if sel.empty or "p:candidates.top_k" not in sel:
-        return sel.iloc[0:0]
-    sel = sel[sel["p:candidates.top_k"] != "None"]
+    sel = sel[cuts_to_top_n(sel)]
     if sel.empty:
         return sel
     by = sel["p:folds.group_by"] if "p:folds.group_by" in sel else pd.Series("None", index=sel.index)

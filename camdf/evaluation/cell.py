@@ -212,7 +212,7 @@ def evaluate_cell(
                     coefs.append(coefficients.rename(f).to_frame().T.assign(fold=f))
                 tuned += [{"fold": f, "method": name, "parameter": parameter, "value": str(value)}
                           for parameter, value in policy.tuned_parameters().items()]
-                rows.append(_mask_outcomes(name, f, idx, exposed, inst, lam, kind, search, policy.picks_prefix))
+                rows.append(_mask_outcomes(name, f, exposed, te_inst, lam, kind, search, policy.picks_prefix))
                 if not policy.picks_prefix:
                     set_masks.setdefault(name, np.zeros(inst.tools.shape, dtype=bool))[idx] = exposed
     outcomes = pd.concat(rows, ignore_index=True)[list(OUTCOME_COLUMNS + (RECOVERY_COLUMNS if recovery else ()))]
@@ -233,8 +233,9 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def _mask_outcomes(name, fold, idx, exposed, inst, lam, kind, search, prefix) -> pd.DataFrame:
-    """Outcomes of exposing ``exposed`` ((T_f, N) bool over the ranked positions) to the tasks ``idx``.
+def _mask_outcomes(name, fold, exposed, sub, lam, kind, search, prefix) -> pd.DataFrame:
+    """Outcomes of exposing ``exposed`` ((T_f, N) bool over the ranked positions) to the tasks of ``sub`` (the
+    fold's test instances).
 
     One path for every rule: a prefix rule's mask is its top ``depth`` positions, a set rule's any subset
     (depth -1). ``success``: some sufficient set of the task (G_x or an alternative,
@@ -247,7 +248,6 @@ def _mask_outcomes(name, fold, idx, exposed, inst, lam, kind, search, prefix) ->
     ``kind="recovery"`` the fallback ``search`` adds its rounds (:func:`camdf.core.recovery.recovery_outcomes`:
     ``success`` counts a recovered task, ``cost`` includes the search) and the :data:`RECOVERY_COLUMNS`.
     """
-    sub = replace(inst, train_views=None).subset(idx)
     n_exposed = exposed.sum(axis=1)
     partial = set_partial(exposed, sub.member, sub.g_size)
     extra = {}

@@ -22,7 +22,7 @@ def inst(request):
 
 
 def _prefix_rows(inst, depth, kind, lam, search=None, prefix=True):
-    return _mask_outcomes("rule", 0, np.arange(inst.T), prefix_masks(depth, inst.N), inst, lam, kind, search, prefix)
+    return _mask_outcomes("rule", 0, prefix_masks(depth, inst.N), inst, lam, kind, search, prefix)
 
 
 @pytest.mark.parametrize("kind", ["exact", "partial"])

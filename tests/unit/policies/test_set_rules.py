@@ -44,12 +44,12 @@ def test_instances_carry_the_sufficient_sets_through_subset_and_truncate():
 def test_set_outcomes_count_an_alternative_as_success():
     inst = _tiny()
     exposed = np.array([[False, False, True], [False, True, False]])  # q0: {c} (the alternative), q1: {b} = G_x
-    out = _mask_outcomes("r", 0, np.array([0, 1]), exposed, inst, 0.1, "exact", None, prefix=False)
+    out = _mask_outcomes("r", 0, exposed, inst, 0.1, "exact", None, prefix=False)
     assert out["success"].tolist() == [True, True]
     assert out["covers_g"].tolist() == [False, True]  # q0's G_x is not inside {c}
     np.testing.assert_allclose(out["payoff"], [1 - 0.1 * 0.5, 1 - 0.1 * 2.0])
     np.testing.assert_allclose(out["success_partial"], [0.0, 1.0])
-    partial = _mask_outcomes("r", 0, np.array([0, 1]), exposed, inst, 0.1, "partial", None, prefix=False)
+    partial = _mask_outcomes("r", 0, exposed, inst, 0.1, "partial", None, prefix=False)
     np.testing.assert_allclose(partial["payoff"], [0 - 0.1 * 0.5, 1 - 0.1 * 2.0])
 
 
@@ -95,7 +95,7 @@ def test_risk_set_misses_at_most_alpha_over_many_draws():
         rule = make_policy("risk_set", random_state=seed, alpha=alpha)
         rule.fit(StateBatch.make(train, np.zeros(train.tools.shape), 0.1, "exact", train=True))
         batch = StateBatch.make(test, np.zeros(test.tools.shape), 0.1, "exact", train=False)
-        out = _mask_outcomes("risk_set", 0, np.arange(test.T), rule.select(batch), test, 0.1, "exact", None, False)
+        out = _mask_outcomes("risk_set", 0, rule.select(batch), test, 0.1, "exact", None, False)
         misses.append(1 - out["success"].mean())
         sizes.append(out["n_exposed"].mean())
         full.append(test.n.mean())

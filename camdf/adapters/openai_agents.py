@@ -195,7 +195,8 @@ class CamdfToolFilter:
             left = choice.deferred if choice.defers else tuple(t["name"] for t in tools if t["name"] not in shown)
             described, deferred = self._deferred.setdefault(_run(run_context), ([], []))
             described += tools
-            deferred += [n for n in left if n not in set(deferred)]
+            known = set(deferred)  # once: a catalog defers thousands of tools
+            deferred += [n for n in left if n not in known]
         return frozenset(choice.names)
 
 

@@ -166,8 +166,13 @@ def risk_task_set(membership: dict, calibrator: dict | None, tau: float, task: O
     :func:`camdf.core.risk_sets.task_risk_set` at ``tau``; exposed ranked positions, ascending."""
     from camdf.core.risk_sets import task_risk_set
 
-    p = calibrate_task(calibrator, membership_task(membership, task.z, task.scores, task.ids), task.ids)
-    return sorted(task_risk_set(p, task.costs, tau))
+    return sorted(task_risk_set(calibrated_task(membership, calibrator, task), task.costs, tau))
+
+
+def calibrated_task(membership: dict, calibrator: dict | None, task: OneTask) -> list[float]:
+    """One task's membership probabilities from a rule's own model (``membership``), calibrated: one per ranked
+    tool."""
+    return calibrate_task(calibrator, membership_task(membership, task.z, task.scores, task.ids), task.ids)
 
 
 class PortablePluginSet:
@@ -184,7 +189,7 @@ class PortablePluginSet:
         return cls(numbers["membership"], numbers["calibrator"], numbers["coverage"])
 
     def decide_task(self, task: OneTask) -> list[int]:
-        p = calibrate_task(self.calibrator, membership_task(self.membership, task.z, task.scores, task.ids), task.ids)
+        p = calibrated_task(self.membership, self.calibrator, task)
         return plugin_task_set(p, task.costs, task.lam, task.kind, self.coverage)
 
 
@@ -204,9 +209,9 @@ class PortableFallbackSet(PortablePluginSet):
 
     def decide_task(self, task: OneTask, search_cost: float | None = None, search_k: float | None = None) -> list[int]:
         """The preloaded ranked positions, ascending (the rest is deferred): as ``FallbackSet.decide_task``."""
-        p = calibrate_task(self.calibrator, membership_task(self.membership, task.z, task.scores, task.ids), task.ids)
         cost, k = search_dials(self.search_cost_, self.search_k_, search_cost, search_k)
-        return fallback_task_set(p, task.costs, task.lam, cost, k, self.coverage)
+        return fallback_task_set(calibrated_task(self.membership, self.calibrator, task), task.costs, task.lam, cost,
+                                 k, self.coverage)
 
 
 class PortableRiskSet:

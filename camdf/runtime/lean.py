@@ -105,8 +105,8 @@ class LeanPolicy:
         n = self.numbers
         self.method = n["method"]
         self.lam = float(n["lam"])
-        self.rule = CARDS[self.method].portable().from_numbers(n["rule"])
         card = CARDS[self.method]
+        self.rule = card.portable().from_numbers(n["rule"])
         self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"], card.defers, card.picks_prefix)
 
     @classmethod

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.policies import FULL_ACCESS, NO_TOOLS, ORACLES
-from camdf.reporting.evidence import Evidence, is_degenerate
+from camdf.reporting.evidence import Evidence, cuts_to_top_n, is_degenerate
 from camdf.reporting.figures import log_x_panels_png, method_style
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import Figure, TableSpec
@@ -65,8 +65,7 @@ def _label(run: pd.Series, with_domain: bool = False) -> str:
 def _where(cells: pd.DataFrame) -> str:
     """One domain's cells: its name, lambda, d and (a cut list) its candidates N."""
     r = cells.iloc[-1]
-    top_k = r.get("p:candidates.top_k", "None")
-    cut = "" if top_k in ("None", None) or pd.isna(top_k) else f", the ranker's top N = {top_k} of the catalog"
+    cut = f", the ranker's top N = {r['p:candidates.top_k']} of the catalog" if cuts_to_top_n(cells).iloc[-1] else ""
     return f"{r['p:domain.name']} at lambda = {r['p:cost.lam']}, d = {r['p:cost.d']}{cut}"
 
 

@@ -34,7 +34,7 @@ STABLETOOLBENCH ?= ../shared/data/stabletoolbench
 export STABLETOOLBENCH := $(abspath $(STABLETOOLBENCH))
 HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 
-.PHONY: help setup data scores test test-full reproduce reproduce-smoke tables results-check ui bench clean
+.PHONY: help setup data scores test test-full reproduce reproduce-smoke tables results-check ui bench clean default-policy
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-16s %s\n", $$1, $$2}'
@@ -75,8 +75,16 @@ reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folde
 	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \
 	done; fi
 	@$(PY) -m pipelines.train $(HYDRA_QUIET)
+	@$(MAKE) --no-print-directory default-policy
 	@$(MAKE) --no-print-directory tables
 	@echo "outputs: data/<domain>/, outputs/tables/ (md, csv, tex, png), MLflow store outputs/mlflow.db (make ui)"
+
+default-policy: data ## fit the runtime's default policy on every built-in domain and ship it in the package (camdf/runtime/default_policy/)
+	@if [ -d "$$STABLETOOLBENCH" ]; then \
+	  $(PY) -m pipelines.default_policy $(HYDRA_QUIET) \
+	  && rm -rf camdf/runtime/default_policy && cp -r outputs/policies/default camdf/runtime/default_policy \
+	  && echo "shipped: camdf/runtime/default_policy/ (load_policy(), camdf select and every adapter use it)"; \
+	else echo "default policy: the shipped one kept (it learns from the StableToolBench catalog too: STABLETOOLBENCH=<folder>)"; fi
 
 reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, tables
 	@$(PY) -m pipelines.data domain=retail $(HYDRA_QUIET)

@@ -229,7 +229,7 @@ class _Parser(argparse.ArgumentParser):
 def _policy_options(cmd: argparse.ArgumentParser, policy: str, lam: str, dial: str, between=()) -> None:
     """The options every command that decides with a policy takes: ``--policy``, ``--lam``, ``--dial`` (with their
     helps); ``between``: ``(flag, kwargs)`` pairs added after ``--policy`` (where ``--help`` lists them)."""
-    cmd.add_argument("--policy", default="models:/camdf-stopper@champion", help=policy)
+    cmd.add_argument("--policy", default=None, help=policy)
     for flag, kwargs in between:
         cmd.add_argument(flag, **kwargs)
     cmd.add_argument("--lam", type=float, default=None, help=lam)
@@ -260,8 +260,9 @@ def _select_command(sub) -> None:
                     "`exposed`, `ranked` and the exposed `tools`.")
     _policy_options(
         select,
-        policy="MLflow model URI (runs:/..., models:/...) or model folder (default: the shipped champion, "
-               "in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)",
+        policy="MLflow model URI (runs:/..., models:/...) or model folder (default: the package's default policy, "
+               "fitted on every built-in domain for any catalog; models:/camdf-stopper@champion: the pipeline's "
+               "champion in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)",
         lam="lambda for every request, over a request's own `lam` (default: the request's, else the policy's)",
         dial="a run-time dial of the policy's rule for every request, over the request's own "
              "(repeatable; --NAME VALUE is the same, for every registered dial; default: the "
@@ -292,7 +293,8 @@ def _proxy_command(sub) -> None:
                     "(docs/harness.md).")
     proxy.add_argument("--upstream", action="append", metavar="CMD_OR_URL",
                        help="an upstream MCP server: a command line (stdio) or an http(s):// URL (repeatable)")
-    _policy_options(proxy, policy="model URI or folder", lam="lambda (default: the policy's)",
+    _policy_options(proxy, policy="model URI or folder (default: the package's default policy)",
+                    lam="lambda (default: the policy's)",
                     dial="a run-time dial of the policy's rule (repeatable)")
     proxy.add_argument("--always-include", type=_names, default=[], metavar="NAMES",
                        help="comma-separated tools always listed")

@@ -103,7 +103,8 @@ class MembershipModel:
         for column, weight in zip(signal[1:], c[1:]):
             d += column * weight
         ids = inst.tool_ids
-        d += np.where(ids >= 0, cid[np.maximum(ids, 0)], 0.0)
+        if len(cid):  # a portable model (camdf.core.portable) has no identity columns
+            d += np.where(ids >= 0, cid[np.maximum(ids, 0)], 0.0)
         d += self.model_.intercept_[0]
         return np.where(valid, round_proba(expit(d)), 0.0)
 

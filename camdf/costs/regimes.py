@@ -29,6 +29,11 @@ tiers
     ``fnmatch`` pattern its name matches (``conf/cost/tiers.yaml``).
 catalog
     The ``cost`` fields of ``catalog.json``.
+runtime_tokens
+    The tokens of the tool's definition as the run-time counts them
+    (:func:`camdf.costs.units.schema_tokens`, no tokenizer package), **not** dispersed or
+    scaled: the costs are tokens and lambda is per token (``1 / task value``), the units of the
+    default policy and of ``camdf fit`` (A30). ``d`` must be 1.
 permuted
     Another regime's costs, permuted across tools with a seeded permutation
     (the permutation check: same multiset, wrong assignment).
@@ -50,7 +55,9 @@ from camdf.data.model import Domain
 #: Significant decimals (of the binary mantissa) of every dispersed cost c_j(d) (see :func:`disperse`).
 COST_DIGITS = 12
 #: The regimes computed here; the measured ones come with ``measures`` (declared by the integrations).
-REGIMES = ("uniform", "schema_tokens", "tiers", "catalog", "permuted")
+REGIMES = ("uniform", "schema_tokens", "runtime_tokens", "tiers", "catalog", "permuted")
+#: Regimes whose base costs are the costs themselves (in their own unit), never dispersed to mean 1.
+UNSCALED = ("runtime_tokens",)
 
 
 # --- regimes ----------------------------------------------------------------------------------
@@ -119,6 +126,11 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0,
     elif regime == "schema_tokens" and set(params) <= {"tokenizer_path"}:
         defs = [json.dumps(tool_definition(by_name[n]), ensure_ascii=False) for n in tools]
         values = count_tokens(defs, params.get("tokenizer_path")).astype(np.float64)
+    elif regime == "runtime_tokens" and not params:
+        from camdf.costs.units import schema_tokens
+
+        values = schema_tokens([{"name": t.name, "description": t.description, "parameters": t.parameters}
+                                for t in (by_name[n] for n in tools)])
     elif regime in (measures or {}) and set(params) <= set(measures[regime].params):
         values = measures[regime].measure(domain, **params).loc[tools, "mean_tokens"].to_numpy(np.float64)
     elif regime == "tiers" and set(params) <= {"weights", "assign", "default"}:
@@ -177,7 +189,12 @@ def disperse(base: pd.Series, d: float) -> pd.Series:
 
 def costs(domain: Domain, regime: str, d: float, *, random_state: int = 0,
           measures: Mapping[str, MeasuredRegime] | None = None, **params) -> pd.Series:
-    """Costs of the acquirable tools: :func:`disperse` applied to :func:`base_costs` (same arguments)."""
+    """Costs of the acquirable tools: :func:`disperse` applied to :func:`base_costs` (same arguments); a regime of
+    :data:`UNSCALED` gives its base costs as they are (``d`` must be 1)."""
+    if regime in UNSCALED:
+        if d != 1:
+            raise ValueError(f"cost regime {regime}: its costs are tokens as counted, d must be 1, got {d:g}")
+        return base_costs(domain, regime, random_state=random_state, measures=measures, **params).rename("cost")
     return disperse(base_costs(domain, regime, random_state=random_state, measures=measures, **params), d)
 
 

@@ -28,6 +28,7 @@ from camdf.evaluation.verified import verified_curves, verified_outcomes
 from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
 from camdf.pipeline.data_stage import read_manifest
 from camdf.pipeline.identity import cell_key, cell_name, code_stamp, data_fingerprint
+from camdf.pipeline.transfer import leaves_out, transfer_instances
 from camdf.policies import FULL_ACCESS, ORACLES, REFERENCE
 from camdf.reporting.figures import payoff_vs_tools_png
 from camdf.tracking.client import METRICS_TABLE
@@ -84,8 +85,13 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     domain = load_domain(cfg, paths.data_dir)
     catalog_costs = cell_costs(cfg, domain, paths)
     outcomes, bounds, tuned, coefs, quality, cover, calibration = [], [], [], [], [], [], []
+    transfer = leaves_out(cfg)
     for r in range(repeats):
-        inst, domain, costs, scores = cell_instances(cfg, paths, repeat=r, domain=domain, catalog_costs=catalog_costs)
+        if transfer:  # A30: the rules learn on the other domains (training-only rows) and decide on this one
+            inst, domain, costs, scores = transfer_instances(cfg, paths, repeat=r)
+        else:
+            inst, domain, costs, scores = cell_instances(cfg, paths, repeat=r, domain=domain,
+                                                         catalog_costs=catalog_costs)
         result = evaluate_cell(
             inst, float(cfg["cost"]["lam"]), list(cfg["method"]["names"]), kind=cfg["payoff"],
             random_state=seed + r, label_noise=float(cfg.get("label_noise", 0.0)),
@@ -94,7 +100,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
             fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
             dials=cfg["method"].get("dials"),
         )
-        verified = verified_curves(domain, inst) if cfg["payoff"] != "recovery" else None
+        verified = verified_curves(domain, inst) if cfg["payoff"] != "recovery" and not transfer else None
         if verified is not None:
             result.outcomes["verified"] = verified_outcomes(result.outcomes, inst, verified, domain, result.exposed)
         outcomes.append(result.outcomes.assign(repeat=r))
@@ -105,6 +111,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
             coefs.append(result.lite_coefficients.assign(repeat=r))
         quality.append(ranking_quality(scores, domain))
         # BoR's coverage@k of the list the rules decide on: tasks whose G_x (or an alternative) is in its top k.
+        inst = inst.subset(inst.folds >= 0) if transfer else inst  # the cell's own tasks (a transfer cell's fold 0)
         cover.append([float(inst.success[:, min(k, inst.N)].mean()) for k in COVERAGE_DEPTHS])
     outcomes = pd.concat(outcomes, ignore_index=True)
     stats = cfg["stats"]

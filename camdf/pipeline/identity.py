@@ -29,9 +29,14 @@ def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def cell_key(cfg: dict[str, Any], data_dir: Path) -> str:
     """Resolved cell config + code version (camdf and the stage entry points) + fingerprint of the domain's data
-    files + the OpenBLAS kernel."""
-    return hash_json({"cell": cell_config(cfg), "code": code_versions(),
-                      "data": data_fingerprint(data_dir, cfg["domain"]["name"]), "blas_kernel": blas_kernel()})
+    files (and of every domain a transfer cell trains on, ``transfer.domains``) + the OpenBLAS kernel."""
+    key = {"cell": cell_config(cfg), "code": code_versions(),
+           "data": data_fingerprint(data_dir, cfg["domain"]["name"]), "blas_kernel": blas_kernel()}
+    transfer = cfg.get("transfer") or {}
+    if transfer.get("leave_out"):
+        key["training_data"] = {name: data_fingerprint(data_dir, d["name"])
+                                for name, d in sorted((transfer.get("domains") or {}).items())}
+    return hash_json(key)
 
 
 def data_fingerprint(data_dir: str | Path, name: str) -> str:

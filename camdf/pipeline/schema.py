@@ -226,6 +226,8 @@ CELL = {
     "list_cost": Optional(Number(lo=0, hi=MAX_LAM, lo_open=True)),
     "stats.n_resamples": Number(lo=100, hi=MAX_RESAMPLES, integer=True),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
+    "transfer.leave_out": flag,
+    "transfer.max_tasks": Optional(count(1)),
 }
 SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "data": {"domain.name": plain_name},
@@ -237,6 +239,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
                      "policy.candidates": ListOf(OneOf(policy_methods)),
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
+    "default_policy": CELL | {"policy.method": OneOf(policy_methods)},
     "tables": {
         "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(COST_REGIMES), "main.lam": LAM,
         "main.d": Number(lo=0, hi=MAX_DISPERSION), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
@@ -263,6 +266,7 @@ CONFINED = {
     "paths.cache_dir": "paths.output_dir",
     "paths.log_dir": "paths.output_dir",
     "out_dir": "paths.output_dir",
+    "policy.out_dir": "paths.output_dir",
     "cost.params.cache_dir": "paths.output_dir",
     "readme": "paths.root_dir",
     "headline": "paths.root_dir",

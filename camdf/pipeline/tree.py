@@ -26,7 +26,8 @@ from camdf.pipeline.refusals import ConfigError, _shown
 
 #: Nodes whose keys are free-form (passed to a scorer, a cost regime, a converter, a task filter): their own
 #: checks name what is wrong; only the node itself must be a node (or null).
-FREE = ("scorer.params", "cost.params", "domain.where", "domain.converter", "domain.meta", "hydra")
+FREE = ("scorer.params", "cost.params", "domain.where", "domain.converter", "domain.meta", "hydra",
+        "transfer.domains")  # transfer.domains: whole domain configs (the domain group's files), checked by name
 #: Keys a config may add with ``+`` (camdf.pipeline.choices.OPTIONAL_KEYS) that no shipped file sets.
 ADDABLE = ("domain.label_source", "domain.executable", "domain.keep_non_executable",
            "domain.report_execution_costs", "domain.environment", "tracking.claim_timeout", "cost.random_state",

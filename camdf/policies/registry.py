@@ -222,6 +222,9 @@ def _builtin_cards() -> list[Card]:
         Card("static_set", partial(_peer, cls="StaticSetRule"), family="peer", order=242, colour="#17becf",
              marker="P", picks_prefix=False),
         Card("top5", partial(_peer, cls="TopK", k=5), family="peer", order=244, colour="#9edae5", marker="1"),
+        # What a harness's tool search returns (A30): its top 3 or top 10, untuned.
+        Card("top3", partial(_peer, cls="TopK", k=3), family="peer", order=243, colour="#6baed6", marker="2"),
+        Card("top10", partial(_peer, cls="TopK", k=10), family="peer", order=245, colour="#08519c", marker="3"),
         # Ridge 0.05: what every reported bor_depth was fitted with (the evaluate stage's method-wide 0.05 reached
         # the rule's penalty by name until dials were declared per rule); the class default is 1.0.
         Card("bor_depth", partial(_peer, cls="BoRDepthRule", ridge=0.05), family="peer", order=246, colour="#c5b0d5",

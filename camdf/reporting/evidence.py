@@ -263,6 +263,24 @@ def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
                                                              kind="stable")
 
 
+#: The param that marks A30's cells (``transfer.leave_out``: True, fitted on the other domains; False, in-domain).
+TRANSFER = "p:transfer.leave_out"
+
+
+def transfer_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
+    """A30: the transfer cells, one row per (domain, ``leave_out``) at the main seed with the exact payoff
+    (their own cost regime, lambda and method list: conf/experiment/a30.yaml), sorted by domain then
+    transferred before in-domain; ``leave_out`` as a bool."""
+    if runs.empty or TRANSFER not in runs:
+        return runs.iloc[0:0]
+    sel = select(runs[runs[TRANSFER].isin(["True", "False"])], seed=main["seed"], payoff="exact", label_noise=0.0,
+                 label_source="data")
+    if sel.empty:
+        return sel
+    sel = _latest(sel.assign(leave_out=sel[TRANSFER] == "True"), ["p:domain.name", "leave_out"])
+    return sel.sort_values(["p:domain.name", "leave_out"], ascending=[True, False], kind="stable")
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Every sweep's cells, each selected once (:func:`gather`); an empty frame (the default): the store holds none.
@@ -271,6 +289,8 @@ class Evidence:
     ----------
     fallback : DataFrame
         :func:`fallback_cells` (A29).
+    transfer : DataFrame
+        :func:`transfer_cells` (A30).
     main, homogeneous : DataFrame
         :func:`main_cells` at the main cell and at ``d = 0`` (the payoff-vs-tools figure).
     ablations, grid, noise, rankers, label_sources, domains, risk, catalog : DataFrame
@@ -295,6 +315,7 @@ class Evidence:
     artifacts: CellArtifacts | None = None
     catalog: pd.DataFrame = field(default_factory=pd.DataFrame)
     fallback: pd.DataFrame = field(default_factory=pd.DataFrame)
+    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
     judge: Judge = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -317,4 +338,5 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
         rankers=ranker_cells(runs, main), label_sources=label_source_cells(runs, main),
         domains=domain_cells(runs, main), risk=risk_cells(runs, main),
         artifacts=artifacts, catalog=catalog_cells(runs, main), fallback=fallback_cells(runs, main),
+        transfer=transfer_cells(runs, main),
     )

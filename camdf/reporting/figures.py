@@ -250,3 +250,43 @@ def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str
     fig.savefig(buf, format="png", metadata={"Software": None})
     plt.close(fig)
     return buf.getvalue()
+
+
+def interval_panels_png(panels: dict[str, list[tuple[str, float, float, float, str]]], *, title: str,
+                        xlabel: str, ncols: int = 3) -> bytes:
+    """A grid of panels, each a dot plot of labelled values with their 95% CIs on its own x scale (A30).
+
+    ``panels`` maps a panel's title to its rows ``(label, mean, ci_low, ci_high, colour)``, drawn top down;
+    a row without a CI (nan) is a dot alone. Every panel names its rows on its own y axis, so no legend is needed.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(panels)
+    ncols = max(1, min(ncols, len(names)))
+    nrows = -(-len(names) // ncols)
+    tallest = max((len(rows) for rows in panels.values()), default=1)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 0.28 * tallest * nrows + 1.2 * nrows), dpi=110,
+                             squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        rows = panels[name]
+        y = np.arange(len(rows))[::-1]
+        for yi, (label, mean, lo, hi, colour) in zip(y, rows):
+            if np.isfinite(lo) and np.isfinite(hi):
+                ax.plot([lo, hi], [yi, yi], color=colour, linewidth=2.0, alpha=0.7)
+            ax.plot([mean], [yi], "o", color=colour, markersize=5)
+        ax.set_yticks(y, [r[0] for r in rows], fontsize=7)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.axvline(0, color="0.7", linewidth=0.8)
+        ax.grid(alpha=0.3, axis="x")
+    for ax in list(axes.flat)[len(names):]:
+        ax.set_visible(False)
+    fig.suptitle(title, fontsize=9)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()

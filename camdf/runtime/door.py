@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from camdf.core.features import task_normalised_scores
+from camdf.core.portable import normalise_scores
 from camdf.policies.plain import OneTask
 from camdf.policies.registry import dial_specs
 from camdf.runtime.requests import SHORT_RANKING, Request, Selection, check_lam, parse_all, parse_request
@@ -37,6 +38,12 @@ class FrontDoor:
         The rule leaves what it does not expose to the harness's search (its selections name the deferred tools).
     prefix : bool
         The rule exposes a prefix of the ranking: its selections report the depth (the number of exposed positions).
+    portable : bool
+        The rule was fitted on portable instances (:mod:`camdf.core.portable`): each request's scores are
+        min-max normalised before it decides, as its training tasks' were.
+    top_k : int or None
+        The rule decides over each request's ``top_k`` best-scored tools (the lists it was fitted on); the
+        others are never exposed. None: every tool.
     """
 
     method: str
@@ -45,6 +52,8 @@ class FrontDoor:
     costs: dict[str, float] = field(default_factory=dict)
     defers: bool = False
     prefix: bool = True
+    portable: bool = False
+    top_k: int | None = None
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -75,8 +84,14 @@ class FrontDoor:
                              numbers)
 
     def parse(self, requests: Any) -> list[Request]:
-        """The requests validated (:func:`camdf.runtime.requests.parse_all`)."""
-        return parse_all(requests, self._parse)
+        """The requests validated (:func:`camdf.runtime.requests.parse_all`); a portable rule's scores normalised."""
+        parsed = parse_all(requests, self._parse)
+        if self.top_k is not None:
+            parsed = [_top(r, self.top_k) for r in parsed]
+        if self.portable:  # after the cut: the training lists were normalised over their top k too
+            for r in parsed:
+                r.scores = normalise_scores(r.scores)
+        return parsed
 
     @staticmethod
     def settings(r: Request, lam: float, dials: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -106,3 +121,12 @@ class FrontDoor:
         if self.prefix:
             return Selection([r.tools[j] for j in order[:len(positions)]], len(positions), ranked, defers=self.defers)
         return Selection([r.tools[order[k]] for k in positions], None, ranked, positions, self.defers)
+
+
+def _top(r: Request, k: int) -> Request:
+    """``r`` kept to its ``k`` best-scored tools (ties: the caller's order), in the caller's order."""
+    if len(r.names) <= k:
+        return r
+    keep = sorted(sorted(range(len(r.scores)), key=lambda j: -r.scores[j])[:k])
+    pick = lambda values: [values[j] for j in keep]  # noqa: E731
+    return Request(pick(r.names), pick(r.ids), pick(r.scores), pick(r.costs), pick(r.tools), r.query, r.lam, r.dials)

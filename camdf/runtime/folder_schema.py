@@ -82,7 +82,7 @@ def _dials() -> tuple[str, ...]:
 
 
 _SHARED = [
-    Field("vocab", "list", 1, 1_000_000),
+    Field("vocab", "list", 0, 1_000_000),  # empty: a portable policy reads no tool identity
     Field("vocab[]", "string", 1, 1000),
     Field("costs", "object", 0, 1_000_000),
     Field("costs{}", "number", 0, BIG, open_low=True),
@@ -101,6 +101,9 @@ POLICY_FIELDS = [
     Field("params.random_state", "integer", 0, 2**32 - 1, nullable=True),
     Field("params.n_jobs", "integer", -1, 4096),
     Field("params.dials", "object", 0, 100, nullable=True),
+    Field("params.portable", "boolean"),
+    Field("params.fit_depth", "integer", 1, 2**31 - 1, nullable=True),
+    Field("params.top_k", "integer", 1, 2**31 - 1, nullable=True),
     *_SHARED,
     Field("membership", "object"),
     Field("membership.coef", "list", 1, 1_000_000),

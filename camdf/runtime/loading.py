@@ -157,16 +157,26 @@ def _check_read_only_store(uri: str, tracking: str, where: str, hint: str) -> No
     check_store_file(tracking)
 
 
-def load_policy(uri: str = CHAMPION_URI, lean: bool = False):
+def load_policy(uri: str | None = None, lean: bool = False):
     """Load a policy from an MLflow model URI (``runs:/``, ``models:/``) or a local model folder.
 
-    The default is the shipped champion (:data:`CHAMPION_URI`); store URIs are resolved in
+    None (the default) loads the package's default policy (:func:`camdf.runtime.defaults.default_policy_dir`:
+    a portable rule fitted on every built-in domain, for any catalog); ``models:/camdf-stopper@champion``
+    (:data:`CHAMPION_URI`) is the pipeline's champion at its main cell. Store URIs are resolved in
     :func:`default_tracking_uri`. Raises ValueError naming the URI and the store when the
     model is not there or cannot be read. ``lean=True`` (``camdf select``) returns, for a
     local model whose rule has a portable form (camdf_risk), its :class:`~camdf.runtime.lean.LeanPolicy`: the same decisions for
     a single short request without importing scikit-learn; its ``select_batch`` answers None
     for anything else and ``full()`` loads the StopPolicy.
     """
+    if uri is None:
+        from camdf.runtime.defaults import default_policy_dir
+
+        folder = default_policy_dir()
+        if not folder.is_dir():
+            raise ValueError(f"policy: the package's default policy is missing ({folder}); reinstall camdf, or "
+                             "run `make default-policy` in a checkout")
+        uri = str(folder)
     if not isinstance(uri, str) or not uri.strip():
         raise ValueError(f"policy: expected a model URI or folder, got {uri!r}")
     hint = " (run `make reproduce` or `python -m pipelines.train` first)" if uri == CHAMPION_URI else ""

@@ -64,6 +64,16 @@ class StopPolicy(BaseEstimator):
         Default values of the rule's run-time dials by name (its class's ``dials``; fitted as its
         parameters of those names, each checked against its dial's range; a dial the rule does not
         have is ignored). None: every dial at the rule's own default.
+    portable : bool
+        A policy for catalogs it was never fitted on (the default policy, A30): fitted on portable
+        instances (:func:`camdf.core.portable.portable`: no tool identities, scores min-max normalised
+        per task), it normalises each request's scores the same way before deciding.
+    fit_depth : int or None
+        Learn from each training task's first ``fit_depth`` states only (catalog scale; features and
+        labels are computed on the whole lists first); None: every state.
+    top_k : int or None
+        Decide over each request's ``top_k`` best-scored tools only (the length of the lists it was fitted
+        on, e.g. the default policy's 50); the others are never exposed. None: every tool.
 
     Attributes
     ----------
@@ -78,7 +88,8 @@ class StopPolicy(BaseEstimator):
 
     def __init__(self, method: str = "camdf_lite", kind: str = "exact", lam: float = 0.12,
                  lam_grid: Sequence[float] | None = None, random_state: int = 0, n_jobs: int = -1,
-                 dials: dict | None = None):
+                 dials: dict | None = None, portable: bool = False, fit_depth: int | None = None,
+                 top_k: int | None = None):
         self.method = method
         self.kind = kind
         self.lam = lam
@@ -86,6 +97,9 @@ class StopPolicy(BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.dials = dials
+        self.portable = portable
+        self.fit_depth = fit_depth
+        self.top_k = top_k
 
     def _rule(self):
         shippable = policy_methods()
@@ -103,16 +117,20 @@ class StopPolicy(BaseEstimator):
                            **own_dials(name, self.dials))
 
     def fit(self, inst: Instances, costs: dict[str, float] | None = None) -> "StopPolicy":
-        """Fit on every task of ``inst`` (rankings, costs, true G_x)."""
+        """Fit on every task of ``inst`` (rankings, costs, true G_x); a ``portable`` policy on its portable form."""
         from threadpoolctl import threadpool_limits
 
+        if self.portable:
+            from camdf.core.portable import portable
+
+            inst = portable(inst)
         self.vocab_ = list(inst.vocab)
         self.costs_ = dict(costs or {})
         # Small models: BLAS threads only spin (as in the cell evaluator); the fits are the same.
         with threadpool_limits(1, user_api="blas"):
-            p = cross_fit(inst, inst.member, random_state=self.random_state)
+            p = cross_fit(inst, inst.member, random_state=self.random_state, fit_depth=self.fit_depth)
             lams = list(self.lam_grid) if self.lam_grid else [self.lam]
-            self.rule_ = self._rule().fit(StateBatch.across_lambdas(inst, p, lams, self.kind))
+            self.rule_ = self._rule().fit(StateBatch.across_lambdas(inst, p, lams, self.kind).head(self.fit_depth))
             self.membership_ = MembershipModel().fit(inst, inst.member)
         return self
 
@@ -129,7 +147,8 @@ class StopPolicy(BaseEstimator):
         door = self.__dict__.get("_door")
         if door is None:
             door = self._door = FrontDoor(self.method, dial_names(self.rule_.dials), self.vocab_, self.costs_,
-                                          card(self.method).defers, self.rule_.picks_prefix)
+                                          card(self.method).defers, self.rule_.picks_prefix, bool(self.portable),
+                                          None if self.top_k is None else int(self.top_k))
         return door
 
     def __getstate__(self):

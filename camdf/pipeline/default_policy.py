@@ -1,0 +1,81 @@
+"""The runtime's default policy: one portable rule fitted on every built-in domain, shipped as data in the package.
+
+:func:`fit_default_policy` pools the portable instances of every domain of ``transfer.domains``
+(:mod:`camdf.core.portable`: no tool identities, scores normalised per task; costs in schema tokens), fits the
+configured rule on all of them (lambda, a per-token price, is one of its features across ``lambda_grid``),
+exports it as a policy folder (:mod:`camdf.runtime.export`) under ``policy.out_dir`` with its provenance in the
+manifest, and records it as an MLflow run (tag ``kind=default_policy``). ``make default-policy`` copies the
+folder into the package (:func:`camdf.runtime.loading.default_policy_dir`), where ``load_policy()``,
+``camdf select`` and every adapter find it when no policy is given. A30 measures what this rule does on a
+domain it never saw (each transfer cell fits it without that domain).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from camdf.core.portable import pool, portable
+from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
+from camdf.pipeline.identity import code_stamp, data_fingerprint
+from camdf.pipeline.transfer import capped
+
+
+def pooled_instances(cfg: dict[str, Any], paths: Paths):
+    """Every domain of ``transfer.domains`` at the config's scorer, costs and candidate cut, portable and pooled;
+    with the number of tasks of each domain."""
+    parts, sizes = [], {}
+    for name, dom in sorted((cfg.get("transfer") or {}).get("domains", {}).items()):
+        sub = {**cfg, "domain": dom}
+        domain = load_domain(sub, paths.data_dir)
+        inst, *_ = cell_instances(sub, paths, domain=domain, catalog_costs=cell_costs(sub, domain, paths))
+        inst = capped(inst, cfg["transfer"].get("max_tasks"), int(cfg["seed"]))
+        parts.append(portable(inst))
+        sizes[name] = inst.T
+    if not parts:
+        raise ValueError("transfer.domains: expected the domains the default policy learns from")
+    return pool(parts), sizes
+
+
+def fit_default_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -> tuple[Path, dict]:
+    """Fit, export and record the default policy; returns its folder and a summary (``method``, ``tasks`` per
+    domain, ``mean_exposed`` in sample, ``run_id``)."""
+    import mlflow
+
+    from camdf.pipeline.cell_job import cell_params
+    from camdf.pipeline.provenance import git_commit
+    from camdf.runtime import StopPolicy
+    from camdf.runtime.export import export_policy
+    from camdf.tracking.locations import portable as portable_paths
+
+    inst, sizes = pooled_instances(cfg, paths)
+    pol = cfg["policy"]
+    policy = StopPolicy(method=pol["method"], kind=cfg["payoff"], lam=float(cfg["cost"]["lam"]),
+                        lam_grid=list(cfg.get("lambda_grid") or []) or None, random_state=int(cfg["seed"]),
+                        portable=True, fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
+                        top_k=(cfg.get("candidates") or {}).get("top_k"))
+    policy.fit(inst)
+    exposed = policy.exposed(inst)
+    info = {"method": pol["method"], "tasks": sizes, "mean_exposed": float(exposed.sum(axis=1).mean())}
+    source = {"stage": "default_policy", "source_fingerprint": code_stamp(), "git_commit": git_commit(root),
+              "domains": {name: data_fingerprint(paths.data_dir, d["name"])
+                          for name, d in sorted(cfg["transfer"]["domains"].items())},
+              "scorer": cfg["scorer"]["name"], "cost_regime": cfg["cost"]["regime"],
+              "top_k": (cfg.get("candidates") or {}).get("top_k"), "seed": int(cfg["seed"])}
+    out = Path(pol["out_dir"])
+    mlflow.set_tracking_uri(tracker.uri)
+    tags = {"domain": "+".join(sorted(sizes)), "policy_method": pol["method"], "git_commit": source["git_commit"]}
+    with tracker.kind_run("default_policy", f"default_policy/{pol['method']}", tags) as held, \
+            mlflow.start_run(run_id=held.info.run_id) as run:
+        mlflow.log_params(portable_paths(cell_params(cfg), tracker.roots))
+        source["run_id"] = run.info.run_id
+        if out.exists():
+            shutil.rmtree(out)
+        export_policy(policy, out, source=source)
+        tracker.log_files(run.info.run_id, {f"policy/{p.relative_to(out).as_posix()}": p.read_bytes()
+                                            for p in sorted(out.rglob("*")) if p.is_file()})
+        mlflow.log_metrics({"policy/mean_exposed": info["mean_exposed"],
+                            **{f"policy/tasks/{k}": float(v) for k, v in sizes.items()}})
+        info["run_id"] = run.info.run_id
+    return out, info

@@ -87,11 +87,9 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
     outcomes, bounds, tuned, coefs, quality, cover, calibration = [], [], [], [], [], [], []
     transfer = leaves_out(cfg)
     for r in range(repeats):
-        if transfer:  # A30: the rules learn on the other domains (training-only rows) and decide on this one
-            inst, domain, costs, scores = transfer_instances(cfg, paths, repeat=r)
-        else:
-            inst, domain, costs, scores = cell_instances(cfg, paths, repeat=r, domain=domain,
-                                                         catalog_costs=catalog_costs)
+        # A30's transfer cell: the rules learn on the other domains (training-only rows) and decide on this one.
+        inst, domain, costs, scores = transfer_instances(cfg, paths, repeat=r) if transfer else \
+            cell_instances(cfg, paths, repeat=r, domain=domain, catalog_costs=catalog_costs)
         result = evaluate_cell(
             inst, float(cfg["cost"]["lam"]), list(cfg["method"]["names"]), kind=cfg["payoff"],
             random_state=seed + r, label_noise=float(cfg.get("label_noise", 0.0)),

@@ -2,7 +2,7 @@
 
 For each domain, its transfer cell (fitted on every other domain, nothing naming a tool) beside its
 in-domain cell (its own k-fold, the ceiling): the transferred policy (the rule the runtime ships as its
-default, :data:`TRANSFERRED`), the other transferred rules of ours, every tuned baseline transferred the
+default, :data:`SUBJECT_TRANSFER`), the other transferred rules of ours, every tuned baseline transferred the
 same way, the fixed top-k a harness's search returns, full access and none; payoff with its CI, success,
 tools, the share of the in-domain champion's gain, and ours minus the best transferred baseline (paired
 over tasks). A figure shows the same per domain; claim (k) reads it.
@@ -24,9 +24,9 @@ from camdf.reporting.tables.notes import MDD_NOTE, ci_text
 from camdf.reporting.verdicts import Comparison, Judge, reason
 
 #: The transferred policy: the lambda-conditioned CAM-DF the runtime ships as its default policy.
-TRANSFERRED = "camdf_lambda"
+SUBJECT_TRANSFER = "camdf_lambda"
 #: What a harness's tool search returns: its top k, untuned.
-SEARCHES = ("top3", "top5", "top10")
+SUBJECT_SEARCHES = ("top3", "top5", "top10")
 
 
 def _g(run: pd.Series, method: str, key: str) -> float:
@@ -62,7 +62,7 @@ def pairs(cells: pd.DataFrame) -> list[tuple[str, pd.Series, pd.Series | None]]:
     return out
 
 
-def transfer_vs_baseline(judge: Judge, run: pd.Series, method: str = TRANSFERRED) -> tuple[str, Comparison] | None:
+def transfer_vs_baseline(judge: Judge, run: pd.Series, method: str = SUBJECT_TRANSFER) -> tuple[str, Comparison] | None:
     """(best transferred baseline, ``method`` minus it) in one transfer cell; None without both."""
     base = best_transferred_baseline(run)
     if base is None or f"m:{method}/payoff_mean" not in run:
@@ -86,8 +86,8 @@ def _rows(judge: Judge, domain: str, out_run: pd.Series, in_run: pd.Series | Non
     rival = best_transferred_baseline(out_run)
     listed = [m for m in methods_of(out_run) if m not in ORACLES]
     ours = [m for m in listed if m in FAMILY]
-    order = [TRANSFERRED] + [m for m in ours if m != TRANSFERRED] + tuned_baselines(out_run) + \
-        [m for m in SEARCHES if m in listed] + [FULL_ACCESS, NO_TOOLS]
+    order = [SUBJECT_TRANSFER] + [m for m in ours if m != SUBJECT_TRANSFER] + tuned_baselines(out_run) + \
+        [m for m in SUBJECT_SEARCHES if m in listed] + [FULL_ACCESS, NO_TOOLS]
     rows: dict[tuple[str, str], dict] = {}
     for m in [m for m in dict.fromkeys(order) if m in listed]:
         row = {"payoff (95% CI)": ci_text(_g(out_run, m, "payoff_mean"), _g(out_run, m, "payoff_ci_low"),
@@ -116,7 +116,7 @@ def _figure(cells: list[tuple[str, pd.Series, pd.Series | None]], lam: float) ->
     panels = {}
     for domain, out_run, in_run in cells:
         rival = best_transferred_baseline(out_run)
-        shown = [TRANSFERRED, rival, *SEARCHES, FULL_ACCESS, NO_TOOLS]
+        shown = [SUBJECT_TRANSFER, rival, *SUBJECT_SEARCHES, FULL_ACCESS, NO_TOOLS]
         rows = [(f"{m}" + (" (best baseline)" if m == rival else ""), _g(out_run, m, "payoff_mean"),
                  _g(out_run, m, "payoff_ci_low"), _g(out_run, m, "payoff_ci_high"), method_style(m)[0])
                 for m in dict.fromkeys(shown) if m is not None and f"m:{m}/payoff_mean" in out_run]
@@ -152,7 +152,7 @@ def a30(evidence: Evidence, main: dict) -> list[Report | Figure]:
         f"ranker's top {anchor.get('p:candidates.top_k')}, the models learning from each training task's first "
         f"{anchor.get('p:candidates.fit_depth')} states. Costs: each tool's schema tokens as the runtime counts them "
         f"(camdf.costs.units, unscaled); lambda = {lam:g} per token (a solved task worth {1 / lam:,.0f} tokens, "
-        f"the runtime's default). {TRANSFERRED} is the transferred policy: the rule the runtime ships as its default "
+        f"the runtime's default). {SUBJECT_TRANSFER} is the transferred policy: the rule the runtime ships as its default "
         "policy, fixed before the cells ran (lambda one of its features, trained across the cell's lambda grid). "
         "Tuned baselines are tuned on the training domains; the best transferred baseline is the one of highest "
         "mean payoff on the left-out domain (the strongest rival, picked on the test tasks). static_set cannot "

@@ -425,14 +425,14 @@ def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
 
 def rows_k(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     """(k), ours: a policy fitted on other domains beats every transferred baseline on an unseen one (A30)."""
-    from camdf.reporting.tables.a30 import TRANSFERRED, pairs, transfer_vs_baseline
+    from camdf.reporting.tables.a30 import SUBJECT_TRANSFER, pairs, transfer_vs_baseline
 
     cells = [(d, r) for d, r, _ in pairs(evidence.transfer)] if not evidence.transfer.empty else []
     live = [(d, r) for d, r in cells if not is_degenerate(r)]
     found = [(d, p) for d, p in ((d, transfer_vs_baseline(judge, r)) for d, r in live) if p is not None]
     if not found:
         return []
-    verdict, said = _across_cells([c for _, (_, c) in found], TRANSFERRED, "the best transferred baseline")
+    verdict, said = _across_cells([c for _, (_, c) in found], SUBJECT_TRANSFER, "the best transferred baseline")
     each = "; ".join(f"{d}: minus {b} {_ci(c)}" for d, (b, c) in found)
     return [Row("k", "a policy fitted on other domains beats every transferred baseline on an unseen one (ours, A30)",
                 f"{len(found)} left-out domains ({', '.join(d for d, _ in found)}; degenerate left out: "

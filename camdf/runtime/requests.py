@@ -2,8 +2,9 @@
 
 Shared by :class:`camdf.runtime.StopPolicy` and the lean loader of the shipped policy
 (:mod:`camdf.runtime.lean`), so both accept and refuse the same requests with the same
-messages. Tools are OpenAI function tools or MCP tool descriptions; without scores, the
-built-in bm25 ranker scores them against the request's ``query``.
+messages. Tools are OpenAI function tools, MCP or Anthropic tool descriptions (read by
+:func:`camdf.runtime.tooltext.describe_tool`); without scores, the built-in bm25 ranker
+(:mod:`camdf.runtime.bm25_index`, its index kept per tool list) scores them against the request's ``query``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from itertools import chain
 from typing import Any, Callable
 
 import numpy as np
+
+from camdf.runtime.bm25_index import bm25_tool_scores  # noqa: F401  (the built-in ranker; its name here too)
+from camdf.runtime.tooltext import describe_tool
 
 # Values quoted in a refusal are clipped: a request may hold a megabyte where a name belongs.
 _REPR = reprlib.Repr()
@@ -31,7 +35,8 @@ SHORT_RANKING = 64
 def _spec(tool: Any, i: int) -> dict:
     if not isinstance(tool, dict):
         raise ValueError(f"tools[{i}]: expected an object (OpenAI function tool or MCP tool), got {type(tool).__name__}")
-    spec = tool.get("function") if tool.get("type") == "function" or "function" in tool else tool
+    # A Chat Completions tool nests its spec under `function`; the Responses API's is flat.
+    spec = tool["function"] if "function" in tool else tool
     if not isinstance(spec, dict):
         raise ValueError(f"tools[{i}].function: expected an object")
     return spec
@@ -45,7 +50,7 @@ def tool_name(tool: Any, i: int) -> str:
     """
     # Fast path for plain dicts with a string name and description (the common case).
     if type(tool) is dict:
-        spec = tool["function"] if "function" in tool else (None if tool.get("type") == "function" else tool)
+        spec = tool["function"] if "function" in tool else tool
         if type(spec) is dict:
             name, desc = spec.get("name"), spec.get("description")
             if type(name) is str and name.strip() and (desc is None or type(desc) is str):
@@ -60,11 +65,9 @@ def tool_name(tool: Any, i: int) -> str:
 
 
 def tool_view(tool: dict) -> dict:
-    """A plain ``{name, description, parameters}`` view of a tool :func:`tool_name` accepted."""
-    spec = _spec(tool, 0)
-    params = spec.get("parameters", spec.get("inputSchema"))
-    return {"name": spec["name"], "description": spec.get("description") or "",
-            "parameters": params if isinstance(params, dict) else None}
+    """A plain ``{name, description, parameters}`` view of a tool :func:`tool_name` accepted (read as every
+    adapter reads tools: :func:`camdf.runtime.tooltext.describe_tool`)."""
+    return describe_tool(tool)
 
 
 _PLAIN_NUMBERS = frozenset({int, float, np.float64, np.float32, np.int64, np.int32})
@@ -217,7 +220,7 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
             if not math.isfinite(max(scores) - min(scores)):
                 raise ValueError(f"{where}scores: max - min overflows a float; rescale the scores")
     elif query:
-        scores = bm25_tool_scores(query, [tool_view(tool) for tool in tools]).tolist()
+        scores = bm25_tool_scores(query, tools).tolist()
     else:
         raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in bm25 ranker")
     if request.get("costs") is not None:
@@ -258,20 +261,3 @@ def check_lam(value: Any, field: str = "lam") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{field}: must be a finite number >= 0, got {shown(value)}")
     return float(value)
-
-
-def bm25_tool_scores(query: str, tools: list[dict]) -> np.ndarray:
-    """Built-in ranker for callers without scores: bm25 of the query against each tool's document."""
-    from camdf.data.model import Tool
-    from camdf.rankers.lexical import bm25_scores, tokenize
-    from camdf.rankers.text import tool_document
-
-    docs = [tool_document(Tool(t["name"], t["description"], t["parameters"])) for t in tools]
-    # bm25 needs words on both sides (two or more letters, not stop words); refused here, with the field.
-    words = "two or more letters, not English stop words"
-    if not any(tokenize([query])[0]):
-        raise ValueError(f"query: no word the built-in bm25 ranker can use ({words}); give `scores` instead")
-    if not any(map(any, tokenize(docs))):
-        raise ValueError(f"tools: no tool name, description or parameter has a word the built-in bm25 ranker "
-                         f"can use ({words}); give `scores` instead")
-    return bm25_scores([query], docs)[0]

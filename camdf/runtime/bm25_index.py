@@ -31,8 +31,8 @@ class ToolIndex:
 
     Attributes
     ----------
-    retriever : bm25s.BM25
-        The built index (read only once built: scoring it from several threads is safe).
+    retriever : bm25s.BM25 or None
+        The built index (read only once built: scoring it from several threads is safe); None without words.
     has_words : bool
         Whether any document has a word bm25 can use.
     size : int
@@ -50,9 +50,11 @@ class ToolIndex:
         from camdf.rankers.text import document
 
         tokens = tokenize([document(*key) for key in keys])
+        if not any(map(any, tokens)):  # nothing to index (bm25s cannot): kept, so that the refusal is quick too
+            return cls(None, False, len(keys))
         retriever = _bm25s().BM25(k1=1.5, b=0.75)
         retriever.index(tokens, show_progress=False)
-        return cls(retriever, any(map(any, tokens)), len(keys))
+        return cls(retriever, True, len(keys))
 
     def scores(self, query_tokens: list[str]) -> np.ndarray:
         """bm25 of one tokenised query against every document, shape (A,), float64."""

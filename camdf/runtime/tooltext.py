@@ -94,8 +94,9 @@ def describe_tool(tool: Any) -> dict | None:
     """
     if type(tool) is dict:
         # The common case (plain descriptions the adapters built): no copy.
-        if tool.keys() == {"name", "description", "parameters"} and type(tool["name"]) is str and tool["name"]:
-            return tool if type(tool["description"]) is str else {**tool, "description": ""}
+        if (tool.keys() == {"name", "description", "parameters"} and type(tool["name"]) is str and tool["name"]
+                and type(tool["description"]) is str and (tool["parameters"] is None or type(tool["parameters"]) is dict)):
+            return tool
         spec = _dict_spec(tool)
         name, description = spec.get("name"), spec.get("description")
         if not isinstance(name, str) or not name:

@@ -5,7 +5,8 @@ on every decision (most of an adapter's time: tens of milliseconds at a few hund
 thousands) is done once: the built index is kept in a small LRU cache keyed by the tools' content (each
 tool's name, description and parameter names, all its document is made of: :func:`camdf.runtime.tooltext
 .ranker_key`), not by the list's identity, so a rebuilt list of the same tools hits and a changed tool
-misses. A hit tokenises the query and scores it against the kept index (numpy over the index's sparse
+misses (the cache is keyed by the names and checks the rest, so a tool whose description changed gets a new
+index). A hit tokenises the query and scores it against the kept index (numpy over the index's sparse
 arrays); the scores are the ones a fresh index gives, bit for bit (tests compare them on random catalogs).
 """
 
@@ -18,7 +19,7 @@ from typing import Any, Callable, Hashable, Sequence
 
 import numpy as np
 
-from camdf.runtime.tooltext import ranker_keys
+from camdf.runtime.tooltext import ranker_fields
 
 #: Tool lists whose index is kept (a harness has one or a few: its catalog, a search's deferred tools).
 CACHE_SIZE = 8
@@ -35,26 +36,31 @@ class ToolIndex:
         The built index (read only once built: scoring it from several threads is safe); None without words.
     has_words : bool
         Whether any document has a word bm25 can use.
-    size : int
-        Number of tools (A).
+    descriptions, parameters : list
+        The tools' descriptions and parameter names (with their names, the key: all their documents are made of).
     """
 
     retriever: Any
     has_words: bool
-    size: int
+    descriptions: list[str]
+    parameters: list[tuple[str, ...]]
 
     @classmethod
-    def build(cls, keys: Sequence[tuple[str, str, tuple[str, ...]]]) -> "ToolIndex":
-        """Tokenise and index the documents of ``keys`` (:func:`~camdf.runtime.tooltext.ranker_key` of each tool)."""
+    def build(cls, names: list[str], descriptions: list[str], parameters: list[tuple[str, ...]]) -> "ToolIndex":
+        """Tokenise and index the tools' documents (:func:`~camdf.runtime.tooltext.ranker_fields`)."""
         from camdf.rankers.lexical import _bm25s, tokenize
         from camdf.rankers.text import document
 
-        tokens = tokenize([document(*key) for key in keys])
+        tokens = tokenize(list(map(document, names, descriptions, parameters)))
         if not any(map(any, tokens)):  # nothing to index (bm25s cannot): kept, so that the refusal is quick too
-            return cls(None, False, len(keys))
+            return cls(None, False, descriptions, parameters)
         retriever = _bm25s().BM25(k1=1.5, b=0.75)
         retriever.index(tokens, show_progress=False)
-        return cls(retriever, True, len(keys))
+        return cls(retriever, True, descriptions, parameters)
+
+    def holds(self, descriptions: list[str], parameters: list[tuple[str, ...]]) -> bool:
+        """Whether this index is of these tools (its names are its key in :data:`INDEXES`)."""
+        return self.descriptions == descriptions and self.parameters == parameters
 
     def scores(self, query_tokens: list[str]) -> np.ndarray:
         """bm25 of one tokenised query against every document, shape (A,), float64."""
@@ -76,11 +82,11 @@ class LRU:
         self._entries: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable, build: Callable[[], Any]) -> Any:
-        """The value of ``key``, built by ``build()`` and kept on a miss."""
+    def get(self, key: Hashable, build: Callable[[], Any], valid: Callable[[Any], bool] | None = None) -> Any:
+        """The value of ``key``, built by ``build()`` and kept on a miss (or when ``valid(value)`` is false)."""
         with self._lock:
             value = self._entries.get(key)
-            if value is not None:
+            if value is not None and (valid is None or valid(value)):
                 self._entries.move_to_end(key)
                 self.hits += 1
                 return value
@@ -129,12 +135,15 @@ def bm25_tool_scores(query: str, tools: Sequence[Any]) -> np.ndarray:
     """
     from camdf.rankers.lexical import tokenize
 
-    keys = ranker_keys(tools)  # the key itself (not a hash of it): equal keys are equal documents
+    names, descs, params = ranker_fields(tools)
     # bm25 needs words on both sides (two or more letters, not stop words); refused here, with the field.
     query_tokens = tokenize([query])[0]
     if not any(query_tokens):
         raise ValueError(f"query: no word the built-in bm25 ranker can use ({_WORDS}); give `scores` instead")
-    index = INDEXES.get(keys, lambda: ToolIndex.build(keys))
+    # Keyed by the names (a tuple's hash: the strings keep theirs), then checked against the descriptions and
+    # parameter names, all that the documents are made of: list comparisons, no hashing of the whole catalog.
+    index = INDEXES.get(tuple(names), lambda: ToolIndex.build(names, descs, params),
+                        lambda kept: kept.holds(descs, params))
     if not index.has_words:
         raise ValueError(f"tools: no tool name, description or parameter has a word the built-in bm25 ranker "
                          f"can use ({_WORDS}); give `scores` instead")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from itertools import repeat
 from typing import Any, Sequence
 
 #: Where each harness keeps a tool's JSON schema, in the order they are looked for.
@@ -33,6 +34,24 @@ def _schema(spec: Any, get) -> dict | None:
         if value is not None:
             return value if isinstance(value, dict) else None
     return None
+
+
+# The attribute holding a tool class's schema, found once per class: a missing attribute of a pydantic model
+# raises inside getattr, which costs microseconds per tool and decision.
+_SCHEMA_ATTR: dict[type, str | None] = {}
+# Whether a tool class is LangChain's (its schema is ``tool_call_schema``, a property of the class).
+_LANGCHAIN: dict[type, bool] = {}
+
+
+def _object_schema(tool: Any) -> dict | None:
+    kind = type(tool)
+    if kind not in _SCHEMA_ATTR:
+        _SCHEMA_ATTR[kind] = next((k for k in SCHEMA_KEYS if hasattr(tool, k)), None)  # noqa: B009
+    attr = _SCHEMA_ATTR[kind]
+    value = None if attr is None else getattr(tool, attr, None)
+    if value is None and attr is not None:  # this object lacks its class's usual one: look again
+        value = _schema(tool, lambda o, k: getattr(o, k, None))
+    return value if isinstance(value, dict) else None
 
 
 def _dict_spec(tool: dict) -> dict:
@@ -56,9 +75,12 @@ def _object(tool: Any) -> dict | None:
     name, description = getattr(tool, "name", None), getattr(tool, "description", None)
     if not isinstance(name, str) or not name:
         return None
-    if not hasattr(tool, "tool_call_schema"):
+    kind = type(tool)
+    if kind not in _LANGCHAIN:  # by its class: a missing attribute of a pydantic object raises inside hasattr
+        _LANGCHAIN[kind] = hasattr(kind, "tool_call_schema")
+    if not _LANGCHAIN[kind]:
         return {"name": name, "description": description if isinstance(description, str) else "",
-                "parameters": _schema(tool, lambda o, k: getattr(o, k, None))}
+                "parameters": _object_schema(tool)}
     with _KEPT_LOCK:
         kept = _KEPT.get(id(tool))
         if kept is not None and kept[0] is tool and kept[1]["name"] is name and kept[1]["_description"] is description:
@@ -122,23 +144,61 @@ def ranker_key(plain: dict) -> tuple[str, str, tuple[str, ...]]:
 
 
 def _dict_key(tool: dict) -> tuple[str, str, tuple[str, ...]] | None:
-    """:func:`ranker_key` of a dict tool without building its plain description (the hot path of a hit)."""
-    spec = _dict_spec(tool)
+    """:func:`ranker_key` of a dict tool without building its plain description: the hot path of an index hit,
+    once per tool and decision, so :func:`_dict_spec` and :func:`_schema` are inlined."""
+    spec = tool.get("function")
+    if not isinstance(spec, dict):
+        spec = tool
     name, description = spec.get("name"), spec.get("description")
     if not isinstance(name, str) or not name:
         return None
-    params = _schema(spec, dict.get)
-    props = params.get("properties") if params is not None else None
+    params = spec.get("parameters")
+    if params is None:
+        params = _schema(spec, dict.get)
+    props = params.get("properties") if isinstance(params, dict) else None
     return name, description if isinstance(description, str) else "", tuple(props) if isinstance(props, dict) else ()
 
 
 def ranker_keys(tools: Sequence[Any]) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """:func:`ranker_key` of each tool of any harness (:func:`describe_tool`); ValueError naming ``tools[i]``
     when one has no name."""
+    return tuple(zip(*ranker_fields(tools)))
+
+
+def ranker_fields(tools: Sequence[Any]) -> tuple[list[str], list[str], list[tuple[str, ...]]]:
+    """:func:`ranker_keys` a field at a time: the names, descriptions and parameter names of the tools, each a
+    list of length A; ValueError naming ``tools[i]`` when one has no name."""
+    fields = _flat_fields(tools)
+    if fields is not None:
+        return fields
     keys = [_dict_key(t) if type(t) is dict else _object_key(t) for t in tools]
     if None in keys:
         raise ValueError(f"tools[{keys.index(None)}]: expected a tool with a name")
-    return tuple(keys)
+    if not keys:
+        return [], [], []
+    return tuple(map(list, zip(*keys)))
+
+
+def _flat_fields(tools: Sequence[Any]) -> tuple[list[str], list[str], list[tuple[str, ...]]] | None:
+    """:func:`ranker_fields` of flat dict tools (a name at the top: plain, MCP, Anthropic, Responses API), with
+    C-level ``map`` over the whole list (the hot path of an index hit, every decision: a Python loop over
+    thousands of tools costs milliseconds); None for any other list."""
+    if set(map(type, tools)) != {dict} or any(map(dict.__contains__, tools, repeat("function"))):
+        return None
+    names = list(map(dict.get, tools, repeat("name")))
+    if set(map(type, names)) != {str} or not all(names):
+        return None
+    descs = list(map(dict.get, tools, repeat("description")))
+    if set(map(type, descs)) != {str}:
+        descs = [d if isinstance(d, str) else "" for d in descs]
+    params = list(map(dict.get, tools, repeat("parameters")))
+    if set(map(type, params)) != {dict}:
+        params = [p if p is not None else _schema(t, dict.get) for t, p in zip(tools, params)]
+        params = [p if isinstance(p, dict) else {} for p in params]
+    props = list(map(dict.get, params, repeat("properties")))
+    words = list(map(tuple, props)) if set(map(type, props)) == {dict} else [
+        tuple(x) if isinstance(x, dict) else () for x in props]
+    return names, descs, words
 
 
 def _object_key(tool: Any) -> tuple[str, str, tuple[str, ...]] | None:

@@ -122,7 +122,9 @@ class CamdfToolSelector(AgentMiddleware):
             warnings.warn(f"camdf: tool selection failed ({type(err).__name__}: {err}); passing on all "
                           f"{len(tools)} tools", FailOpenWarning, stacklevel=2)
             return request
-        keep = {named[k] for k in choice.positions} | (set(range(len(tools))) - set(named))
+        keep = {named[k] for k in choice.positions}
+        if len(named) < len(tools):  # tools without a name (a provider's built-in) are always passed on
+            keep |= set(range(len(tools))) - set(named)
         if self.tools and not choice.failed_open:
             shown = {described[i]["name"] for i in keep if described[i] is not None}
             left = choice.deferred if choice.defers else tuple(
@@ -130,7 +132,7 @@ class CamdfToolSelector(AgentMiddleware):
             self._deferred = ([described[i] for i in named], left)
             loaded = self._loaded(request) | {SEARCH_TOOL}
             keep |= {i for i, d in enumerate(described) if d is not None and d["name"] in loaded}
-        return request.override(tools=[t for i, t in enumerate(tools) if i in keep])
+        return request.override(tools=[tools[i] for i in sorted(keep)])  # the exposed few, not a pass over all
 
     def wrap_model_call(self, request, handler):
         return handler(self.select(request))

@@ -30,6 +30,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import compress, repeat
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -160,10 +161,11 @@ class ToolChooser:
         """The tools of ``tools`` (plain descriptions: ``name``, ``description``, ``parameters``) to expose for
         ``query``; ``lam`` and ``dials`` override the chooser's for this call. Never raises for a policy
         failure (fail open); the tools themselves must have names."""
-        names = [t.get("name") if type(t) is dict else None for t in tools]
-        if not all(type(n) is str and n for n in names):
-            tools = [_plain(t, i) for i, t in enumerate(tools)]  # names the first tool without one
         tools = list(tools)
+        # A field at a time with C-level map: a catalog of thousands is read on every decision.
+        names = list(map(dict.get, tools, repeat("name"))) if set(map(type, tools)) <= {dict} else []
+        if len(names) != len(tools) or not set(map(type, names)) <= {str} or not all(names):
+            names = [_plain(t, i)["name"] for i, t in enumerate(tools)]  # names the first tool without one
         lam = self.lam if lam is None else lam
         dials = {**self.dials, **(dials or {})}
         key = (query, tuple(names), lam, tuple(sorted(dials.items())))
@@ -224,7 +226,7 @@ class ToolChooser:
             positions = tuple(range(len(names)))
         else:
             show = set(chosen) | set(self.always_include)
-            positions = tuple(i for i, n in enumerate(names) if n in show)
+            positions = tuple(compress(range(len(names)), map(show.__contains__, names)))
         return Choice(positions, tuple(names[i] for i in positions), error, ranked, deferred, defers, tuple(notes))
 
     def _floor(self, chosen: list[str], ranked: tuple[str, ...], n: int) -> tuple[list[str], str]:

@@ -23,7 +23,7 @@ SCHEMA_KEYS = ("parameters", "inputSchema", "input_schema", "params_json_schema"
 # LangChain builds a tool's schema from its pydantic model on each read (tens of microseconds; a catalog of
 # thousands would pay it on every model call), so the descriptions of such tools are kept, by the object
 # (held, so its id is not reused) and checked against its name and description (a changed tool is read again).
-_KEPT: OrderedDict[int, tuple[Any, dict]] = OrderedDict()
+_KEPT: OrderedDict[int, tuple[Any, str, Any, dict]] = OrderedDict()
 _KEPT_SIZE = 16_384
 _KEPT_LOCK = threading.Lock()
 
@@ -81,15 +81,14 @@ def _object(tool: Any) -> dict | None:
     if not _LANGCHAIN[kind]:
         return {"name": name, "description": description if isinstance(description, str) else "",
                 "parameters": _object_schema(tool)}
-    with _KEPT_LOCK:
-        kept = _KEPT.get(id(tool))
-        if kept is not None and kept[0] is tool and kept[1]["name"] is name and kept[1]["_description"] is description:
-            _KEPT.move_to_end(id(tool))
-            return kept[1]["plain"]
+    # A read is one dict lookup, atomic under the GIL; only a write takes the lock (oldest out first).
+    kept = _KEPT.get(id(tool))
+    if kept is not None and kept[0] is tool and kept[1] is name and kept[2] is description:
+        return kept[3]
     plain = {"name": name, "description": description if isinstance(description, str) else "",
              "parameters": _langchain_schema(tool)}
     with _KEPT_LOCK:
-        _KEPT[id(tool)] = (tool, {"name": name, "_description": description, "plain": plain})
+        _KEPT[id(tool)] = (tool, name, description, plain)
         while len(_KEPT) > _KEPT_SIZE:
             _KEPT.popitem(last=False)
     return plain

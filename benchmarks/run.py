@@ -12,6 +12,7 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 - sufficiency: G_x derivation by execution, cold and warm (bench_sufficiency.py)
 - rankers: scoring four domains x five scorers from a cold cache (bench_rankers.py)
 - runtime: StopPolicy per-decision latency p50/p99 and batch throughput (bench_runtime.py)
+- adapters: every harness adapter's decision at 300 and 2,000 tools vs a plain bm25 top 5 (bench_adapters.py)
 - sets: plugin_set, risk_set and every cv_set pool member deciding one request of 7 / 100 / 1 000 tools vs the prefix rules (bench_sets.py)
 - catalog: every rule fitted on StableToolBench's 2,479 APIs at N = 20, bm25 per query, A28's cell (bench_catalog.py)
 - data: `camdf data validate` and the data stage on 5 000 tools x 50 000 tasks (bench_data.py)
@@ -106,6 +107,8 @@ def steps(skip_dense: bool, scaling_counts: tuple[int, ...] | None = None) -> di
         "sufficiency": ("G_x by execution, cold and warm", _module_run("bench_sufficiency")),
         "rankers": ("scoring, 4 domains x scorers, cold cache", _module_run("bench_rankers", **rankers_kwargs)),
         "runtime": ("run-time stopper latency and batch throughput (own process)", _fresh_process("bench_runtime")),
+        "adapters": ("harness adapters' decision at 300 / 2,000 tools vs a plain bm25 top 5 (own process)",
+                     _fresh_process("bench_adapters")),
         "sets": ("set rules vs prefix rules, one request of 7 / 100 / 1 000 tools", _module_run("bench_sets")),
         "catalog": ("every rule fitted on the 2,479-API catalog at N = 20; bm25 per query; A28's cell",
                     _module_run("bench_catalog")),
@@ -279,7 +282,27 @@ def _md_sets(r: dict) -> str:
               f"lambda {r['lam']}, alpha {r['alpha']}.")
 
 
-RENDER = {"labels": _md_labels, "sets": _md_sets, "features": _md_features, "bootstrap": _md_bootstrap, "cell": _md_cell,
+def adapters_table(r: dict) -> str:
+    """The adapters rows of docs/speed.md: each adapter's decision p50 / p95 (and CPU p50) per catalog size, and
+    its ratio to a plain bm25 top 5 over the same tools in the same run."""
+    rows = []
+    for row in r["rows"]:
+        ref, rule = row["reference"], row["policy_select_scores_given"]
+        for name, a in row["adapters"].items():
+            rows.append([name, f"{row['tools']:,}", f"{a['p50_ms']:.2f} ms", f"{a['p95_ms']:.2f} ms",
+                         f"{a['cpu_p50_ms']:.2f} ms", f"{a['ratio_vs_reference']:.0f}x"])
+        rows.append(["policy.select, scores given (the floor)", f"{row['tools']:,}", f"{rule['p50_ms']:.2f} ms",
+                     f"{rule['p95_ms']:.2f} ms", f"{rule['cpu_p50_ms']:.2f} ms", ""])
+        rows.append(["plain bm25 top 5, prebuilt index (reference)", f"{row['tools']:,}", f"{ref['p50_ms']:.2f} ms",
+                     f"{ref['p95_ms']:.2f} ms", f"{ref['cpu_p50_ms']:.2f} ms", "1x"])
+    before = ", ".join(f"{row['index_rebuilt_p50_ms']:.0f} ms at {row['tools']:,}" for row in r["rows"])
+    return (_table(["decision", "tools", "p50", "p95", "CPU p50", "p50 vs bm25 top 5"], rows, "lrrrrr")
+            + f"\n\nThe ranker's index built for every query (before it was kept): {before} per decision. Target: "
+              f"p50 <= {r['target_p50_ms']:.0f} ms at {r['target_tools']:,} tools for every adapter: "
+              f"**{'met' if r['meets_target'] else 'missed'}**.")
+
+
+RENDER = {"adapters": adapters_table, "labels": _md_labels, "sets": _md_sets, "features": _md_features, "bootstrap": _md_bootstrap, "cell": _md_cell,
           "scaling": _md_scaling, "profile": _md_profile, "sufficiency": _md_flat, "rankers": _md_rankers,
           "catalog": _md_catalog}
 
@@ -327,6 +350,12 @@ def acceptance(results: dict, total_s: float, partial: bool = False) -> list[dic
                        "value": f"{f['camdf_lite_batch_per_s']:,.0f}/s best round (median "
                                 f"{f['camdf_lite_batch_per_s_median']:,.0f}, worst {f['camdf_lite_batch_per_s_worst']:,.0f})",
                        "met": f["met"]["camdf_lite_batch_per_s"]})
+    adapters = get("adapters", "rows")
+    if adapters:
+        big = adapters[-1]
+        checks.append({"point": f"issue 49: every adapter's decision at {big['tools']:,} tools, p50 <= 5 ms",
+                       "value": ", ".join(f"{k} {a['p50_ms']:.1f} ms" for k, a in big["adapters"].items()),
+                       "met": all(a["met"] for a in big["adapters"].values())})
     for name, point in (("data", "issue 20: validate and data stage of 5 000 tools x 50 000 tasks <= 5 s each"),
                         ("cli", "issue 20: camdf select from the shell, p50 <= 2 s")):
         r = results.get(name, {})
@@ -452,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scaling-counts", default="",
                         help="comma-separated distractor counts of the scaling part (default 0,100,500,1000,2472)")
     parser.add_argument("--readme", action="store_true",
-                        help="write the runtime, scaling and catalog figures into docs/speed.md")
+                        help="write the runtime, scaling, catalog and adapters figures into docs/speed.md")
     args = parser.parse_args(argv)
 
     try:
@@ -515,7 +544,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("wrote the runtime figures into docs/speed.md")
     commit = m["git_commit"] + (" with uncommitted changes" if m["git_dirty"] else "")
     for name, marker, render in (("scaling", "scaling", lambda f: scaling_table(f, commit)),
-                                 ("catalog", "catalog", catalog_table)):
+                                 ("catalog", "catalog", catalog_table), ("adapters", "adapters", adapters_table)):
         entry = report["benchmarks"].get(name, {})
         if args.readme and entry.get("ok"):
             splice(ROOT / "docs" / "speed.md", marker, render(entry["figures"]))

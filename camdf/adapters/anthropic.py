@@ -26,16 +26,17 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from camdf.runtime.toolset import ToolChooser, search_deferred
+from camdf.runtime.toolset import Scorer, ToolChooser, search_deferred
+from camdf.runtime.tooltext import describe_tool
 
 SEARCH_TOOL = "camdf_tool_search"
 
 
 def _plain(tool: dict, i: int) -> dict:
-    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+    plain = describe_tool(tool) if isinstance(tool, dict) else None
+    if plain is None:
         raise ValueError(f"tools[{i}]: expected a Messages API tool (an object with a name)")
-    return {"name": tool["name"], "description": tool.get("description") or "",
-            "parameters": tool.get("input_schema")}
+    return plain
 
 
 class ToolSearch:
@@ -43,8 +44,9 @@ class ToolSearch:
 
     Parameters
     ----------
-    policy, lam, dials, always_include, max_tools
-        As :class:`~camdf.runtime.toolset.ToolChooser`.
+    policy, lam, dials, always_include, max_tools, min_tools, scorer
+        As :class:`~camdf.runtime.toolset.ToolChooser` (``min_tools`` default 1; ``scorer(query, tools)``: your own
+        retriever, given plain descriptions).
     name : str
         The search tool's name.
     search_k : int
@@ -52,9 +54,10 @@ class ToolSearch:
     """
 
     def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
-                 always_include: Sequence[str] = (), max_tools: int | None = None, name: str = SEARCH_TOOL,
-                 search_k: int = 5):
-        self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools)
+                 always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
+                 scorer: Scorer | None = None, name: str = SEARCH_TOOL, search_k: int = 5):
+        self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools,
+                                   min_tools=min_tools, scorer=scorer)
         self.name = name
         self.search_k = search_k
 

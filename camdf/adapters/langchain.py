@@ -8,7 +8,9 @@ last human message (or ``query(request)``), asks the :class:`~camdf.runtime.tool
 once per user turn (the same query over the same tools is one decision), and passes on
 ``request.override(tools=selection + always_include)``. ``camdf_lam`` and ``camdf_dials`` in the
 agent's runtime context (a dict or an object) override ``lam`` and ``dials`` for a run. Tools
-without a name (a provider's built-in tool given as a dict) are always passed on. Fail open: on
+without a name (a provider's built-in tool given as a dict) are always passed on. A tool is read as every
+adapter reads one (:func:`~camdf.runtime.tooltext.describe_tool`: a ``BaseTool`` by the JSON schema the model
+is shown, its ``tool_call_schema``), so the same tools get the same decision through every adapter. Fail open: on
 any error every tool is passed on, with one :class:`~camdf.runtime.toolset.FailOpenWarning`.
 
 ``search=True`` adds one search tool (:data:`SEARCH_TOOL`, registered on the agent as the middleware's
@@ -27,26 +29,13 @@ from typing import Any, Callable, Sequence
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import StructuredTool
 
-from camdf.runtime.toolset import FailOpenWarning, ToolChooser, search_deferred
+from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
+from camdf.runtime.tooltext import describe_tool
 
 #: The name of the search tool over the deferred tools (``search=True``).
 SEARCH_TOOL = "camdf_search_tools"
-
-
-def _describe(tool: Any) -> dict | None:
-    """A plain ``{name, description, parameters}`` of a LangChain tool or a provider dict (None: no name)."""
-    if isinstance(tool, BaseTool):
-        return {"name": tool.name, "description": tool.description or "", "parameters": tool.args}
-    if isinstance(tool, dict):
-        spec = tool.get("function") if isinstance(tool.get("function"), dict) else tool
-        name = spec.get("name")
-        if isinstance(name, str) and name:
-            desc = spec.get("description")
-            return {"name": name, "description": desc if isinstance(desc, str) else "",
-                    "parameters": spec.get("parameters", spec.get("input_schema", spec.get("inputSchema")))}
-    return None
 
 
 def last_human_text(request: Any) -> str:
@@ -76,6 +65,11 @@ class CamdfToolSelector(AgentMiddleware):
         Tool names always passed on (not counted against ``max_tools``).
     max_tools : int, optional
         Cap on the policy's selection.
+    min_tools : int
+        Floor on the policy's selection (default 1; 0: none): its best-ranked others are added.
+    scorer : callable, optional
+        ``scorer(query, tools) -> scores``: your own retriever instead of the built-in bm25 (``tools``: plain
+        descriptions, as :class:`~camdf.runtime.toolset.ToolChooser` documents).
     query : callable, optional
         ``query(request) -> str``; default: the last human message's text.
     search : bool
@@ -85,11 +79,12 @@ class CamdfToolSelector(AgentMiddleware):
     """
 
     def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
-                 always_include: Sequence[str] = (), max_tools: int | None = None,
-                 query: Callable[[Any], str] | None = None, search: bool = False, search_k: int = 5):
+                 always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
+                 scorer: Scorer | None = None, query: Callable[[Any], str] | None = None, search: bool = False,
+                 search_k: int = 5):
         super().__init__()
         self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include,
-                                   max_tools=max_tools)
+                                   max_tools=max_tools, min_tools=min_tools, scorer=scorer)
         self.query = query or last_human_text
         self.search_k = search_k
         # The tools and the deferred names of the latest decision: what the search tool searches.
@@ -117,7 +112,7 @@ class CamdfToolSelector(AgentMiddleware):
         if not tools:
             return request
         try:
-            described = [_describe(t) for t in tools]
+            described = [describe_tool(t) for t in tools]
             named = [i for i, d in enumerate(described) if d is not None]
             context = getattr(request.runtime, "context", None) if request.runtime is not None else None
             choice = self.chooser.choose([described[i] for i in named], self.query(request),
@@ -127,7 +122,9 @@ class CamdfToolSelector(AgentMiddleware):
             warnings.warn(f"camdf: tool selection failed ({type(err).__name__}: {err}); passing on all "
                           f"{len(tools)} tools", FailOpenWarning, stacklevel=2)
             return request
-        keep = {named[k] for k in choice.positions} | (set(range(len(tools))) - set(named))
+        keep = {named[k] for k in choice.positions}
+        if len(named) < len(tools):  # tools without a name (a provider's built-in) are always passed on
+            keep |= set(range(len(tools))) - set(named)
         if self.tools and not choice.failed_open:
             shown = {described[i]["name"] for i in keep if described[i] is not None}
             left = choice.deferred if choice.defers else tuple(
@@ -135,7 +132,7 @@ class CamdfToolSelector(AgentMiddleware):
             self._deferred = ([described[i] for i in named], left)
             loaded = self._loaded(request) | {SEARCH_TOOL}
             keep |= {i for i, d in enumerate(described) if d is not None and d["name"] in loaded}
-        return request.override(tools=[t for i, t in enumerate(tools) if i in keep])
+        return request.override(tools=[tools[i] for i in sorted(keep)])  # the exposed few, not a pass over all
 
     def wrap_model_call(self, request, handler):
         return handler(self.select(request))

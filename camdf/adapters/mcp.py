@@ -22,11 +22,14 @@ meta-tool once a task is set: ``search_tools(query)`` searches the tools it defe
 
 Fail open: when the policy fails, every tool is exposed and ``select_tools`` says why.
 Upstreams are commands (stdio) or ``http(s)://`` URLs (streamable HTTP); two upstreams offering
-one tool name are refused at start. ``camdf mcp-proxy`` runs it over stdio.
+one tool name are refused at start. A stdio upstream gets the proxy's environment (its API keys, say),
+or, with ``env`` (``--env KEY``), only the named variables besides the MCP SDK's own safe defaults
+(``PATH``, ``HOME``, ...). ``camdf mcp-proxy`` runs it over stdio.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import warnings
@@ -42,7 +45,8 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 
-from camdf.runtime.toolset import FailOpenWarning, ToolChooser, search_deferred
+from camdf.runtime.toolset import Choice, FailOpenWarning, ToolChooser, search_deferred
+from camdf.runtime.tooltext import describe_tool
 
 #: The meta-tool that sets the task.
 SELECT_TOOL = "select_tools"
@@ -92,6 +96,11 @@ class ToolProxy:
     on_withheld : {"refuse", "forward"}
     call_timeout : float
         Seconds an upstream has to answer a call.
+    search_k : int
+        Tools one ``search_tools`` call exposes.
+    env : sequence of str, optional
+        The environment variables a stdio upstream gets (besides the SDK's safe defaults); default: all of
+        this process's. A name not set here is refused (ValueError naming it).
 
     Attributes
     ----------
@@ -104,7 +113,7 @@ class ToolProxy:
     """
 
     def __init__(self, upstreams: Sequence[str], chooser: ToolChooser, on_withheld: str = "refuse",
-                 call_timeout: float = 60.0, search_k: int = 5):
+                 call_timeout: float = 60.0, search_k: int = 5, env: Sequence[str] | None = None):
         if not upstreams:
             raise ValueError("--upstream: give at least one upstream server (a command or an http(s):// URL)")
         if on_withheld not in ON_WITHHELD:
@@ -113,6 +122,7 @@ class ToolProxy:
             raise ValueError(f"call_timeout: expected seconds > 0, got {call_timeout!r}")
         if isinstance(search_k, bool) or not isinstance(search_k, int) or search_k < 1:
             raise ValueError(f"--search-k: expected an integer >= 1, got {search_k!r}")
+        self.env = _environment(env)
         self.upstreams = [_Upstream(s) for s in upstreams]
         self.chooser = chooser
         self.on_withheld = on_withheld
@@ -141,7 +151,9 @@ class ToolProxy:
                     argv = shlex.split(up.spec)
                     if not argv:
                         raise UpstreamError("--upstream: an empty command")
-                    params = StdioServerParameters(command=argv[0], args=argv[1:])
+                    # The SDK gives a child only its safe defaults unless `env` is set: an upstream's API keys live
+                    # in the environment, so it gets the proxy's (or the variables named by --env).
+                    params = StdioServerParameters(command=argv[0], args=argv[1:], env=self.env)
                     read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
                 up.session = await stack.enter_async_context(ClientSession(read, write))
                 with anyio.fail_after(self.call_timeout):
@@ -216,17 +228,7 @@ class ToolProxy:
         if not isinstance(task, str) or not task.strip():
             raise MCPError(types.INVALID_PARAMS, f"{SELECT_TOOL}: `task` must be a non-empty string")
         tools = self.tools
-        described = [{"name": t.name, "description": t.description or "", "parameters": t.input_schema}
-                     for t in tools]
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", FailOpenWarning)
-            choice = await anyio.to_thread.run_sync(self.chooser.choose, described, task)
-        for w in caught:
-            print(f"camdf mcp-proxy: {w.message}", file=sys.stderr)
-        self.task = task
-        self.exposed = set(choice.names) | set(self.chooser.always_include)
-        self.deferred = choice.deferred if choice.defers else ()
-        self._described = described
+        choice = await anyio.to_thread.run_sync(self.decide, task)
         await self._changed(ctx)
         shown = [t.name for t in tools if t.name in self.exposed]
         text = f"{len(shown)} of {len(tools)} tools exposed for this task: {', '.join(shown) or 'none'}"
@@ -234,7 +236,24 @@ class ToolProxy:
             text += f" (the policy failed, so every tool is exposed: {choice.error})"
         if self.deferred:
             text += f"; {len(self.deferred)} more can be found with {SEARCH_TOOL}"
+        if choice.warnings:
+            text += "; note: " + "; ".join(choice.warnings)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+
+    def decide(self, task: str) -> Choice:
+        """Decide over every upstream tool for ``task`` and make it the current task (what ``select_tools`` does
+        before it answers); the policy's failure and warnings are printed on stderr."""
+        described = [describe_tool(t) for t in self.tools]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FailOpenWarning)
+            choice = self.chooser.choose(described, task)
+        for w in caught:
+            print(f"camdf mcp-proxy: {w.message}", file=sys.stderr)
+        self.task = task
+        self.exposed = set(choice.names) | set(self.chooser.always_include)
+        self.deferred = choice.deferred if choice.defers else ()
+        self._described = described
+        return choice
 
     async def _search(self, ctx: Any, args: dict) -> types.CallToolResult:
         query = args.get("query")
@@ -275,6 +294,21 @@ class ToolProxy:
             if found is not None:
                 raise found from None
             raise
+
+
+def _environment(names: Sequence[str] | None) -> dict[str, str]:
+    """What a stdio upstream gets besides the SDK's defaults: this process's environment, or its variables
+    ``names`` (each must be set: ValueError naming it)."""
+    if names is None:
+        return dict(os.environ)
+    if isinstance(names, str):
+        raise ValueError("--env: expected a list of variable names, got a string")
+    for name in names:
+        if not isinstance(name, str) or not name or "=" in name:
+            raise ValueError(f"--env: expected a variable name (KEY, not KEY=VALUE), got {name!r}")
+        if name not in os.environ:
+            raise ValueError(f"--env {name}: not set in camdf mcp-proxy's environment")
+    return {name: os.environ[name] for name in names}
 
 
 def _first(group: BaseExceptionGroup, kind: type) -> BaseException | None:

@@ -33,7 +33,8 @@ from typing import Any, Callable, Sequence
 from agents import FunctionTool
 from agents.mcp import ToolFilterContext
 
-from camdf.runtime.toolset import FailOpenWarning, ToolChooser, search_deferred
+from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
+from camdf.runtime.tooltext import describe_tool
 
 #: The name of the search tool over the deferred tools (``search=True``).
 SEARCH_TOOL = "camdf_search_tools"
@@ -66,8 +67,9 @@ class CamdfToolFilter:
 
     Parameters
     ----------
-    policy, lam, dials, always_include, max_tools
-        As :class:`~camdf.runtime.toolset.ToolChooser`.
+    policy, lam, dials, always_include, max_tools, min_tools, scorer
+        As :class:`~camdf.runtime.toolset.ToolChooser` (``min_tools`` default 1; ``scorer(query, tools)``: your own
+        retriever, given plain descriptions).
     query : callable, optional
         ``query(run_context) -> str``; default: the run's last user text.
     search : bool
@@ -84,9 +86,11 @@ class CamdfToolFilter:
     """
 
     def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
-                 always_include: Sequence[str] = (), max_tools: int | None = None,
-                 query: Callable[[Any], str] | None = None, search: bool = False, search_k: int = 5):
-        self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools)
+                 always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
+                 scorer: Scorer | None = None, query: Callable[[Any], str] | None = None, search: bool = False,
+                 search_k: int = 5):
+        self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools,
+                                   min_tools=min_tools, scorer=scorer)
         self.query = query or run_input_text
         self.decisions = 0
         self.search_k = search_k
@@ -142,8 +146,7 @@ class CamdfToolFilter:
             while True:
                 page = await server.session.list_tools(
                     params=None if cursor is None else _page(cursor))
-                tools += [{"name": t.name, "description": t.description or "",
-                           "parameters": getattr(t, "input_schema", None)} for t in page.tools]
+                tools += [describe_tool(t) for t in page.tools]
                 cursor = page.next_cursor
                 if not cursor:
                     return tools
@@ -154,8 +157,7 @@ class CamdfToolFilter:
         async def is_enabled(run_context: Any, agent: Any) -> bool:
             async def candidates():
                 mine = {id(t) for t in self._enabled}
-                return [{"name": t.name, "description": t.description or "", "parameters": t.params_json_schema}
-                        for t in getattr(agent, "tools", []) if id(t) in mine]
+                return [describe_tool(t) for t in getattr(agent, "tools", []) if id(t) in mine]
             exposed = await self._exposed(run_context, f"agent:{getattr(agent, 'name', '')}", candidates)
             return name in exposed or name in self._loaded.get(_run(run_context), ())
         return is_enabled

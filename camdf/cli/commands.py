@@ -139,6 +139,21 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _scorer(spec: str | None):
+    """The function ``--scorer MODULE:FUNCTION`` names (imported; ValueError naming the flag when it is not there)."""
+    if spec is None:
+        return None
+    import importlib
+
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"--scorer: expected MODULE:FUNCTION, got {spec!r}")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"--scorer {spec}: cannot import it: {type(err).__name__}: {err}") from None
+
+
 def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     """Serve the MCP proxy over stdio (camdf.adapters.mcp) until the client closes it."""
     try:
@@ -152,10 +167,11 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
 
     try:
         chooser = ToolChooser(args.policy, lam=args.lam, dials=dict(args.dial or []),
-                              always_include=args.always_include, max_tools=args.max_tools)
+                              always_include=args.always_include, max_tools=args.max_tools,
+                              min_tools=args.min_tools, scorer=_scorer(args.scorer))
         chooser.loaded()  # a policy that cannot load is refused at start, not failed open later
         proxy = ToolProxy(args.upstream or [], chooser, on_withheld=args.on_withheld, call_timeout=args.call_timeout,
-                          search_k=args.search_k)
+                          search_k=args.search_k, env=args.env)
         anyio.run(proxy.run_stdio)
     except (ValueError, UpstreamError) as err:
         print(f"camdf mcp-proxy: {err}", file=sys.stderr)
@@ -299,6 +315,13 @@ def _proxy_command(sub) -> None:
     proxy.add_argument("--always-include", type=_names, default=[], metavar="NAMES",
                        help="comma-separated tools always listed")
     proxy.add_argument("--max-tools", type=int, default=None, help="at most this many tools from the policy")
+    proxy.add_argument("--min-tools", type=int, default=1,
+                       help="at least this many tools from the policy, its best-ranked added (default 1; 0: none)")
+    proxy.add_argument("--scorer", metavar="MODULE:FUNCTION", default=None,
+                       help="your own retriever, scorer(query, tools) -> one score per tool, instead of bm25")
+    proxy.add_argument("--env", action="append", metavar="KEY", default=None,
+                       help="pass only this environment variable to stdio upstreams (repeatable; default: the whole "
+                            "environment; the MCP SDK's safe defaults, PATH, HOME..., are always passed)")
     proxy.add_argument("--on-withheld", choices=["refuse", "forward"], default="refuse",
                        help="a call to a withheld tool: refused with an MCP error (default) or forwarded and "
                             "recorded as a miss")

@@ -29,8 +29,13 @@ def parameter_names(tool: Tool) -> list[str]:
 
 def tool_document(tool: Tool) -> str:
     """The text a ranker reads for a tool: name words, description, parameter words."""
-    parts = [split_identifier(tool.name) + ".", tool.description.strip()]
-    params = parameter_names(tool)
+    return document(tool.name, tool.description, parameter_names(tool))
+
+
+def document(name: str, description: str, params: list[str] | tuple[str, ...]) -> str:
+    """:func:`tool_document` from its three parts (the runtime builds it from any harness's tool, without a
+    :class:`~camdf.data.model.Tool`)."""
+    parts = [split_identifier(name) + ".", description.strip()]
     if params:
         parts.append("Parameters: " + ", ".join(split_identifier(p) for p in params) + ".")
     return " ".join(p for p in parts if p)

@@ -2,8 +2,9 @@
 
 Shared by :class:`camdf.runtime.StopPolicy` and the lean loader of the shipped policy
 (:mod:`camdf.runtime.lean`), so both accept and refuse the same requests with the same
-messages. Tools are OpenAI function tools or MCP tool descriptions; without scores, the
-built-in bm25 ranker scores them against the request's ``query``.
+messages. Tools are OpenAI function tools, MCP or Anthropic tool descriptions (read by
+:func:`camdf.runtime.tooltext.describe_tool`); without scores, the built-in bm25 ranker
+(:mod:`camdf.runtime.bm25_index`, its index kept per tool list) scores them against the request's ``query``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,13 @@ from __future__ import annotations
 import math
 import reprlib
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any, Callable
 
 import numpy as np
+
+from camdf.runtime.bm25_index import bm25_tool_scores  # noqa: F401  (the built-in ranker; its name here too)
+from camdf.runtime.tooltext import describe_tool
 
 # Values quoted in a refusal are clipped: a request may hold a megabyte where a name belongs.
 _REPR = reprlib.Repr()
@@ -31,7 +35,8 @@ SHORT_RANKING = 64
 def _spec(tool: Any, i: int) -> dict:
     if not isinstance(tool, dict):
         raise ValueError(f"tools[{i}]: expected an object (OpenAI function tool or MCP tool), got {type(tool).__name__}")
-    spec = tool.get("function") if tool.get("type") == "function" or "function" in tool else tool
+    # A Chat Completions tool nests its spec under `function`; the Responses API's is flat.
+    spec = tool["function"] if "function" in tool else tool
     if not isinstance(spec, dict):
         raise ValueError(f"tools[{i}].function: expected an object")
     return spec
@@ -45,7 +50,7 @@ def tool_name(tool: Any, i: int) -> str:
     """
     # Fast path for plain dicts with a string name and description (the common case).
     if type(tool) is dict:
-        spec = tool["function"] if "function" in tool else (None if tool.get("type") == "function" else tool)
+        spec = tool["function"] if "function" in tool else tool
         if type(spec) is dict:
             name, desc = spec.get("name"), spec.get("description")
             if type(name) is str and name.strip() and (desc is None or type(desc) is str):
@@ -59,12 +64,28 @@ def tool_name(tool: Any, i: int) -> str:
     return name
 
 
+def _plain_names(tools: list) -> list[str] | None:
+    """The names :func:`tool_name` gives when every tool passes its fast path, checked a field at a time over the
+    whole list with C-level ``map`` (a catalog of thousands is parsed on every decision); None when any does not."""
+    if set(map(type, tools)) != {dict}:
+        return None
+    specs = tools
+    if any(map(dict.__contains__, tools, repeat("function"))):
+        specs = [t["function"] if "function" in t else t for t in tools]
+        if set(map(type, specs)) != {dict}:
+            return None
+    names = list(map(dict.get, specs, repeat("name")))
+    if set(map(type, names)) != {str} or not all(map(str.strip, names)):
+        return None
+    if not set(map(type, map(dict.get, specs, repeat("description")))) <= {str, type(None)}:
+        return None
+    return names
+
+
 def tool_view(tool: dict) -> dict:
-    """A plain ``{name, description, parameters}`` view of a tool :func:`tool_name` accepted."""
-    spec = _spec(tool, 0)
-    params = spec.get("parameters", spec.get("inputSchema"))
-    return {"name": spec["name"], "description": spec.get("description") or "",
-            "parameters": params if isinstance(params, dict) else None}
+    """A plain ``{name, description, parameters}`` view of a tool :func:`tool_name` accepted (read as every
+    adapter reads tools: :func:`camdf.runtime.tooltext.describe_tool`)."""
+    return describe_tool(tool)
 
 
 _PLAIN_NUMBERS = frozenset({int, float, np.float64, np.float32, np.int64, np.int32})
@@ -197,10 +218,12 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
     tools = request.get("tools")
     if not isinstance(tools, list) or not tools:
         raise ValueError(f"{where}tools: expected a non-empty list of tools")
-    try:
-        names = [tool_name(tool, i) for i, tool in enumerate(tools)]
-    except ValueError as err:
-        raise ValueError(f"{where}{err}") from None
+    names = _plain_names(tools)
+    if names is None:  # some tool is not a plain one with a good name: the first problem, named
+        try:
+            names = [tool_name(tool, i) for i, tool in enumerate(tools)]
+        except ValueError as err:
+            raise ValueError(f"{where}{err}") from None
     if len(set(names)) < len(names):
         seen = set()
         for i, name in enumerate(names):
@@ -217,7 +240,7 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
             if not math.isfinite(max(scores) - min(scores)):
                 raise ValueError(f"{where}scores: max - min overflows a float; rescale the scores")
     elif query:
-        scores = bm25_tool_scores(query, [tool_view(tool) for tool in tools]).tolist()
+        scores = bm25_tool_scores(query, tools).tolist()
     else:
         raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in bm25 ranker")
     if request.get("costs") is not None:
@@ -225,7 +248,7 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
         if numbers or type(costs) is not list or len(costs) != len(names):
             costs = _numbers(costs, where, "costs", len(names), positive=True)
     else:
-        costs = [float(default_costs.get(name, 1.0)) for name in names]
+        costs = list(map(float, map(default_costs.get, names, repeat(1.0))))
     lam = request.get("lam")
     lam = None if lam is None else check_lam(lam, f"{where}lam")
     dials = {}
@@ -233,7 +256,7 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
         value = dial_check(name, request[name], f"{where}{name}")
         if value is not None:
             dials[name] = value
-    return Request(names, [index.get(name, -1) for name in names], scores, costs, tools, query or "", lam, dials)
+    return Request(names, list(map(index.get, names, repeat(-1))), scores, costs, tools, query or "", lam, dials)
 
 
 def parse_all(requests: Any, parse: Callable[..., Request]) -> list[Request]:
@@ -258,20 +281,3 @@ def check_lam(value: Any, field: str = "lam") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{field}: must be a finite number >= 0, got {shown(value)}")
     return float(value)
-
-
-def bm25_tool_scores(query: str, tools: list[dict]) -> np.ndarray:
-    """Built-in ranker for callers without scores: bm25 of the query against each tool's document."""
-    from camdf.data.model import Tool
-    from camdf.rankers.lexical import bm25_scores, tokenize
-    from camdf.rankers.text import tool_document
-
-    docs = [tool_document(Tool(t["name"], t["description"], t["parameters"])) for t in tools]
-    # bm25 needs words on both sides (two or more letters, not stop words); refused here, with the field.
-    words = "two or more letters, not English stop words"
-    if not any(tokenize([query])[0]):
-        raise ValueError(f"query: no word the built-in bm25 ranker can use ({words}); give `scores` instead")
-    if not any(map(any, tokenize(docs))):
-        raise ValueError(f"tools: no tool name, description or parameter has a word the built-in bm25 ranker "
-                         f"can use ({words}); give `scores` instead")
-    return bm25_scores([query], docs)[0]

@@ -6,7 +6,12 @@ descriptions (``{"name", "description", "parameters"}``) and its task into a que
 
 - the policy is loaded on first use from a URI or folder (or given as an object with ``select``);
 - tools named in ``always_include`` are exposed whatever the policy says and are not shown to it;
-- ``max_tools`` caps the policy's selection (its best-ranked tools first; ``always_include`` on top);
+- ``max_tools`` caps the policy's selection (its best-ranked tools first; ``always_include`` on top), and
+  ``min_tools`` (default 1) floors it: a policy that exposes fewer gets its best-ranked others added, and
+  :attr:`Choice.warnings` says so (as it carries the policy's own warnings), with one line on the ``camdf``
+  logger;
+- ``scorer`` ranks the tools with the caller's own retriever (``scorer(query, tools) -> scores``) instead of
+  the built-in bm25 (whose index is built once per tool list: :mod:`camdf.runtime.bm25_index`);
 - the same query over the same tools with the same lambda and dials is decided once (an LRU cache),
   so a harness that asks on every model call of a turn costs one decision per turn;
 - **fail open**: when the policy cannot be loaded or raises, every tool is exposed, one
@@ -19,13 +24,22 @@ descriptions (``{"name", "description", "parameters"}``) and its task into a que
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from itertools import compress, repeat
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from camdf.runtime import tracing
+
+LOG = logging.getLogger("camdf")
+#: ``scorer(query, tools) -> scores``: the caller's own retriever (``tools``: plain descriptions).
+Scorer = Callable[[str, list], Sequence[float]]
 
 
 class FailOpenWarning(UserWarning):
@@ -44,6 +58,9 @@ class Choice:
     deferred: tuple[str, ...] = field(default=())
     #: The policy defers: what it did not preload (:attr:`deferred`) is reachable through the search tool.
     defers: bool = False
+    #: What the decision wants the caller to know: the policy's own warnings (a request unlike its training data),
+    #: and the tools ``min_tools`` added. Each is logged once, on the ``camdf`` logger, when the decision is made.
+    warnings: tuple[str, ...] = field(default=())
 
     @property
     def exposed(self) -> list[str]:
@@ -72,7 +89,7 @@ class ToolChooser:
     ----------
     policy : str, path or object
         A model URI (``models:/...``, ``runs:/...``), a model or exported folder, or a loaded policy
-        (anything with ``select(tools, query=, lam=, **dials)``). Loaded on first use.
+        (anything with ``select(tools, scores=, query=, lam=, **dials)``). Loaded on first use.
     lam : float, optional
         Lambda (default: the policy's own).
     dials : dict, optional
@@ -81,6 +98,14 @@ class ToolChooser:
         Tool names always exposed; the policy decides over the others.
     max_tools : int, optional
         At most this many tools from the policy (``always_include`` not counted).
+    min_tools : int
+        At least this many tools from the policy (default 1; ``always_include`` not counted): when it exposes
+        fewer, its best-ranked others are added and :attr:`Choice.warnings` says so. 0: no floor.
+    scorer : callable, optional
+        ``scorer(query, tools) -> scores``: the caller's own retriever, one finite number per tool (higher is
+        more relevant), given the query and the candidate tools as plain descriptions (``name``,
+        ``description``, ``parameters``; ``always_include`` left out). Default: the built-in bm25. A scorer
+        that raises or returns anything else fails open, like the policy.
     cache_size : int
         Decisions kept (query, tools, lambda, dials).
 
@@ -91,20 +116,31 @@ class ToolChooser:
     """
 
     def __init__(self, policy: Any, lam: float | None = None, dials: dict | None = None,
-                 always_include: Sequence[str] = (), max_tools: int | None = None, cache_size: int = 256):
+                 always_include: Sequence[str] = (), max_tools: int | None = None, cache_size: int = 256,
+                 min_tools: int = 1, scorer: Scorer | None = None):
         if isinstance(always_include, str):
             raise ValueError("always_include: expected a list of tool names, got a string")
-        if max_tools is not None and (not isinstance(max_tools, int) or max_tools < 0):
-            raise ValueError(f"max_tools: expected a non-negative integer or None, got {max_tools!r}")
+        for name, value in (("max_tools", max_tools), ("min_tools", min_tools)):
+            if (value is not None or name == "min_tools") and (
+                    not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ValueError(f"{name}: expected a non-negative integer{' or None' * (name == 'max_tools')}, "
+                                 f"got {value!r}")
+        if max_tools is not None and min_tools > max_tools:
+            raise ValueError(f"min_tools: {min_tools} is more than max_tools ({max_tools})")
+        if scorer is not None and not callable(scorer):
+            raise ValueError(f"scorer: expected a callable (query, tools) -> scores, got {type(scorer).__name__}")
         self.policy = policy
         self.lam = lam
         self.dials = dict(dials or {})
         self.always_include = tuple(always_include)
         self.max_tools = max_tools
+        self.min_tools = min_tools
+        self.scorer = scorer
         self.cache_size = cache_size
         self.decisions = 0
         self._loaded: Any = None
         self._cache: OrderedDict[tuple, Choice] = OrderedDict()
+        self._lock = threading.Lock()  # the async adapters decide in worker threads
 
     def loaded(self) -> Any:
         """The policy object (loaded from its URI or folder on first use; a load error is raised)."""
@@ -125,17 +161,21 @@ class ToolChooser:
         """The tools of ``tools`` (plain descriptions: ``name``, ``description``, ``parameters``) to expose for
         ``query``; ``lam`` and ``dials`` override the chooser's for this call. Never raises for a policy
         failure (fail open); the tools themselves must have names."""
-        tools = [_plain(t, i) for i, t in enumerate(tools)]
+        tools = list(tools)
+        # A field at a time with C-level map: a catalog of thousands is read on every decision.
+        names = list(map(dict.get, tools, repeat("name"))) if set(map(type, tools)) <= {dict} else []
+        if len(names) != len(tools) or not set(map(type, names)) <= {str} or not all(names):
+            names = [_plain(t, i)["name"] for i, t in enumerate(tools)]  # names the first tool without one
         lam = self.lam if lam is None else lam
         dials = {**self.dials, **(dials or {})}
-        names = [t["name"] for t in tools]
         key = (query, tuple(names), lam, tuple(sorted(dials.items())))
-        hit = self._cache.get(key)
-        if hit is not None:
-            self._cache.move_to_end(key)
-            return hit
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
         keep = set(self.always_include)
-        candidates = [i for i, n in enumerate(names) if n not in keep]
+        candidates = [i for i, n in enumerate(names) if n not in keep] if keep else list(range(len(names)))
         decide = lambda: self._decide(tools, names, candidates, query, lam, dials)  # noqa: E731
         if tracing.ON and not tracing.inside():
             try:
@@ -146,44 +186,77 @@ class ToolChooser:
                                     dials=dials, fail_open=lambda c: c.failed_open)
         else:
             choice = decide()
-        self._cache[key] = choice
-        if len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
+        for note in choice.warnings:  # once per decision: a cached choice is not logged again
+            LOG.warning("camdf: %s", note)
+        with self._lock:
+            self._cache[key] = choice
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
         return choice
 
     def _decide(self, tools, names, candidates, query, lam, dials) -> Choice:
         chosen: list[str] = []
         ranked: tuple[str, ...] = ()
         deferred: tuple[str, ...] = ()
+        notes: list[str] = []
         defers = False
         error = None
         if candidates:
             self.decisions += 1
             try:
-                sel = self._select(self.loaded(), [tools[i] for i in candidates], query, lam, dials)
-                chosen = list(sel.exposed)
-                ranked = tuple(sel.ranked)
+                pool = tools if len(candidates) == len(tools) else [tools[i] for i in candidates]
+                sel = self._select(self.loaded(), pool, query, lam, dials)
+                chosen, ranked = list(sel.exposed), tuple(sel.ranked)
+                notes = [str(w) for w in (getattr(sel, "warnings", None) or [])]
                 left = getattr(sel, "deferred", None)
                 if self.max_tools is not None:
                     chosen = chosen[: self.max_tools]
+                if len(chosen) < self.min_tools:
+                    chosen, note = self._floor(chosen, ranked, len(candidates))
+                    notes.append(note)
                 if left is not None:  # a deferring policy: what it (or max_tools) did not preload is searched
-                    defers, deferred = True, tuple(n for n in ranked if n not in set(chosen))
+                    shown = set(chosen)
+                    defers, deferred = True, tuple(n for n in ranked if n not in shown)
             except Exception as err:  # noqa: BLE001  fail open: any failure of the policy exposes every tool
                 error = f"{type(err).__name__}: {err}"
                 warnings.warn(f"camdf: the policy failed ({error}); exposing all {len(names)} tools",
                               FailOpenWarning, stacklevel=4)
+                notes = []
         if error is not None:
             positions = tuple(range(len(names)))
         else:
             show = set(chosen) | set(self.always_include)
-            positions = tuple(i for i, n in enumerate(names) if n in show)
-        return Choice(positions, tuple(names[i] for i in positions), error, ranked, deferred, defers)
+            positions = tuple(compress(range(len(names)), map(show.__contains__, names)))
+        return Choice(positions, tuple(names[i] for i in positions), error, ranked, deferred, defers, tuple(notes))
 
-    @staticmethod
-    def _select(policy, tools: list[dict], query: str, lam, dials):
+    def _floor(self, chosen: list[str], ranked: tuple[str, ...], n: int) -> tuple[list[str], str]:
+        """``chosen`` topped up to ``min_tools`` with the best-ranked others, and the note that says so."""
+        have = set(chosen)
+        extra = [name for name in ranked if name not in have][: self.min_tools - len(chosen)]
+        return chosen + extra, (f"the policy exposed {len(chosen)} of {n} tools; added the top {len(extra)} "
+                                f"(min_tools={self.min_tools})")
+
+    def _select(self, policy, tools: list[dict], query: str, lam, dials):
+        given = {} if self.scorer is None else {"scores": self._scores(tools, query)}
         if callable(getattr(policy, "select", None)):
-            return policy.select(tools, query=query, lam=lam, **dials)
-        return policy.select_batch([{"tools": tools, "query": query}], lam=lam, **dials)[0]
+            return policy.select(tools, query=query, lam=lam, **given, **dials)
+        return policy.select_batch([{"tools": tools, "query": query, **given}], lam=lam, **dials)[0]
+
+    def _scores(self, tools: list[dict], query: str) -> np.ndarray:
+        """The caller's scorer's scores, checked: one finite number per tool (ValueError naming ``scorer``)."""
+        try:
+            raw = self.scorer(query, tools)
+        except Exception as err:  # noqa: BLE001  named here, failed open by the caller
+            raise ValueError(f"scorer: raised {type(err).__name__}: {err}") from err
+        try:
+            scores = np.asarray(raw)
+        except Exception:  # noqa: BLE001  a ragged or odd object: not scores
+            scores = np.asarray(None)
+        if scores.dtype.kind not in "iuf" or scores.shape != (len(tools),) or not np.isfinite(scores).all():
+            got = (f"dtype {scores.dtype}" if scores.dtype.kind not in "iuf" else f"shape {scores.shape}"
+                   if scores.shape != (len(tools),) else "a value that is not finite")
+            raise ValueError(f"scorer: expected {len(tools)} finite numbers (one per tool), got {got}")
+        return scores.astype(np.float64)
 
 
 def search_deferred(query: str, tools: Sequence[dict], deferred: Sequence[str], k: int) -> list[str]:

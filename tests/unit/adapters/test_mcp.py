@@ -202,3 +202,51 @@ def test_a_deferring_policy_preloads_and_search_tools_exposes_what_it_deferred(u
 
     anyio.run(_session_run, _proxy("--upstream", upstream_cmd, "--policy", str(folder), "--lam", str(LAM),
                                    "--search-k", "2"), body)
+
+
+ENV_UPSTREAM = f"{sys.executable} {FIXTURES / 'mcp_env_upstream.py'}"
+
+
+def test_a_stdio_upstream_gets_the_proxys_environment_by_default(monkeypatch):
+    """An upstream's API key lives in the environment: the SDK alone would give the child only PATH, HOME..."""
+    from contextlib import AsyncExitStack
+
+    from camdf.adapters.mcp import ToolProxy
+    from camdf.runtime.toolset import ToolChooser
+
+    monkeypatch.setenv("CAMDF_TEST_SECRET", "s3cret")
+    monkeypatch.setenv("CAMDF_TEST_OTHER", "other")
+
+    async def read(env):
+        proxy = ToolProxy([ENV_UPSTREAM], ToolChooser(Broken()), env=env)
+        with anyio.fail_after(60):
+            async with AsyncExitStack() as stack:
+                await proxy.connect(stack)
+                session = proxy.upstreams[0].session
+                return [_text(await session.call_tool("read_env", {"name": n}))
+                        for n in ("CAMDF_TEST_SECRET", "CAMDF_TEST_OTHER", "PATH")]
+
+    assert anyio.run(read, None)[:2] == ["s3cret", "other"]
+    secret, other, path = anyio.run(read, ["CAMDF_TEST_SECRET"])
+    assert (secret, other) == ("s3cret", "<unset>") and path != "<unset>"  # the SDK's safe defaults still pass
+    for bad, says in ((["CAMDF_TEST_MISSING"], r"^--env CAMDF_TEST_MISSING: not set in camdf mcp-proxy's environment"),
+                      (["A=B"], r"^--env: expected a variable name \(KEY, not KEY=VALUE\), got 'A=B'"),
+                      ("CAMDF_TEST_SECRET", r"^--env: expected a list of variable names, got a string")):
+        with pytest.raises(ValueError, match=says):
+            ToolProxy([ENV_UPSTREAM], ToolChooser(Broken()), env=bad)
+
+
+def test_env_restricts_what_the_command_passes_on(policy_dir):
+    """`camdf mcp-proxy --env KEY`: the upstream sees KEY, not the proxy's other variables."""
+    params = StdioServerParameters(
+        command=sys.executable, cwd=str(ROOT),
+        args=["-m", "camdf.cli", "mcp-proxy", "--upstream", ENV_UPSTREAM, "--policy", str(policy_dir),
+              "--always-include", "read_env", "--env", "CAMDF_TEST_SECRET", "--env", "PYTHONPATH"],
+        env={"PYTHONPATH": str(ROOT), "CAMDF_TEST_SECRET": "s3cret", "CAMDF_TEST_OTHER": "other"})
+
+    async def body(session, changed):
+        seen = [_text(await session.call_tool("read_env", {"name": n})) for n in ("CAMDF_TEST_SECRET",
+                                                                                   "CAMDF_TEST_OTHER")]
+        assert seen == ["s3cret", "<unset>"]
+
+    anyio.run(_session_run, params, body)

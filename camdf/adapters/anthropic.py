@@ -53,7 +53,7 @@ class ToolSearch:
         Tools one search loads when the policy defers.
     """
 
-    def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
+    def __init__(self, policy: Any = None, *, lam: float | None = None, dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
                  scorer: Scorer | None = None, name: str = SEARCH_TOOL, search_k: int = 5):
         self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools,

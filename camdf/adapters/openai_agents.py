@@ -85,7 +85,7 @@ class CamdfToolFilter:
         The search tool (``search=True``).
     """
 
-    def __init__(self, policy: Any, *, lam: float | None = None, dials: dict | None = None,
+    def __init__(self, policy: Any = None, *, lam: float | None = None, dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
                  scorer: Scorer | None = None, query: Callable[[Any], str] | None = None, search: bool = False,
                  search_k: int = 5):

@@ -87,9 +87,10 @@ class ToolChooser:
 
     Parameters
     ----------
-    policy : str, path or object
+    policy : str, path, object or None
         A model URI (``models:/...``, ``runs:/...``), a model or exported folder, or a loaded policy
-        (anything with ``select(tools, scores=, query=, lam=, **dials)``). Loaded on first use.
+        (anything with ``select(tools, scores=, query=, lam=, **dials)``); None (the default): the package's
+        default policy (:func:`camdf.runtime.defaults.default_policy_dir`). Loaded on first use.
     lam : float, optional
         Lambda (default: the policy's own).
     dials : dict, optional
@@ -115,7 +116,7 @@ class ToolChooser:
         How many times the policy was asked (cache misses).
     """
 
-    def __init__(self, policy: Any, lam: float | None = None, dials: dict | None = None,
+    def __init__(self, policy: Any = None, lam: float | None = None, dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, cache_size: int = 256,
                  min_tools: int = 1, scorer: Scorer | None = None):
         if isinstance(always_include, str):
@@ -146,10 +147,10 @@ class ToolChooser:
         """The policy object (loaded from its URI or folder on first use; a load error is raised)."""
         if self._loaded is None:
             p = self.policy
-            if isinstance(p, (str, os.PathLike)):
+            if p is None or isinstance(p, (str, os.PathLike)):  # None: the package's default policy
                 from camdf.runtime.loading import load_policy
 
-                p = load_policy(os.fspath(p))
+                p = load_policy(None if p is None else os.fspath(p))
             elif not (callable(getattr(p, "select", None)) or callable(getattr(p, "select_batch", None))):
                 raise ValueError(f"policy: expected a model URI, a folder or a policy with select(), "
                                  f"got {type(p).__name__}")

@@ -30,6 +30,10 @@ DEFAULT_GRID = (
     {"num_leaves": 7, "min_child_samples": 10},
     {"num_leaves": 15, "min_child_samples": 30},
 )
+# The transferred policy's booster (camdf_transfer: A30, the runtime's default policy): one candidate sized for
+# the pooled states of every domain across the lambda grid (~10^5-10^6 rows), where the small-data grid above
+# underfits (its first candidate has 3 leaves); one candidate, so no inner cross-validation multiplies its cost.
+TRANSFER_GRID = ({"num_leaves": 31, "min_child_samples": 100, "n_estimators": 200, "learning_rate": 0.1},)
 # CamDF.decide scores these first depths of every task before the rest of the walking ones.
 FIRST_BLOCK = 16
 # Predictions on at least this many states at once may use CamDF.predict_jobs threads. One request of a

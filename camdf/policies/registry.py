@@ -102,6 +102,13 @@ def _camdf_lambda(rs: int) -> Any:
     return CamDF(features=list(FEATURES), grid=DEFAULT_GRID[:1], random_state=rs)
 
 
+def _camdf_transfer(rs: int) -> Any:
+    from camdf.core.features import FEATURES
+    from camdf.policies.camdf import TRANSFER_GRID, CamDF
+
+    return CamDF(features=list(FEATURES), grid=TRANSFER_GRID, random_state=rs)
+
+
 def _argmax(rs: int, grid: slice | None = None, **params) -> Any:
     from camdf.policies.camdf_argmax import ARGMAX_GRID, CamDFArgmax
 
@@ -192,6 +199,9 @@ def _builtin_cards() -> list[Card]:
         Card("camdf_argmax_identity", partial(_argmax, tool_identity=True), ours=True, order=130, **ablation),
         Card("camdf_risk_no_split", partial(_risk, split=False), ours=True, order=140, dials=(ALPHA,), **ablation),
         Card("camdf_lambda", _camdf_lambda, family="camdf", order=150, colour="#bcbd22", marker="p"),
+        # The transferred policy (A30) and the runtime's default: lambda-conditioned, a booster sized for pooled domains.
+        Card("camdf_transfer", _camdf_transfer, family="camdf", ours=True, order=151, colour="#7f7f00", marker="v",
+             shippable=True, across_lambdas="camdf_transfer"),
         _base("full", "Full", 160, "#1f77b4", "o", anchor=True),
         _base("none", "NoTools", 170, "#7f7f7f", "o"),
         _base("fixed_k", "FixedK", 180, "#17becf", "v"),

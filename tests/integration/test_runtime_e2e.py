@@ -48,7 +48,7 @@ def test_the_shipped_policy_is_the_best_candidate_out_of_fold_and_registered_as_
     assert len(exposed) == 110 and exposed.nunique() > 1
 
 
-@pytest.mark.parametrize("how", ["runs", "models", "folder", "default"])
+@pytest.mark.parametrize("how", ["runs", "models", "folder"])
 def test_loaded_policy_makes_the_recorded_decisions(trained, how, monkeypatch):
     import mlflow
 
@@ -62,7 +62,7 @@ def test_loaded_policy_makes_the_recorded_decisions(trained, how, monkeypatch):
         uri = trained["model_uri"]  # the alias models:/camdf-stopper@champion
     elif how == "folder":
         uri = mlflow.artifacts.download_artifacts(trained["model_uri"], dst_path=str(trained["tmp"] / how))
-    policy = load_policy(uri) if how != "default" else load_policy()
+    policy = load_policy(uri)
     recorded = [list(e) for e in trained["decisions"]["exposed"]]
     batch = policy.select_batch(trained["requests"])
     assert [s.exposed for s in batch] == recorded
@@ -137,7 +137,8 @@ def test_readme_harness_example_prints_what_the_readme_shows(trained):
 
 def test_loader_names_the_store_when_the_champion_is_missing(tmp_path):
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/empty.db"}
-    proc = subprocess.run([sys.executable, "-m", "camdf.cli", "select"], input='{"tools": [{"name": "a"}], '
+    proc = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", "models:/camdf-stopper@champion"],
+                          input='{"tools": [{"name": "a"}], '
                           '"scores": [1]}', capture_output=True, text=True, env=env, cwd=ROOT)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"cannot load 'models:/camdf-stopper@champion' in the tracking store sqlite:///{tmp_path}/empty.db" \
@@ -150,7 +151,7 @@ def test_foreign_requests_get_sensible_decisions(trained, monkeypatch):
     from camdf.runtime import load_policy
 
     monkeypatch.setenv("MLFLOW_TRACKING_URI", trained["uri"])
-    policy = load_policy()
+    policy = load_policy("models:/camdf-stopper@champion")
     airline = convert_customer_service("airline")
     mcp = [{"name": t.name, "description": t.description, "inputSchema": t.parameters or {}} for t in airline.tools
            if t.name not in policy.vocab_]  # airline's own tools: none of them was seen in training

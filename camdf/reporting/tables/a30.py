@@ -24,7 +24,7 @@ from camdf.reporting.tables.notes import MDD_NOTE, ci_text
 from camdf.reporting.verdicts import Comparison, Judge, reason
 
 #: The transferred policy: the lambda-conditioned CAM-DF the runtime ships as its default policy.
-SUBJECT_TRANSFER = "camdf_lambda"
+SUBJECT_TRANSFER = "camdf_transfer"
 #: What a harness's tool search returns: its top k, untuned.
 SUBJECT_SEARCHES = ("top3", "top5", "top10")
 

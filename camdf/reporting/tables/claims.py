@@ -73,7 +73,7 @@ RULES = {
          "everything to search (none, the tool-search default); holds if it beats deferring (wording rule) in every "
          "such cell; does not hold if deferring beats it in any; inconclusive otherwise",
     "k": "ours (A30), over the left-out domains whose transfer cell is not degenerate: the transferred policy "
-         "(camdf_lambda, the runtime's default policy, fixed before the cells ran) minus the best transferred tuned "
+         "(camdf_transfer, the runtime's default policy, fixed before the cells ran) minus the best transferred tuned "
          "baseline (picked on the left-out domain's tasks); holds if it beats that baseline (wording rule) in every "
          "such domain; does not hold if the baseline beats it in any; inconclusive otherwise",
 }

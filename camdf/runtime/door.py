@@ -16,7 +16,9 @@ from typing import Any, Callable
 from camdf.core.features import task_normalised_scores
 from camdf.policies.plain import OneTask
 from camdf.policies.registry import dial_specs
-from camdf.runtime.requests import SHORT_RANKING, Request, Selection, check_lam, parse_all, parse_request
+from camdf.runtime.fit_range import range_warnings, report
+from camdf.runtime.requests import SHORT_RANKING, Request, Selection, parse_all, parse_request, request_lam
+from camdf.runtime.units import TOKENS
 
 
 @dataclass
@@ -37,6 +39,15 @@ class FrontDoor:
         The rule leaves what it does not expose to the harness's search (its selections name the deferred tools).
     prefix : bool
         The rule exposes a prefix of the ranking: its selections report the depth (the number of exposed positions).
+    fit_range : dict or None
+        What the policy was fitted on (:func:`camdf.runtime.fit_range.fit_range`): a request outside it gets
+        warnings on its selection. None: only an empty selection is flagged.
+    top_n : int or None
+        The policy was fitted on each task's top ``top_n`` ranked tools: a longer request is decided over its
+        top ``top_n`` (by score; ties keep the caller's order), so it is ranked as the fitted tasks were.
+    cost_unit : str or None
+        ``"tokens"`` (:data:`camdf.runtime.units.TOKENS`): a request without costs is priced by each tool's
+        schema tokens; otherwise by ``costs``.
     """
 
     method: str
@@ -45,6 +56,9 @@ class FrontDoor:
     costs: dict[str, float] = field(default_factory=dict)
     defers: bool = False
     prefix: bool = True
+    fit_range: dict | None = None
+    top_n: int | None = None
+    cost_unit: str | None = None
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -66,17 +80,33 @@ class FrontDoor:
         return specs[name].check(value, where)
 
     def call_dials(self, lam: Any, dials: dict[str, Any]) -> tuple[float | None, dict[str, Any]]:
-        """The dials of a call (``select_batch(requests, lam=..., **dials)``), checked; None values dropped."""
-        lam = None if lam is None else check_lam(lam, "lam")
+        """The dials of a call (``select_batch(requests, lam=..., **dials)``), checked; None values dropped.
+        ``task_value`` among them sets lambda (1 / task value) and is refused beside ``lam``."""
+        if "task_value" in dials:
+            dials = dict(dials)
+            lam = request_lam(lam, dials.pop("task_value"))
+        else:
+            lam = request_lam(lam, None)
         return lam, {k: v for k, v in ((k, self.check_dial(k, v, k)) for k, v in dials.items()) if v is not None}
 
     def _parse(self, request: Any, where: str, numbers: bool = True) -> Request:
         return parse_request(request, where, self.index, self.costs, frozenset(dial_specs()), self.check_dial,
-                             numbers)
+                             numbers, self.cost_unit == TOKENS)
 
     def parse(self, requests: Any) -> list[Request]:
-        """The requests validated (:func:`camdf.runtime.requests.parse_all`)."""
-        return parse_all(requests, self._parse)
+        """The requests validated (:func:`camdf.runtime.requests.parse_all`), each cut to its top ``top_n``."""
+        parsed = parse_all(requests, self._parse)
+        if self.top_n is not None:
+            parsed = [self._top(r) if len(r.names) > self.top_n else r for r in parsed]
+        return parsed
+
+    def _top(self, r: Request) -> Request:
+        """``r`` with only its ``top_n`` best-scored tools, in the caller's order (the rest are never exposed)."""
+        scores = r.scores
+        keep = sorted(sorted(range(len(scores)), key=lambda j: -scores[j])[: self.top_n])
+        pick = lambda values: [values[j] for j in keep]  # noqa: E731
+        return Request(pick(r.names), pick(r.ids), pick(r.scores), pick(r.costs), pick(r.tools), r.query, r.lam,
+                       r.dials)
 
     @staticmethod
     def settings(r: Request, lam: float, dials: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -99,10 +129,14 @@ class FrontDoor:
                        kind, float(len(r.query)), membership)
         return order, task
 
-    def selection(self, r: Request, order: list[int], positions: list[int]) -> Selection:
+    def selection(self, r: Request, order: list[int], positions: list[int], lam: float) -> Selection:
         """The tools a rule exposes at ``positions`` (ranked positions, ascending) of the ranking ``order`` of a
-        request: every rule decides a mask; a prefix rule's depth is the number of its positions."""
+        request decided at ``lam``: every rule decides a mask; a prefix rule's depth is the number of its
+        positions. Its ``warnings`` (:func:`~camdf.runtime.fit_range.range_warnings`) are logged as one line."""
         ranked = [r.names[j] for j in order]
+        warnings = range_warnings(self.fit_range, r.costs, r.scores, lam, len(positions))
+        report(warnings)
         if self.prefix:
-            return Selection([r.tools[j] for j in order[:len(positions)]], len(positions), ranked, defers=self.defers)
-        return Selection([r.tools[order[k]] for k in positions], None, ranked, positions, self.defers)
+            return Selection([r.tools[j] for j in order[:len(positions)]], len(positions), ranked, defers=self.defers,
+                             warnings=warnings)
+        return Selection([r.tools[order[k]] for k in positions], None, ranked, positions, self.defers, warnings)

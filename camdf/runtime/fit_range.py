@@ -13,6 +13,7 @@ and returns a human-readable line per quantity outside it, and one when nothing 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Sequence
 
 import numpy as np
@@ -83,7 +84,7 @@ def range_warnings(fitted: dict | None, costs: list[float], scores: list[float],
         n = len(costs)
         if _outside(n, fitted["n"]):
             lo, hi = fitted["n"]
-            out.append(f"{n} tools: the policy was fitted on lists of {lo:.0f} to {hi:.0f} tools")
+            out.append(f"list length {n}: the policy was fitted on lists of {lo:.0f} to {hi:.0f} tools")
         low, high = min(costs), max(costs)
         if low < fitted["cost"][0] or high > fitted["cost"][1]:
             out.append(f"tool costs {_g(low)} to {_g(high)}: the policy was fitted on costs {_g(fitted['cost'][0])} "
@@ -94,15 +95,21 @@ def range_warnings(fitted: dict | None, costs: list[float], scores: list[float],
                        f"{_g(fitted['mean_cost'][0])} to {_g(fitted['mean_cost'][1])}")
         span = max(scores) - min(scores)
         if _outside(span, fitted["score_span"]):
-            out.append(f"score span (max - min) {_g(span)}: the policy was fitted on spans {_g(fitted['score_span'][0])} "
+            out.append(f"score span {_g(span)} (max - min): the policy was fitted on spans {_g(fitted['score_span'][0])} "
                        f"to {_g(fitted['score_span'][1])} (another ranker's scale?)")
         lo, hi = fitted["lam"]
         if lam < lo / LAM_SLACK or lam > hi * LAM_SLACK:
             out.append(f"lam {_g(lam)}: more than {LAM_SLACK:g}x beyond the lambdas the policy was fitted at "
                        f"({_g(lo)} to {_g(hi)}; lam is per unit of cost: 1 / task value for costs in tokens)")
     if exposed == 0:
-        out.append("0 tools exposed: the policy judged every tool not worth its cost at this lambda")
+        out.append("nothing exposed: the policy judged every tool not worth its cost at this lambda")
     return out
+
+
+def warning_kind(text: str) -> str:
+    """What a line of :func:`range_warnings` is about: its leading words (``list length``, ``tool costs``,
+    ``mean tool cost``, ``score span``, ``lam``, ``nothing exposed``)."""
+    return re.match(r"[a-z ]*", text).group().strip()
 
 
 def report(warnings: list[str]) -> None:

@@ -5,7 +5,8 @@ or about a 300-tool list when it saw lists of 7, may expose nothing and say noth
 when the policy is fitted, the range of what it saw: list lengths ``n``, tool costs, each list's mean cost,
 each list's score span (max - min; scores are normalised within a list, but the membership model also reads
 them raw) and the lambdas. :func:`range_warnings` compares one request with that record in a few comparisons
-and returns a human-readable line per quantity outside it, and one when nothing is exposed. The front door
+and returns a human-readable line per quantity beyond it by more than a factor (:data:`SLACK`, :data:`LAM_SLACK`),
+and one when nothing is exposed. The front door
 (:mod:`camdf.runtime.door`) puts them on the selection's ``warnings`` and logs them as one line through the
 ``camdf`` logger. Plain Python on the request's lists: the lean loader uses it without numpy's help.
 """
@@ -20,6 +21,10 @@ import numpy as np
 
 #: The record's fields: each a ``[low, high]`` pair.
 FIELDS = ("n", "cost", "mean_cost", "score_span", "lam")
+#: A quantity is flagged when it lies beyond the fitted range by more than this factor: the range of a few hundred
+#: tasks is narrow, and a list a little longer or dearer than all of them is no sign of trouble; a change of cost
+#: units or of ranker scale (a factor of tens) is.
+SLACK = 2.0
 #: A rule is fitted at a few lambdas but lambda (the task value) is a dial of every payoff rule: only a lambda more
 #: than this factor beyond the fitted ones is flagged (a change of units, not a turn of the dial).
 LAM_SLACK = 10.0
@@ -55,8 +60,8 @@ def fit_range(inst, lams: Sequence[float]) -> dict[str, list[float]]:
             "lam": pair(np.asarray(list(lams), dtype=float))}
 
 
-def _outside(value: float, pair: Sequence[float]) -> bool:
-    return value < pair[0] or value > pair[1]
+def _outside(value: float, pair: Sequence[float], slack: float = SLACK) -> bool:
+    return value < pair[0] / slack or value > pair[1] * slack
 
 
 def _g(x: float) -> str:
@@ -65,7 +70,7 @@ def _g(x: float) -> str:
 
 def range_warnings(fitted: dict | None, costs: list[float], scores: list[float], lam: float,
                    exposed: int) -> list[str]:
-    """The lines saying how a request (after any top-N cut) lies outside what the policy was fitted on.
+    """The lines saying how a request (after any top-N cut) lies beyond what the policy was fitted on.
 
     Parameters
     ----------
@@ -86,7 +91,7 @@ def range_warnings(fitted: dict | None, costs: list[float], scores: list[float],
             lo, hi = fitted["n"]
             out.append(f"list length {n}: the policy was fitted on lists of {lo:.0f} to {hi:.0f} tools")
         low, high = min(costs), max(costs)
-        if low < fitted["cost"][0] or high > fitted["cost"][1]:
+        if _outside(low, fitted["cost"]) or _outside(high, fitted["cost"]):
             out.append(f"tool costs {_g(low)} to {_g(high)}: the policy was fitted on costs {_g(fitted['cost'][0])} "
                        f"to {_g(fitted['cost'][1])} (are the costs in the policy's units?)")
         mean = sum(costs) / n
@@ -98,7 +103,7 @@ def range_warnings(fitted: dict | None, costs: list[float], scores: list[float],
             out.append(f"score span {_g(span)} (max - min): the policy was fitted on spans {_g(fitted['score_span'][0])} "
                        f"to {_g(fitted['score_span'][1])} (another ranker's scale?)")
         lo, hi = fitted["lam"]
-        if lam < lo / LAM_SLACK or lam > hi * LAM_SLACK:
+        if _outside(lam, fitted["lam"], LAM_SLACK):
             out.append(f"lam {_g(lam)}: more than {LAM_SLACK:g}x beyond the lambdas the policy was fitted at "
                        f"({_g(lo)} to {_g(hi)}; lam is per unit of cost: 1 / task value for costs in tokens)")
     if exposed == 0:

@@ -20,6 +20,7 @@ SAYS = {
     "mcp": [r"before the task: \['select_tools'\]", r"\d+ of 4 tools exposed for this task", r"after: \["],
     "openai_agents": [r"the model sees: \[", r"Your refund is on its way\. \(1 decision\)"],
     "anthropic": [r"\('camdf_tool_search', False\), \('get_order', True\)", r'"type": "tool_result"'],
+    "fit": [r"minus base: [+-]\d", r"shipped: ", r"my_policy: \w+ policy exported", r"\['cancel_hotel'.*\] \[\]"],
 }
 
 

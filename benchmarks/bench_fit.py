@@ -2,7 +2,7 @@
 
 A synthetic catalog stands in for a builder's own (:func:`write_catalog`): 2,000 tools in 40 topics, each
 described by 8-30 words drawn mostly from its topic's 150 words, with 0-5 parameters; 1,000 tasks each using
-1-3 tools of one topic, their text words of those tools' descriptions and of others' (bm25 finds most of the
+1-3 tools of one topic, their text two words of each used tool's description and eight others (bm25 finds most of the
 used tools in its top 100, not all). The base policy is a plugin_set fitted the same way on another catalog
 (300 tools, 200 tasks) and exported: a default policy judged on a catalog it never saw.
 
@@ -56,8 +56,8 @@ def write_catalog(folder: Path, n_tools: int, n_tasks: int, seed: int = 0, prefi
     for q in range(n_tasks):
         pool = by_topic[int(rng.integers(0, topics))]
         used = rng.choice(pool, min(len(pool), int(rng.integers(1, 4))), replace=False)
-        own = np.concatenate([rng.choice(texts[u], min(3, len(texts[u])), replace=False) for u in used])
-        text = " ".join(words[np.concatenate([own, rng.integers(0, len(words), 5)])])
+        own = np.concatenate([rng.choice(texts[u], min(2, len(texts[u])), replace=False) for u in used])
+        text = " ".join(words[np.concatenate([own, rng.integers(0, len(words), 8)])])
         lines.append(json.dumps({"query": text, "tools_used": [tools[u]["name"] for u in used]}))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "tools.json").write_text(json.dumps({"tools": tools}))

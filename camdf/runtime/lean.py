@@ -86,9 +86,13 @@ def lean_numbers(policy) -> dict | None:
     known = CARDS.get(policy.method)
     if known is None or known.portable is None or not hasattr(rule, "to_numbers"):
         return None  # no class of the card reads the numbers without scikit-learn
-    return {"format": FORMAT, "method": policy.method, "kind": policy.kind, "lam": float(policy.lam),
-            "dials": list(dial_names(rule.dials)), "vocab": list(policy.vocab_),
-            "costs": {k: float(v) for k, v in policy.costs_.items()}, "rule": rule.to_numbers()}
+    out = {"format": FORMAT, "method": policy.method, "kind": policy.kind, "lam": float(policy.lam),
+           "dials": list(dial_names(rule.dials)), "vocab": list(policy.vocab_),
+           "costs": {k: float(v) for k, v in policy.costs_.items()}, "rule": rule.to_numbers(),
+           "top_n": getattr(policy, "top_n", None)}
+    if getattr(policy, "fit_range_", None) is not None:
+        out["fit_range"] = policy.fit_range_
+    return out
 
 
 @dataclass
@@ -107,7 +111,8 @@ class LeanPolicy:
         self.lam = float(n["lam"])
         card = CARDS[self.method]
         self.rule = card.portable().from_numbers(n["rule"])
-        self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"], card.defers, card.picks_prefix)
+        self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"], card.defers, card.picks_prefix,
+                              n.get("fit_range"), n.get("top_n"))
 
     @classmethod
     def read(cls, path: Path, full: Callable[[], Any], policy_path: Path | None = None) -> "LeanPolicy | None":
@@ -147,4 +152,4 @@ class LeanPolicy:
         r = parsed[0]
         lv, dv = self.door.settings(r, self.lam if lam is None else lam, dials)
         order, task = self.door.one_task(r, lv, self.numbers["kind"])
-        return [self.door.selection(r, order, task_positions(self.rule, task, **dv))]
+        return [self.door.selection(r, order, task_positions(self.rule, task, **dv), lv)]

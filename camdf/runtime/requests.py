@@ -252,10 +252,10 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
         costs = request["costs"]
         if numbers or type(costs) is not list or len(costs) != len(names):
             costs = _numbers(costs, where, "costs", len(names), positive=True)
-    elif token_costs:
-        from camdf.costs.units import schema_tokens
+    elif token_costs:  # counted once per tool list (kept by content, like the ranker's index)
+        from camdf.runtime.bm25_index import tool_token_costs
 
-        costs = schema_tokens([tool_view(tool) for tool in tools]).tolist()
+        costs = tool_token_costs(names, lambda: [tool_view(tool) for tool in tools])
     else:
         costs = list(map(float, map(default_costs.get, names, repeat(1.0))))
     lam = request_lam(request.get("lam"), request.get("task_value"), where)

@@ -116,13 +116,16 @@ POLICY_FIELDS = [
 
 #: ``lean.json``: :func:`camdf.runtime.lean.write_lean`.
 LEAN_FIELDS = [
-    Field("format", "integer", 4, 4),
+    Field("format", "integer", 5, 5),
     Field("method", "string", choices=_methods),
     Field("kind", "string", choices=_kinds),
     Field("lam", "number", 0, BIG),
     Field("dials", "list", 0, 100),
     Field("dials[]", "string", choices=_dials),
     *_SHARED,
+    Field("portable", "boolean"),
+    Field("top_k", "integer", 1, 2**31 - 1, nullable=True),
+    *[f for f in POLICY_FIELDS if f.path.split(".")[0] == "membership"],
     Field("policy_sha256", "string", 64, 64),
     Field("sha256", "string", 64, 64),
 ]

@@ -15,6 +15,7 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 - adapters: every harness adapter's decision at 300 and 2,000 tools vs a plain bm25 top 5 (bench_adapters.py)
 - sets: plugin_set, risk_set and every cv_set pool member deciding one request of 7 / 100 / 1 000 tools vs the prefix rules (bench_sets.py)
 - catalog: every rule fitted on StableToolBench's 2,479 APIs at N = 20, bm25 per query, A28's cell (bench_catalog.py)
+- fit: `camdf fit` end to end, 1,000 logged tasks over a 2,000-tool catalog, against an exported base (bench_fit.py)
 - data: `camdf data validate` and the data stage on 5 000 tools x 50 000 tasks (bench_data.py)
 - cli: `camdf select` wall time for one request from the shell, p50 (bench_cli.py)
 - select: `camdf select`, default policy, 300 / 2,000 tools, start-up included, p50 (bench_select.py)
@@ -113,6 +114,7 @@ def steps(skip_dense: bool, scaling_counts: tuple[int, ...] | None = None) -> di
         "sets": ("set rules vs prefix rules, one request of 7 / 100 / 1 000 tools", _module_run("bench_sets")),
         "catalog": ("every rule fitted on the 2,479-API catalog at N = 20; bm25 per query; A28's cell",
                     _module_run("bench_catalog")),
+        "fit": ("camdf fit, 1 000 tasks x 2 000 tools, inner 5-fold comparison with the base", _module_run("bench_fit")),
         "data": ("validate + data stage, 5 000 tools x 50 000 tasks", _module_run("bench_data")),
         "cli": ("camdf select from the shell, one request", _module_run("bench_cli")),
         "select": ("camdf select, default policy, 300 / 2,000 tools, start-up included", _module_run("bench_select")),

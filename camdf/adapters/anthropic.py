@@ -53,11 +53,12 @@ class ToolSearch:
         Tools one search loads when the policy defers.
     """
 
-    def __init__(self, policy: Any = None, *, lam: float | None = None, dials: dict | None = None,
+    def __init__(self, policy: Any = None, *, lam: float | None = None, task_value: float | None = None,
+                 dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
                  scorer: Scorer | None = None, name: str = SEARCH_TOOL, search_k: int = 5):
-        self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools,
-                                   min_tools=min_tools, scorer=scorer)
+        self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
+                                   max_tools=max_tools, min_tools=min_tools, scorer=scorer)
         self.name = name
         self.search_k = search_k
 

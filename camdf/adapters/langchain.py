@@ -61,6 +61,8 @@ class CamdfToolSelector(AgentMiddleware):
         Model URI, model or exported folder, or a loaded policy (:class:`~camdf.runtime.toolset.ToolChooser`).
     lam, dials : optional
         Lambda and the rule's dials (the run's context may override them: ``camdf_lam``, ``camdf_dials``).
+    task_value : float, optional
+        The tokens one solved task is worth: lambda = 1 / task_value (a policy priced in tokens, the default).
     always_include : sequence of str
         Tool names always passed on (not counted against ``max_tools``).
     max_tools : int, optional
@@ -78,12 +80,13 @@ class CamdfToolSelector(AgentMiddleware):
         Tools one search loads.
     """
 
-    def __init__(self, policy: Any = None, *, lam: float | None = None, dials: dict | None = None,
+    def __init__(self, policy: Any = None, *, lam: float | None = None, task_value: float | None = None,
+                 dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
                  scorer: Scorer | None = None, query: Callable[[Any], str] | None = None, search: bool = False,
                  search_k: int = 5):
         super().__init__()
-        self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include,
+        self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
                                    max_tools=max_tools, min_tools=min_tools, scorer=scorer)
         self.query = query or last_human_text
         self.search_k = search_k

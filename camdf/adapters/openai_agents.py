@@ -85,12 +85,13 @@ class CamdfToolFilter:
         The search tool (``search=True``).
     """
 
-    def __init__(self, policy: Any = None, *, lam: float | None = None, dials: dict | None = None,
+    def __init__(self, policy: Any = None, *, lam: float | None = None, task_value: float | None = None,
+                 dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
                  scorer: Scorer | None = None, query: Callable[[Any], str] | None = None, search: bool = False,
                  search_k: int = 5):
-        self.chooser = ToolChooser(policy, lam=lam, dials=dials, always_include=always_include, max_tools=max_tools,
-                                   min_tools=min_tools, scorer=scorer)
+        self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
+                                   max_tools=max_tools, min_tools=min_tools, scorer=scorer)
         self.query = query or run_input_text
         self.decisions = 0
         self.search_k = search_k

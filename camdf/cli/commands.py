@@ -1,5 +1,5 @@
 """The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``, ``camdf select``,
-``camdf export``, ``camdf mcp-proxy``, ``camdf results check``.
+``camdf export``, ``camdf fit`` (:mod:`camdf.cli.fit`), ``camdf mcp-proxy``, ``camdf results check``.
 
 Exit codes: 0 on success, 2 on bad input (every problem listed on stderr), 1 on a fault of the
 machine or store (one line, :func:`camdf.pipeline.boundary.cli_boundary`), 130 on Ctrl-C.
@@ -14,6 +14,7 @@ import sys
 from functools import partial
 from pathlib import Path
 
+from camdf.cli.fit import add_fit_command
 from camdf.common.markdown import markdown_table
 from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
@@ -94,6 +95,17 @@ def _alias(name: str, text: str) -> tuple[str, float]:
     return _dial(f"{name}={text}")
 
 
+def _flag_lam(args: argparse.Namespace) -> float | None:
+    """The lambda of the command line: --lam, or 1 / --task-value (ValueError when both are given)."""
+    if args.task_value is None:
+        return args.lam
+    if args.lam is not None:
+        raise ValueError("--task-value: give --lam or --task-value, not both (lambda = 1 / task value)")
+    from camdf.costs.units import lam_from_task_value
+
+    return lam_from_task_value(args.task_value, "--task-value")
+
+
 def cmd_select(args: argparse.Namespace) -> int:
     """Read a JSON request (or a list of them), write the selection(s) as JSON."""
     from camdf.runtime import load_policy
@@ -105,12 +117,16 @@ def cmd_select(args: argparse.Namespace) -> int:
         batch = request if isinstance(request, list) else [request]
         # A flag given on the command line wins over the request's own value (the request's wins over the
         # policy's): the flag is written into every request, so `--lam 5` is the lambda every decision uses.
-        given = {k: v for k, v in {"lam": args.lam, **dict(args.dial or [])}.items() if v is not None}
-        batch = [{**r, **given} if isinstance(r, dict) else r for r in batch]
+        lam = _flag_lam(args)
+        given = {k: v for k, v in {"lam": lam, **dict(args.dial or [])}.items() if v is not None}
+        # A lambda flag (--lam or --task-value) replaces a request's own lam and task_value.
+        drop = {"lam", "task_value"} if lam is not None else set()
+        batch = [{**{k: v for k, v in r.items() if k not in drop}, **given} if isinstance(r, dict) else r
+                 for r in batch]
         dials = {k: v for k, v in given.items() if k != "lam"}  # checked as the call's too: errors name the flag
-        selections = policy.select_batch(batch, lam=args.lam, **dials)
+        selections = policy.select_batch(batch, lam=lam, **dials)
         if selections is None:  # the lean policy decides single short requests only
-            selections = policy.full().select_batch(batch, lam=args.lam, **dials)
+            selections = policy.full().select_batch(batch, lam=lam, **dials)
     except ValueError as err:
         print(f"camdf select: {err}", file=sys.stderr)
         return 2
@@ -166,7 +182,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     from camdf.runtime.toolset import ToolChooser
 
     try:
-        chooser = ToolChooser(args.policy, lam=args.lam, dials=dict(args.dial or []),
+        chooser = ToolChooser(args.policy, lam=_flag_lam(args), dials=dict(args.dial or []),
                               always_include=args.always_include, max_tools=args.max_tools,
                               min_tools=args.min_tools, scorer=_scorer(args.scorer))
         chooser.loaded()  # a policy that cannot load is refused at start, not failed open later
@@ -225,6 +241,8 @@ EPILOG = """examples:
   camdf select --input request.json        the prefix to expose for one request (or a list)
   echo '{"query": "...", "tools": [...]}' | camdf select
   camdf export models:/camdf-stopper@champion policy/   the policy as a self-contained folder
+  camdf fit --tools tools.json --tasks tasks.jsonl --out policy/
+                                           a policy fitted on your own tools and logged tasks
   camdf mcp-proxy --upstream "python server.py" --policy policy/ --lam 0.1
                                            an MCP proxy exposing the policy's tools (docs/harness.md)
   camdf results check                      do the Results (docs/results.md) match the checkout and the store?
@@ -249,6 +267,9 @@ def _policy_options(cmd: argparse.ArgumentParser, policy: str, lam: str, dial: s
     for flag, kwargs in between:
         cmd.add_argument(flag, **kwargs)
     cmd.add_argument("--lam", type=float, default=None, help=lam)
+    cmd.add_argument("--task-value", type=float, default=None, metavar="TOKENS",
+                     help="the tokens of tool definitions one solved task is worth, for a policy priced in tokens "
+                          "(the default policy's default: 5,000): lambda = 1 / TOKENS (give it or --lam)")
     cmd.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE", help=dial)
 
 
@@ -356,8 +377,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
                     "tools to expose, check the README Results.",
         epilog=EPILOG)
-    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,export,mcp-proxy,results}")
-    for add in (_data_commands, _select_command, _export_command, _proxy_command, _results_commands):
+    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,export,fit,mcp-proxy,results}")
+    for add in (_data_commands, _select_command, _export_command, add_fit_command, _proxy_command, _results_commands):
         add(sub)
     return parser
 

@@ -18,6 +18,26 @@ from camdf.common.dials import Dial
 ALPHA = Dial("alpha", default=0.05, lo=0.0, hi=1.0, what="a target miss rate")
 
 
+#: JSON holds no infinity, so a rule's portable numbers (``to_numbers``) write a calibration score or threshold of
+#: -inf (a task no prefix of whose list is sufficient: its tools fell outside the ranked list) as ``LIST_MISS`` and
+#: +inf (a task that needs no tool) as ``NO_TOOL_NEEDED``. Miss risks and finite scores lie in [0, 1], so both
+#: sentinels keep their order against every one of them, and :func:`read_scores` maps them back exactly.
+LIST_MISS = -1.0
+NO_TOOL_NEEDED = 2.0
+
+
+def portable_scores(values) -> list[float]:
+    """Calibration scores or a threshold as JSON numbers: -inf -> :data:`LIST_MISS`, +inf -> :data:`NO_TOOL_NEEDED`."""
+    return [LIST_MISS if x == -math.inf else NO_TOOL_NEEDED if x == math.inf else float(x)
+            for x in np.asarray(values, dtype=float).ravel()]
+
+
+def read_scores(values) -> np.ndarray:
+    """The inverse of :func:`portable_scores`: the sentinels back to -inf and +inf (other values as they are)."""
+    arr = np.asarray(values, dtype=float)
+    return np.where(arr == LIST_MISS, -np.inf, np.where(arr == NO_TOOL_NEEDED, np.inf, arr))
+
+
 def check_alpha(value, field: str = "alpha") -> float:
     """``value`` as a float in (0, 1), else ValueError naming ``field`` (:data:`ALPHA`'s check)."""
     return ALPHA.check(value, field)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from camdf.core.portable import pool, portable
+from camdf.costs.units import TOKENS
 from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
 from camdf.pipeline.identity import code_stamp, data_fingerprint
 from camdf.pipeline.transfer import capped
@@ -49,13 +50,18 @@ def fit_default_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -
     from camdf.runtime.export import export_policy
     from camdf.tracking.locations import portable as portable_paths
 
+    if cfg["cost"]["regime"] != "runtime_tokens":
+        raise ValueError(f"cost.regime: the default policy prices tools in the runtime's schema tokens "
+                         f"(runtime_tokens), got {cfg['cost']['regime']!r}")
     inst, sizes = pooled_instances(cfg, paths)
     pol = cfg["policy"]
     policy = StopPolicy(method=pol["method"], kind=cfg["payoff"], lam=float(cfg["cost"]["lam"]),
                         lam_grid=list(cfg.get("lambda_grid") or []) or None, random_state=int(cfg["seed"]),
                         portable=True, fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
-                        top_k=(cfg.get("candidates") or {}).get("top_k"))
+                        top_n=(cfg.get("candidates") or {}).get("top_k"))
     policy.fit(inst)
+    # Costs in schema tokens, lambda per token: a request without costs is priced by its tools' schema tokens.
+    policy.cost_unit_, policy.task_value_ = TOKENS, 1.0 / float(cfg["cost"]["lam"])
     exposed = policy.exposed(inst)
     info = {"method": pol["method"], "tasks": sizes, "mean_exposed": float(exposed.sum(axis=1).mean())}
     source = {"stage": "default_policy", "source_fingerprint": code_stamp(), "git_commit": git_commit(root),
@@ -69,7 +75,7 @@ def fit_default_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path) -
     with tracker.kind_run("default_policy", f"default_policy/{pol['method']}", tags) as held, \
             mlflow.start_run(run_id=held.info.run_id) as run:
         mlflow.log_params(portable_paths(cell_params(cfg), tracker.roots))
-        source["run_id"] = run.info.run_id
+        # No run id in the manifest: the same commit, data and seed give the same folder, byte for byte.
         if out.exists():
             shutil.rmtree(out)
         export_policy(policy, out, source=source)

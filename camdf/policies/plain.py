@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from camdf.core.conformal import ALPHA, crc_threshold, task_risk_depth
+from camdf.core.conformal import ALPHA, crc_threshold, read_scores, task_risk_depth
 from camdf.core.features import task_features
 from camdf.core.membership import membership_task
 from camdf.core.recovery import SEARCH_COST, SEARCH_K, check_k, fallback_set, search_dials
@@ -87,8 +87,8 @@ class PortableRisk:
 
     def __init__(self, membership: dict, threshold: float, calibration_scores: list[float], tie_seed: int):
         self.membership = membership
-        self.threshold_ = float(threshold)
-        self.scores_ = np.asarray(calibration_scores, dtype=float)
+        self.threshold_ = float(read_scores(float(threshold)))  # the JSON-safe sentinels back to +-inf
+        self.scores_ = read_scores(calibration_scores)
         self.tie_seed = tie_seed
 
     @classmethod
@@ -223,8 +223,8 @@ class PortableRiskSet:
     def __init__(self, membership: dict, calibrator: dict | None, threshold: float, calibration_scores: list[float],
                  u: float):
         self.membership, self.calibrator = membership, calibrator
-        self.threshold_ = float(threshold)
-        self.scores_ = np.asarray(calibration_scores, dtype=float)
+        self.threshold_ = float(read_scores(float(threshold)))  # the JSON-safe sentinels back to +-inf
+        self.scores_ = read_scores(calibration_scores)
         self.u = float(u)
 
     @classmethod

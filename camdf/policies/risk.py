@@ -35,7 +35,8 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from camdf.core.conformal import ALPHA, check_alpha, crc_threshold, miss_scores, risk_depths, task_risk_depth
+from camdf.core.conformal import (ALPHA, check_alpha, crc_threshold, miss_scores, portable_scores, read_scores,
+                                  risk_depths, task_risk_depth)
 from camdf.core.features import sufficiency_curve
 from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel
@@ -141,7 +142,8 @@ class CamDFRisk(StoppingRule):
         """The fitted rule as JSON-ready numbers (:class:`camdf.policies.plain.PortableRisk` reads them back)."""
         check_is_fitted(self)
         return {"params": self.get_params(), "membership": self.membership_.to_numbers(),
-                "threshold": float(self.threshold_), "calibration_scores": [float(x) for x in self.scores_],
+                # +-inf (tasks whose tools fell outside the list, or that need none) as JSON-safe sentinels
+                "threshold": portable_scores([self.threshold_])[0], "calibration_scores": portable_scores(self.scores_),
                 "list_miss": float(self.list_miss_), "tie_seed": int(self.random_state)}
 
     @classmethod
@@ -153,10 +155,10 @@ class CamDFRisk(StoppingRule):
             raise ValueError(f"rule.params: expected the parameters of a split CamDFRisk, got {sorted(params)}")
         rule = cls(**params)
         rule.membership_ = MembershipModel.from_numbers(numbers["membership"])
-        rule.scores_ = np.sort(np.asarray(numbers["calibration_scores"], dtype=float))
+        rule.scores_ = np.sort(read_scores(numbers["calibration_scores"]))
         if rule.scores_.ndim != 1:
             raise ValueError("rule.calibration_scores: expected a list of numbers")
-        rule.threshold_ = float(numbers["threshold"])
+        rule.threshold_ = float(read_scores(float(numbers["threshold"])))
         rule.list_miss_ = float(numbers.get("list_miss", np.isneginf(rule.scores_).mean()))
         return rule
 

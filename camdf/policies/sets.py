@@ -20,7 +20,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from camdf.core.conformal import ALPHA
+from camdf.core.conformal import ALPHA, portable_scores, read_scores
 from camdf.core.calibration import ToolCalibrator, cross_calibrate
 from camdf.core.membership import MembershipModel, cross_fit
 from camdf.core.risk_sets import RiskSet
@@ -317,7 +317,8 @@ class RiskSetRule(StoppingRule):
         check_fitted(self, "risk_")
         return {"params": self.get_params(), "membership": self.membership_.to_numbers(),
                 "calibrator": None if self.calibrator_ is None else _calibrator_numbers(self.calibrator_),
-                "threshold": float(self.risk_.threshold_), "calibration_scores": [float(x) for x in self.risk_.scores_],
+                "threshold": portable_scores([self.risk_.threshold_])[0],
+                "calibration_scores": portable_scores(self.risk_.scores_),
                 "u": float(self.risk_.u_), "list_miss": float(self.list_miss_)}
 
     @classmethod
@@ -327,11 +328,11 @@ class RiskSetRule(StoppingRule):
         rule.membership_ = MembershipModel.from_numbers(numbers["membership"])
         rule.calibrator_ = None if numbers["calibrator"] is None else ToolCalibrator.from_numbers(numbers["calibrator"])
         risk = RiskSet(float(rule.alpha), randomised=True, random_state=rule.random_state)
-        risk.scores_ = np.sort(np.asarray(numbers["calibration_scores"], dtype=float))
+        risk.scores_ = np.sort(read_scores(numbers["calibration_scores"]))
         if risk.scores_.ndim != 1:
             raise ValueError("rule.calibration_scores: expected a list of numbers")
         risk.u_ = float(numbers["u"])
-        risk.threshold_ = float(numbers["threshold"])
+        risk.threshold_ = float(read_scores(float(numbers["threshold"])))
         risk.list_miss_ = rule.list_miss_ = float(numbers.get("list_miss", np.isneginf(risk.scores_).mean()))
         rule.risk_ = risk
         return rule

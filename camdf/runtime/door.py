@@ -17,7 +17,9 @@ from camdf.core.features import task_normalised_scores
 from camdf.core.portable import normalise_scores
 from camdf.policies.plain import OneTask
 from camdf.policies.registry import dial_specs
-from camdf.runtime.requests import SHORT_RANKING, Request, Selection, check_lam, parse_all, parse_request
+from camdf.runtime.fit_range import range_warnings, report
+from camdf.runtime.requests import SHORT_RANKING, Request, Selection, parse_all, parse_request, request_lam
+from camdf.costs.units import TOKENS
 
 
 @dataclass
@@ -38,12 +40,18 @@ class FrontDoor:
         The rule leaves what it does not expose to the harness's search (its selections name the deferred tools).
     prefix : bool
         The rule exposes a prefix of the ranking: its selections report the depth (the number of exposed positions).
+    fit_range : dict or None
+        What the policy was fitted on (:func:`camdf.runtime.fit_range.fit_range`): a request outside it gets
+        warnings on its selection. None: only an empty selection is flagged.
+    top_n : int or None
+        The policy was fitted on each task's top ``top_n`` ranked tools: a longer request is decided over its
+        top ``top_n`` (by score; ties keep the caller's order), so it is ranked as the fitted tasks were.
+    cost_unit : str or None
+        ``"tokens"`` (:data:`camdf.costs.units.TOKENS`): a request without costs is priced by each tool's
+        schema tokens; otherwise by ``costs``.
     portable : bool
         The rule was fitted on portable instances (:mod:`camdf.core.portable`): each request's scores are
-        min-max normalised before it decides, as its training tasks' were.
-    top_k : int or None
-        The rule decides over each request's ``top_k`` best-scored tools (the lists it was fitted on); the
-        others are never exposed. None: every tool.
+        min-max normalised (after the ``top_n`` cut) before it decides, as its training tasks' were.
     """
 
     method: str
@@ -52,8 +60,10 @@ class FrontDoor:
     costs: dict[str, float] = field(default_factory=dict)
     defers: bool = False
     prefix: bool = True
+    fit_range: dict | None = None
+    top_n: int | None = None
+    cost_unit: str | None = None
     portable: bool = False
-    top_k: int | None = None
 
     @cached_property
     def index(self) -> dict[str, int]:
@@ -75,23 +85,37 @@ class FrontDoor:
         return specs[name].check(value, where)
 
     def call_dials(self, lam: Any, dials: dict[str, Any]) -> tuple[float | None, dict[str, Any]]:
-        """The dials of a call (``select_batch(requests, lam=..., **dials)``), checked; None values dropped."""
-        lam = None if lam is None else check_lam(lam, "lam")
+        """The dials of a call (``select_batch(requests, lam=..., **dials)``), checked; None values dropped.
+        ``task_value`` among them sets lambda (1 / task value) and is refused beside ``lam``."""
+        if "task_value" in dials:
+            dials = dict(dials)
+            lam = request_lam(lam, dials.pop("task_value"))
+        else:
+            lam = request_lam(lam, None)
         return lam, {k: v for k, v in ((k, self.check_dial(k, v, k)) for k, v in dials.items()) if v is not None}
 
     def _parse(self, request: Any, where: str, numbers: bool = True) -> Request:
         return parse_request(request, where, self.index, self.costs, frozenset(dial_specs()), self.check_dial,
-                             numbers)
+                             numbers, self.cost_unit == TOKENS)
 
     def parse(self, requests: Any) -> list[Request]:
-        """The requests validated (:func:`camdf.runtime.requests.parse_all`); a portable rule's scores normalised."""
+        """The requests validated (:func:`camdf.runtime.requests.parse_all`), each cut to its top ``top_n``; a
+        portable rule's scores then normalised over what is left, as its training lists' were."""
         parsed = parse_all(requests, self._parse)
-        if self.top_k is not None:
-            parsed = [_top(r, self.top_k) for r in parsed]
-        if self.portable:  # after the cut: the training lists were normalised over their top k too
+        if self.top_n is not None:
+            parsed = [self._top(r) if len(r.names) > self.top_n else r for r in parsed]
+        if self.portable:
             for r in parsed:
                 r.scores = normalise_scores(r.scores)
         return parsed
+
+    def _top(self, r: Request) -> Request:
+        """``r`` with only its ``top_n`` best-scored tools, in the caller's order (the rest are never exposed)."""
+        scores = r.scores
+        keep = sorted(sorted(range(len(scores)), key=lambda j: -scores[j])[: self.top_n])
+        pick = lambda values: [values[j] for j in keep]  # noqa: E731
+        return Request(pick(r.names), pick(r.ids), pick(r.scores), pick(r.costs), pick(r.tools), r.query, r.lam,
+                       r.dials)
 
     @staticmethod
     def settings(r: Request, lam: float, dials: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -114,19 +138,14 @@ class FrontDoor:
                        kind, float(len(r.query)), membership)
         return order, task
 
-    def selection(self, r: Request, order: list[int], positions: list[int]) -> Selection:
+    def selection(self, r: Request, order: list[int], positions: list[int], lam: float) -> Selection:
         """The tools a rule exposes at ``positions`` (ranked positions, ascending) of the ranking ``order`` of a
-        request: every rule decides a mask; a prefix rule's depth is the number of its positions."""
+        request decided at ``lam``: every rule decides a mask; a prefix rule's depth is the number of its
+        positions. Its ``warnings`` (:func:`~camdf.runtime.fit_range.range_warnings`) are logged as one line."""
         ranked = [r.names[j] for j in order]
+        warnings = range_warnings(self.fit_range, r.costs, r.scores, lam, len(positions))
+        report(warnings)
         if self.prefix:
-            return Selection([r.tools[j] for j in order[:len(positions)]], len(positions), ranked, defers=self.defers)
-        return Selection([r.tools[order[k]] for k in positions], None, ranked, positions, self.defers)
-
-
-def _top(r: Request, k: int) -> Request:
-    """``r`` kept to its ``k`` best-scored tools (ties: the caller's order), in the caller's order."""
-    if len(r.names) <= k:
-        return r
-    keep = sorted(sorted(range(len(r.scores)), key=lambda j: -r.scores[j])[:k])
-    pick = lambda values: [values[j] for j in keep]  # noqa: E731
-    return Request(pick(r.names), pick(r.ids), pick(r.scores), pick(r.costs), pick(r.tools), r.query, r.lam, r.dials)
+            return Selection([r.tools[j] for j in order[:len(positions)]], len(positions), ranked, defers=self.defers,
+                             warnings=warnings)
+        return Selection([r.tools[order[k]] for k in positions], None, ranked, positions, self.defers, warnings)

@@ -6,7 +6,10 @@ The folder holds only data, and nothing in it is run or unpickled when it is rea
   LightGBM booster moved out to a file of its own and named in its place as ``{"lightgbm_text": FILE}``;
 - ``boosters/<k>.txt``: those boosters in LightGBM's text model format;
 - ``manifest.json``: the layout's format, where the policy came from (URI, registered version), its
-  rule and lambda, and the SHA-256 of every other file.
+  rule and lambda, the SHA-256 of every other file and, for a policy whose costs are schema tokens
+  (``camdf fit``, the default policy), ``cost_unit: "tokens"`` and the ``task_value`` it was fitted at
+  (the runtime then prices a request without costs by schema tokens); ``camdf fit`` adds ``fit``, its
+  out-of-fold comparison with the base policy.
 
 Reading checks the manifest first: a missing, extra-by-name or altered file is refused naming it.
 The reader needs what a decision needs (numpy, pandas, scikit-learn, LightGBM): not MLflow, not YAML.
@@ -63,7 +66,7 @@ def _join_boosters(value: Any, folder: Path, listed: dict[str, str]) -> Any:
     return value
 
 
-def export_policy(policy, folder: str | os.PathLike, source: dict | None = None) -> Path:
+def export_policy(policy, folder: str | os.PathLike, source: dict | None = None, fit: dict | None = None) -> Path:
     """Write ``policy`` (a fitted :class:`~camdf.runtime.StopPolicy`) as a self-contained folder.
 
     Parameters
@@ -74,6 +77,8 @@ def export_policy(policy, folder: str | os.PathLike, source: dict | None = None)
         place in one step, so a failure leaves no half-written folder.
     source : dict, optional
         Where the policy came from (``{"uri": ..., "version": ...}``), recorded in the manifest.
+    fit : dict, optional
+        How it was chosen (``camdf fit``'s report, JSON-ready), recorded in the manifest as ``fit``.
 
     Returns
     -------
@@ -100,6 +105,11 @@ def export_policy(policy, folder: str | os.PathLike, source: dict | None = None)
         origin = dict(source or getattr(policy, "origin_", None) or {})
         manifest = {"kind": KIND, "format": FORMAT, "camdf_version": __version__, "source": origin,
                     "method": policy.method, "lam": float(policy.lam), "files": files}
+        if getattr(policy, "cost_unit_", None) is not None:
+            manifest["cost_unit"] = policy.cost_unit_
+            manifest["task_value"] = getattr(policy, "task_value_", None)
+        if fit is not None:
+            manifest["fit"] = fit
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         for p in [tmp, *tmp.rglob("*")]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
@@ -162,20 +172,38 @@ def read_export(folder: str | os.PathLike, lean: bool = False):
     _refuse_non_finite(numbers, folder / POLICY_FILE)
     check_fields(numbers, POLICY_FIELDS, str(folder / POLICY_FILE))
     try:
-        policy = _lean(_join_boosters(numbers, folder, files), folder) if lean else None
+        policy = _lean(_join_boosters(numbers, folder, files), folder, manifest.get("cost_unit")) if lean else None
         if policy is None:
             policy = policy_from_numbers(_join_boosters(numbers, folder, files))
     except ValueError as err:
         raise ValueError(f"{folder / POLICY_FILE}: {err}") from None
     source = manifest.get("source") if isinstance(manifest.get("source"), dict) else {}
     policy.origin_ = {"uri": str(folder), "version": source.get("version"), "exported_from": source.get("uri")}
+    _read_units(manifest, where, policy)
     return policy
 
 
-def _lean(numbers: dict, folder: Path):
+def _read_units(manifest: dict, where: Path, policy) -> None:
+    """``cost_unit`` and ``task_value`` of the manifest onto ``policy`` (its front door prices by them)."""
+    from camdf.costs.units import TOKENS, lam_from_task_value
+
+    unit = manifest.get("cost_unit")
+    if unit is None:
+        return
+    if unit != TOKENS:
+        raise ValueError(f"{where}: cost_unit: expected {TOKENS!r} or none, got {str(unit)[:80]!r}")
+    value = manifest.get("task_value")
+    if value is not None:
+        lam_from_task_value(value, f"{where}: task_value")
+    policy.cost_unit_, policy.task_value_ = unit, value
+    policy.__dict__.pop("_door", None)  # built with the units from now on
+
+
+def _lean(numbers: dict, folder: Path, cost_unit: str | None):
     """The lean policy of an exported folder's checked numbers (None: the rule has no portable form); deciding
-    what it cannot, it reads the folder again in full."""
+    what it cannot, it reads the folder again in full. ``cost_unit`` (the manifest's) is checked by
+    :func:`_read_units` after."""
     from camdf.runtime.lean import LeanPolicy, lean_of_export
 
-    found = lean_of_export(numbers)
+    found = lean_of_export(numbers, cost_unit if isinstance(cost_unit, str) else None)
     return None if found is None else LeanPolicy(found, full=lambda: read_export(folder))

@@ -33,7 +33,8 @@ class Field:
     ``path`` is dotted from the file's top; ``[]`` stands for every item of a list and ``{}`` for every
     value of an object whose keys are names (costs by tool). ``low``/``high`` bound a number, or the length
     of a string or a list; ``choices`` (called, so registries are read when a file is) lists a string's
-    values; ``nullable`` allows null.
+    values; ``nullable`` allows null; ``optional`` allows the field to be missing (a file written before it
+    was added).
     """
 
     path: str
@@ -43,6 +44,7 @@ class Field:
     choices: Callable[[], tuple[str, ...]] | None = None
     nullable: bool = False
     open_low: bool = False  # low itself is out of range (costs > 0)
+    optional: bool = False
 
     def expected(self) -> str:
         """What a value of this field must be, in words."""
@@ -75,10 +77,24 @@ def _kinds() -> tuple[str, ...]:
     return tuple(PAYOFF_KINDS)
 
 
+def _cost_units() -> tuple[str, ...]:
+    from camdf.costs.units import TOKENS
+
+    return (TOKENS,)
+
+
 def _dials() -> tuple[str, ...]:
     from camdf.policies.registry import dial_specs
 
     return tuple(dial_specs())
+
+
+def _range_fields() -> list[Field]:
+    """``fit_range`` (:func:`camdf.runtime.fit_range.fit_range`): ``[low, high]`` of each fitted quantity."""
+    out = [Field("fit_range", "object", optional=True)]
+    for name in ("n", "cost", "mean_cost", "score_span", "lam"):
+        out += [Field(f"fit_range.{name}", "list", 2, 2), Field(f"fit_range.{name}[]", "number", -BIG, BIG)]
+    return out
 
 
 _SHARED = [
@@ -87,6 +103,7 @@ _SHARED = [
     Field("costs", "object", 0, 1_000_000),
     Field("costs{}", "number", 0, BIG, open_low=True),
     Field("rule", "object"),
+    *_range_fields(),
 ]
 
 #: ``policy.json``: :func:`camdf.runtime.policy_file.policy_numbers`.
@@ -101,9 +118,9 @@ POLICY_FIELDS = [
     Field("params.random_state", "integer", 0, 2**32 - 1, nullable=True),
     Field("params.n_jobs", "integer", -1, 4096),
     Field("params.dials", "object", 0, 100, nullable=True),
-    Field("params.portable", "boolean"),
-    Field("params.fit_depth", "integer", 1, 2**31 - 1, nullable=True),
-    Field("params.top_k", "integer", 1, 2**31 - 1, nullable=True),
+    Field("params.top_n", "integer", 1, 1_000_000, nullable=True, optional=True),
+    Field("params.portable", "boolean", optional=True),
+    Field("params.fit_depth", "integer", 1, 2**31 - 1, nullable=True, optional=True),
     *_SHARED,
     Field("membership", "object"),
     Field("membership.coef", "list", 1, 1_000_000),
@@ -122,9 +139,10 @@ LEAN_FIELDS = [
     Field("lam", "number", 0, BIG),
     Field("dials", "list", 0, 100),
     Field("dials[]", "string", choices=_dials),
+    Field("top_n", "integer", 1, 1_000_000, nullable=True, optional=True),
     *_SHARED,
     Field("portable", "boolean"),
-    Field("top_k", "integer", 1, 2**31 - 1, nullable=True),
+    Field("cost_unit", "string", choices=_cost_units, nullable=True),
     *[f for f in POLICY_FIELDS if f.path.split(".")[0] == "membership"],
     Field("policy_sha256", "string", 64, 64),
     Field("sha256", "string", 64, 64),
@@ -205,6 +223,8 @@ def check_fields(numbers: Any, fields: list[Field], file: str) -> None:
         for key in sorted(declared):
             path, at = (f"{pattern}.{key}" if pattern else key), (f"{where}.{key}" if where else key)
             if key not in node:
+                if by_path[path].optional:
+                    continue
                 raise ValueError(f"{file}: {at}: missing (expected {by_path[path].expected()})")
             walk(node[key], path, at)
 

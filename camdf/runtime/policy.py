@@ -64,16 +64,17 @@ class StopPolicy(BaseEstimator):
         Default values of the rule's run-time dials by name (its class's ``dials``; fitted as its
         parameters of those names, each checked against its dial's range; a dial the rule does not
         have is ignored). None: every dial at the rule's own default.
+    top_n : int or None
+        Fit on each task's ``top_n`` best-ranked tools (:func:`camdf.core.instances.truncate`) and decide a
+        longer request over its top ``top_n`` the same way, so a catalog of thousands is ranked and decided as
+        the tasks it was fitted on. None: every ranked tool.
     portable : bool
         A policy for catalogs it was never fitted on (the default policy, A30): fitted on portable
         instances (:func:`camdf.core.portable.portable`: no tool identities, scores min-max normalised
-        per task), it normalises each request's scores the same way before deciding.
+        per task, after the ``top_n`` cut), it normalises each request's scores the same way before deciding.
     fit_depth : int or None
         Learn from each training task's first ``fit_depth`` states only (catalog scale; features and
         labels are computed on the whole lists first); None: every state.
-    top_k : int or None
-        Decide over each request's ``top_k`` best-scored tools only (the length of the lists it was fitted
-        on, e.g. the default policy's 50); the others are never exposed. None: every tool.
 
     Attributes
     ----------
@@ -84,12 +85,18 @@ class StopPolicy(BaseEstimator):
         The training tools (the tool-identity feature's categories).
     costs_ : dict
         Default cost of each tool by name.
+    fit_range_ : dict
+        The range of what it was fitted on (:func:`camdf.runtime.fit_range.fit_range`): a request outside it
+        gets warnings on its selection.
+    cost_unit_ : str or None
+        ``"tokens"`` when its costs are schema tokens (``camdf fit``; an export's manifest records it), so that
+        a request without costs is priced by :func:`camdf.costs.units.schema_tokens`; set by the fitter.
     """
 
     def __init__(self, method: str = "camdf_lite", kind: str = "exact", lam: float = 0.12,
                  lam_grid: Sequence[float] | None = None, random_state: int = 0, n_jobs: int = -1,
-                 dials: dict | None = None, portable: bool = False, fit_depth: int | None = None,
-                 top_k: int | None = None):
+                 dials: dict | None = None, top_n: int | None = None, portable: bool = False,
+                 fit_depth: int | None = None):
         self.method = method
         self.kind = kind
         self.lam = lam
@@ -97,9 +104,9 @@ class StopPolicy(BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.dials = dials
+        self.top_n = top_n
         self.portable = portable
         self.fit_depth = fit_depth
-        self.top_k = top_k
 
     def _rule(self):
         shippable = policy_methods()
@@ -120,7 +127,11 @@ class StopPolicy(BaseEstimator):
         """Fit on every task of ``inst`` (rankings, costs, true G_x); a ``portable`` policy on its portable form."""
         from threadpoolctl import threadpool_limits
 
-        if self.portable:
+        from camdf.core.instances import truncate
+        from camdf.runtime.fit_range import fit_range
+
+        inst = truncate(inst, self.top_n)
+        if self.portable:  # after the cut, as a request is cut then normalised (FrontDoor.parse)
             from camdf.core.portable import portable
 
             inst = portable(inst)
@@ -132,6 +143,7 @@ class StopPolicy(BaseEstimator):
             lams = list(self.lam_grid) if self.lam_grid else [self.lam]
             self.rule_ = self._rule().fit(StateBatch.across_lambdas(inst, p, lams, self.kind).head(self.fit_depth))
             self.membership_ = MembershipModel().fit(inst, inst.member)
+        self.fit_range_ = fit_range(inst, lams)
         return self
 
     def coefficients(self) -> pd.Series | None:
@@ -147,8 +159,9 @@ class StopPolicy(BaseEstimator):
         door = self.__dict__.get("_door")
         if door is None:
             door = self._door = FrontDoor(self.method, dial_names(self.rule_.dials), self.vocab_, self.costs_,
-                                          card(self.method).defers, self.rule_.picks_prefix, bool(self.portable),
-                                          None if self.top_k is None else int(self.top_k))
+                                          card(self.method).defers, self.rule_.picks_prefix,
+                                          getattr(self, "fit_range_", None), self.top_n,
+                                          getattr(self, "cost_unit_", None), portable=bool(self.portable))
         return door
 
     def __getstate__(self):
@@ -259,7 +272,7 @@ class StopPolicy(BaseEstimator):
             r = parsed[0]
             lv, dv = door.settings(r, default, dials)
             order, task = door.one_task(r, lv, self.kind, self.membership_.predict_task)
-            return [door.selection(r, order, task_positions(self.rule_, task, **dv))]
+            return [door.selection(r, order, task_positions(self.rule_, task, **dv), lv)]
         inst, order = self._pad(parsed)
         # Requests are decided in groups sharing one setting of lambda and the dials.
         settings = [door.settings(r, default, dials) for r in parsed]
@@ -273,5 +286,5 @@ class StopPolicy(BaseEstimator):
             masks = np.zeros(inst.tools.shape, dtype=bool)
             for (lv, dv), rows in groups.items():
                 masks[rows] = self.exposed(inst.subset(np.array(rows)), lv, **dict(dv))
-        return [door.selection(r, row[: len(r.names)], np.flatnonzero(mask).tolist())
-                for r, row, mask in zip(parsed, order.tolist(), masks)]
+        return [door.selection(r, row[: len(r.names)], np.flatnonzero(mask).tolist(), lv)
+                for r, row, mask, (lv, _) in zip(parsed, order.tolist(), masks, settings)]

@@ -36,9 +36,12 @@ def policy_numbers(policy) -> dict:
     rule = policy.rule_
     if not hasattr(rule, "to_numbers"):
         raise ValueError(f"method: the {policy.method} rule has no portable form (to_numbers), so it cannot ship")
-    return {"format": FORMAT, "params": policy.get_params(), "vocab": [str(v) for v in policy.vocab_],
-            "costs": {str(k): float(v) for k, v in policy.costs_.items()},
-            "membership": policy.membership_.to_numbers(), "rule": rule.to_numbers()}
+    out = {"format": FORMAT, "params": policy.get_params(), "vocab": [str(v) for v in policy.vocab_],
+           "costs": {str(k): float(v) for k, v in policy.costs_.items()},
+           "membership": policy.membership_.to_numbers(), "rule": rule.to_numbers()}
+    if getattr(policy, "fit_range_", None) is not None:
+        out["fit_range"] = policy.fit_range_
+    return out
 
 
 def policy_from_numbers(numbers: Any):
@@ -67,6 +70,8 @@ def policy_from_numbers(numbers: Any):
         policy.membership_ = MembershipModel.from_numbers(numbers["membership"])
         policy.vocab_ = [str(v) for v in numbers["vocab"]]
         policy.costs_ = {str(k): float(v) for k, v in dict(numbers["costs"]).items()}
+        if numbers.get("fit_range") is not None:  # absent from a policy written before ranges were kept
+            policy.fit_range_ = {k: [float(x) for x in v] for k, v in numbers["fit_range"].items()}
     except KeyError as err:
         raise ValueError(f"{err.args[0]}: missing from the policy's numbers") from None
     except (TypeError, AttributeError, OverflowError) as err:

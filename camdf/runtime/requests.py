@@ -27,7 +27,7 @@ _REPR.maxlist = _REPR.maxdict = 4
 shown = _REPR.repr
 
 #: The fields every request may carry; a request may also set the run-time dials of the registered rules.
-BASE_FIELDS = frozenset({"query", "tools", "scores", "costs", "lam"})
+BASE_FIELDS = frozenset({"query", "tools", "scores", "costs", "lam", "task_value"})
 # Single requests with at most this many tools take the plain-Python path (numpy pays off beyond).
 SHORT_RANKING = 64
 
@@ -163,7 +163,9 @@ class Selection:
     A prefix rule's selection is the first ``depth`` ranked tools; a set rule's is any subset of
     the ranking (``depth`` None, ``positions`` the exposed ranked positions, ascending). A rule that
     defers (its card's ``defers``) preloads the exposed tools and leaves the others to the harness's
-    search tool: ``deferred`` names them.
+    search tool: ``deferred`` names them. ``warnings`` says, one line
+    each, how the request lies outside what the policy was fitted on and whether nothing is exposed
+    (:mod:`camdf.runtime.fit_range`); empty when neither.
     """
 
     tools: list
@@ -171,6 +173,7 @@ class Selection:
     ranked: list[str]
     positions: list[int] | None = None
     defers: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def deferred(self) -> list[str] | None:
@@ -188,9 +191,10 @@ class Selection:
         return [self.ranked[j] for j in self.positions]
 
     def to_json(self) -> dict:
-        """``tools``, ``depth`` (null for a set rule), ``ranked`` and ``exposed`` (names, ranked order), and
-        ``deferred`` (names, ranked order) when the rule defers."""
-        out = {"tools": self.tools, "depth": self.depth, "ranked": self.ranked, "exposed": self.exposed}
+        """``tools``, ``depth`` (null for a set rule), ``ranked``, ``warnings`` and ``exposed`` (names, ranked order),
+        and ``deferred`` (names, ranked order) when the rule defers."""
+        out = {"tools": self.tools, "depth": self.depth, "ranked": self.ranked, "warnings": list(self.warnings),
+               "exposed": self.exposed}
         if self.defers:
             out["deferred"] = self.deferred
         return out
@@ -198,11 +202,12 @@ class Selection:
 
 def parse_request(request: Any, where: str, index: dict[str, int], default_costs: dict[str, float],
                   dial_names: frozenset[str], dial_check: Callable[[str, Any, str], Any],
-                  numbers: bool = True) -> Request:
+                  numbers: bool = True, token_costs: bool = False) -> Request:
     """One request, validated; errors name ``<where><field>``.
 
     ``index`` maps the policy's training tools to their vocabulary ids (others get -1),
-    ``default_costs`` gives a tool's cost when the request has none (else 1),
+    ``default_costs`` gives a tool's cost when the request has none (else 1; with ``token_costs``, a policy
+    whose costs are in tokens, its :func:`~camdf.costs.units.schema_tokens` instead),
     ``dial_names`` are the dials a request may name (every registered rule's), and
     ``dial_check(name, value, field)`` checks a request's dial for the policy's rule
     (None: absent).
@@ -247,10 +252,13 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
         costs = request["costs"]
         if numbers or type(costs) is not list or len(costs) != len(names):
             costs = _numbers(costs, where, "costs", len(names), positive=True)
+    elif token_costs:  # counted once per tool list (kept by content, like the ranker's index)
+        from camdf.runtime.bm25_index import tool_token_costs
+
+        costs = tool_token_costs(names, lambda: [tool_view(tool) for tool in tools])
     else:
         costs = list(map(float, map(default_costs.get, names, repeat(1.0))))
-    lam = request.get("lam")
-    lam = None if lam is None else check_lam(lam, f"{where}lam")
+    lam = request_lam(request.get("lam"), request.get("task_value"), where)
     dials = {}
     for name in sorted(dial_names & request.keys()):
         value = dial_check(name, request[name], f"{where}{name}")
@@ -275,6 +283,19 @@ def parse_all(requests: Any, parse: Callable[..., Request]) -> list[Request]:
     except ValueError:
         pass
     return [parse(r, f"requests[{k}].") for k, r in enumerate(requests)]
+
+
+def request_lam(lam: Any, task_value: Any, where: str = "") -> float | None:
+    """The lambda of ``lam`` or of ``task_value`` (lambda = 1 / task value,
+    :func:`~camdf.costs.units.lam_from_task_value`), None when neither is given; ValueError naming
+    ``<where>task_value`` when both are."""
+    if task_value is None:
+        return None if lam is None else check_lam(lam, f"{where}lam")
+    if lam is not None:
+        raise ValueError(f"{where}task_value: give lam or task_value, not both (lam = 1 / task_value)")
+    from camdf.costs.units import lam_from_task_value
+
+    return lam_from_task_value(task_value, f"{where}task_value")
 
 
 def check_lam(value: Any, field: str = "lam") -> float:

@@ -93,6 +93,9 @@ class ToolChooser:
         default policy (:func:`camdf.runtime.defaults.default_policy_dir`). Loaded on first use.
     lam : float, optional
         Lambda (default: the policy's own).
+    task_value : float, optional
+        For a policy whose costs are schema tokens (the default policy, ``camdf fit``): the tokens of tool
+        definitions one solved task is worth; lambda = 1 / task_value (give it or ``lam``, not both).
     dials : dict, optional
         The rule's run-time dials by name (a risk rule's target miss rate, say).
     always_include : sequence of str
@@ -118,7 +121,13 @@ class ToolChooser:
 
     def __init__(self, policy: Any = None, lam: float | None = None, dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, cache_size: int = 256,
-                 min_tools: int = 1, scorer: Scorer | None = None):
+                 min_tools: int = 1, scorer: Scorer | None = None, task_value: float | None = None):
+        if task_value is not None:  # the harness builder's dial: lambda = 1 / the tokens a solved task is worth
+            from camdf.costs.units import lam_from_task_value
+
+            if lam is not None:
+                raise ValueError("task_value: give lam or task_value, not both (lambda = 1 / task_value)")
+            lam = lam_from_task_value(task_value)
         if isinstance(always_include, str):
             raise ValueError("always_include: expected a list of tool names, got a string")
         for name, value in (("max_tools", max_tools), ("min_tools", min_tools)):

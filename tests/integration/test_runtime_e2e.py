@@ -123,18 +123,6 @@ def _post(url: str, body) -> tuple[int, dict]:
         return err.code, json.loads(err.read() or b"{}")
 
 
-def test_readme_harness_example_prints_what_the_readme_shows(trained):
-    """The README block run as written (its store from MLFLOW_TRACKING_URI, as the loader reads it) prints
-    the README's output block: the test's train stage is `make reproduce`'s, so the champion is the same."""
-    text = (ROOT / "README.md").read_text()
-    block = text.split("<!-- example:harness -->", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    shown = text.split("<!-- example:harness-output -->", 1)[1].split("```text", 1)[1].split("```", 1)[0]
-    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"]}
-    proc = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, env=env, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == shown.strip()
-
-
 def test_loader_names_the_store_when_the_champion_is_missing(tmp_path):
     env = {**os.environ, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path}/empty.db"}
     proc = subprocess.run([sys.executable, "-m", "camdf.cli", "select", "--policy", "models:/camdf-stopper@champion"],

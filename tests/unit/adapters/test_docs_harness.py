@@ -21,6 +21,7 @@ SAYS = {
     "openai_agents": [r"the model sees: \[", r"Your refund is on its way\. \(1 decision\)"],
     "anthropic": [r"\('camdf_tool_search', False\), \('get_order', True\)", r'"type": "tool_result"'],
     "scorer": [r"exposed: \['refund_order'", r"ranked: \['refund_order', ", r"warnings: \["],
+    "fit": [r"minus base: [+-]\d", r"shipped: ", r"my_policy: \w+ policy exported", r"\['cancel_hotel'.*\] \[\]"],
 }
 
 

@@ -65,7 +65,7 @@ def _same(lean, full, requests: list[dict]) -> list:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     inst = _random_instances(4, n_tasks=400, max_n=20, vocab=24)
-    policy = StopPolicy(method="camdf_transfer", lam=0.1, lam_grid=[0.02, 0.1, 0.4], portable=True, top_k=50)
+    policy = StopPolicy(method="camdf_transfer", lam=0.1, lam_grid=[0.02, 0.1, 0.4], portable=True, top_n=50)
     policy.fit(inst)
     return export_policy(policy, tmp_path_factory.mktemp("export") / "policy")
 

@@ -1,5 +1,6 @@
 """The slim runtime install: a fresh venv with `pip install camdf` only (no pipeline, no MLflow) reads an exported
-policy and decides exactly as the full policy does on 100 requests.
+policy and decides exactly as the full policy does on 100 requests, and `camdf fit` fits and exports a policy on
+a catalog and logged tasks there.
 
 The venv installs from the package registry through pip's cache, at the versions of this environment (a
 constraints file), so the comparison is of camdf's code, not of library versions. The package is built from a
@@ -21,6 +22,7 @@ from camdf.runtime.export import export_policy
 
 from ..adapters.conftest import CATALOG, TOPICS
 from ..core.test_theory import _family
+from .test_fitting import _catalog, _write
 from .test_runtime_policy_file import _requests
 
 RUNTIME = ["numpy", "scipy", "scikit-learn", "pandas", "lightgbm", "bm25s", "pyyaml", "joblib", "threadpoolctl"]
@@ -78,6 +80,12 @@ def test_a_fresh_slim_venv_decides_as_the_full_policy(tmp_path, root, capsys):
     want = [full.select_batch([r])[0].exposed for r in requests]
     assert slim["one"] == want and slim["batch"] == [s.exposed for s in full.select_batch(requests)]
     assert len({len(w) for w in want}) > 2  # the requests tell decisions apart
+    tools, tasks = _write(tmp_path / "mine", *_catalog())
+    fit = subprocess.run([str(venv / "bin" / "camdf"), "fit", "--tools", str(tools), "--tasks", str(tasks), "--out",
+                          str(tmp_path / "mine" / "policy"), "--base", str(folder), "--top-n", "20", "--task-value",
+                          "1000"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert fit.returncode == 0 and "policy exported" in fit.stdout, fit.stderr
+    assert json.loads((tmp_path / "mine" / "policy" / "manifest.json").read_text())["fit"]["tasks"] == 60
     size = _size_mb(venv)
     with capsys.disabled():
         print(f"\nslim runtime venv: {size:.0f} MB (before bytecode caches)")

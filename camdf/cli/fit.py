@@ -24,7 +24,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             raise ValueError(f"--out {out}: exists and is not an empty folder (camdf fit writes a new folder)")
         tools = read_tools(args.tools)
         tasks = read_tasks(args.tasks, [t["name"] for t in tools])
-        fitter = PolicyFitter(methods=args.method or ["plugin_set"], task_value=args.task_value, base=args.base,
+        fitter = PolicyFitter(methods=args.method or None, task_value=args.task_value, base=args.base,
                               top_n=args.top_n, n_folds=args.folds, random_state=args.seed)
         fitter.fit(tools, tasks)
         print("\n".join(comparison_lines(fitter.report_)))
@@ -76,11 +76,12 @@ def add_fit_command(sub) -> None:
                      help=f"tokens of tool definitions one solved task is worth (lambda = 1 / task value; "
                           f"default {DEFAULT_TASK_VALUE:g})")
     fit.add_argument("--method", action="append", metavar="RULE",
-                     help="a candidate rule (repeatable; default plugin_set); the best out of fold faces the base")
+                     help="a candidate rule (repeatable; default: the base policy's own rule); the best out of fold "
+                          "faces the base")
     fit.add_argument("--base", default=None, help="the policy to keep unless beaten (folder or URI; default: the "
                                                   "package's default policy)")
-    fit.add_argument("--top-n", type=_positive_int, default=100,
-                     help="ranked tools kept per task, and per request when deciding (default 100)")
+    fit.add_argument("--top-n", type=_positive_int, default=50,
+                     help="ranked tools kept per task, and per request when deciding (default 50)")
     fit.add_argument("--folds", type=_positive_int, default=5, help="inner folds of the comparison (default 5)")
     fit.add_argument("--seed", type=int, default=0, help="seeds the folds, the rules and the bootstrap (default 0)")
     fit.set_defaults(func=cmd_fit)

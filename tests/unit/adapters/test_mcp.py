@@ -191,7 +191,7 @@ def test_a_deferring_policy_preloads_and_search_tools_exposes_what_it_deferred(u
         names = lambda res: sorted(t.name for t in res.tools)  # noqa: E731
         answer = _text(await session.call_tool("select_tools", {"task": QUERY}))
         # The upstream's 20 tools and its `crash`: the policy preloads what it preloads over the 20 alone.
-        assert re.search(r"; \d+ more can be found with search_tools$", answer), answer
+        assert re.search(r"; \d+ more can be found with search_tools(; note: .*)?$", answer), answer
         assert names(await session.list_tools()) == sorted([*sel.exposed, "search_tools", "select_tools"])
         with pytest.raises(MCPError, match=f"tool '{found[0]}' is withheld"):
             await session.call_tool(found[0], {"id": "7"})

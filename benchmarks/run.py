@@ -18,6 +18,7 @@ run and reports the ratio, since absolute times on shared machines are noisy):
 - fit: `camdf fit` end to end, 1,000 logged tasks over a 2,000-tool catalog, against an exported base (bench_fit.py)
 - data: `camdf data validate` and the data stage on 5 000 tools x 50 000 tasks (bench_data.py)
 - cli: `camdf select` wall time for one request from the shell, p50 (bench_cli.py)
+- select: `camdf select`, default policy, 300 / 2,000 tools, start-up included, p50 (bench_select.py)
 
 Needs the built domains (`make data`).  Options: ``--only NAME[,NAME]`` runs a subset;
 ``--skip NAME[,NAME]`` leaves some out; ``--skip-dense`` scores without the dense and
@@ -116,6 +117,7 @@ def steps(skip_dense: bool, scaling_counts: tuple[int, ...] | None = None) -> di
         "fit": ("camdf fit, 1 000 tasks x 2 000 tools, inner 5-fold comparison with the base", _module_run("bench_fit")),
         "data": ("validate + data stage, 5 000 tools x 50 000 tasks", _module_run("bench_data")),
         "cli": ("camdf select from the shell, one request", _module_run("bench_cli")),
+        "select": ("camdf select, default policy, 300 / 2,000 tools, start-up included", _module_run("bench_select")),
     }
     if not (Path(__file__).parent / "bench_sufficiency.py").is_file():
         del out["sufficiency"]
@@ -366,6 +368,13 @@ def acceptance(results: dict, total_s: float, partial: bool = False) -> list[dic
             value = (f"validate {f['validate_s']:.2f} s, data stage {f['data_stage_s']:.2f} s" if name == "data"
                      else f"p50 {f['p50_s']:.2f} s (p90 {f['p90_s']:.2f} s, {f['calls']} calls)")
             checks.append({"point": point, "value": value, "met": f["meets_target"]})
+    select = results.get("select", {})
+    if select.get("ok"):
+        for row in select["figures"]["rows"]:
+            checks.append({"point": f"camdf select, default policy, {row['tools']:,} tools, start-up included, p50 < 1 s",
+                           "value": f"p50 {row['p50_s']:.2f} s (best {row['best_s']:.2f} s); heavy imports: "
+                                    f"{', '.join(row['heavy_imports']) or 'none'}",
+                           "met": row["meets_target"] and not row["heavy_imports"]})
     return checks
 
 

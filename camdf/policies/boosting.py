@@ -13,6 +13,7 @@ import numpy as np
 
 from camdf.core.features import FEATURES, design
 from camdf.policies.base import StateBatch, StoppingRule
+from camdf.policies.tree_text import parse_model
 
 BASE_PARAMS = {
     "n_estimators": 150,
@@ -44,12 +45,18 @@ def booster_numbers(model) -> str | None:
     return None if model is None else booster_of(model).model_to_string()
 
 
-def read_booster(text, field: str) -> lgb.Booster | None:
-    """The booster of :func:`booster_numbers` (LightGBM parses its text format; nothing is unpickled)."""
+def read_booster(text, field: str, n_features: int | None = None) -> lgb.Booster | None:
+    """The booster of :func:`booster_numbers` (LightGBM parses its text format; nothing is unpickled).
+
+    The text is checked against the project's bounds first (:func:`camdf.policies.tree_text.parse_model`:
+    trees, leaves, nodes, feature indices within ``n_features`` columns, binary trees, finite numbers), so
+    a hostile text is refused in one line naming ``field`` before LightGBM's parser, which may abort the
+    process on one, sees it."""
     if text is None:
         return None
     if not isinstance(text, str) or not text.startswith("tree\n"):
         raise ValueError(f"{field}: expected LightGBM's text model format")
+    parse_model(text, field, n_features)
     try:
         return lgb.Booster(model_str=text)
     except lgb.basic.LightGBMError as err:
@@ -64,6 +71,10 @@ class StateBooster(StoppingRule):
 
     def feature_names(self) -> tuple[str, ...]:
         return tuple(self._names())
+
+    def n_columns(self) -> int:
+        """The columns of the design matrix (:meth:`_matrix`): the features, then the tool identity."""
+        return len(self._names()) + bool(self.tool_identity)
 
     @property
     def lambda_conditioned(self) -> bool:

@@ -162,7 +162,7 @@ class CamDF(StateBooster):
         if numbers.get("constant") is not None:
             rule.model_ = ("constant", bool(numbers["constant"]))
         else:
-            rule.model_ = read_booster(numbers["booster"], "rule.booster")
+            rule.model_ = read_booster(numbers["booster"], "rule.booster", rule.n_columns())
             if rule.model_ is None:
                 raise ValueError("rule.booster: a CamDF rule needs a booster or a constant decision")
         return rule

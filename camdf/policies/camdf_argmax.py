@@ -126,7 +126,7 @@ class CamDFArgmax(StateBooster):
         rule = cls(**rule_params(cls, numbers))
         rule.params_ = dict(numbers["chosen"])
         rule.coverage_ = float(numbers["coverage"])
-        rule.model_ = read_booster(numbers["booster"], "rule.booster")
+        rule.model_ = read_booster(numbers["booster"], "rule.booster", rule.n_columns())
         return rule
 
     def tuned_parameters(self) -> dict[str, object]:

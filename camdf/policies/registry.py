@@ -141,6 +141,12 @@ def _portable_risk() -> type:
     return PortableRisk
 
 
+def _portable_camdf() -> type:
+    from camdf.policies.camdf_portable import PortableCamDF
+
+    return PortableCamDF
+
+
 def _set_rule(rs: int, cls: str, **params) -> Any:
     from camdf.policies import sets
 
@@ -180,7 +186,7 @@ def _builtin_cards() -> list[Card]:
     ablation = dict(family="ablation")
     return [
         Card("camdf", _camdf, family="camdf", order=10, colour="#d62728", marker="*", shippable=True,
-             across_lambdas="camdf_lambda"),
+             across_lambdas="camdf_lambda", portable=_portable_camdf),
         Card("camdf_lite", _lite, family="camdf", order=20, colour="#ff7f0e", marker="P", shippable=True),
         Card("camdf_argmax", _argmax, family="camdf", ours=True, order=30, colour="#e377c2", marker="X",
              shippable=True),
@@ -201,7 +207,7 @@ def _builtin_cards() -> list[Card]:
         Card("camdf_lambda", _camdf_lambda, family="camdf", order=150, colour="#bcbd22", marker="p"),
         # The transferred policy (A30) and the runtime's default: lambda-conditioned, a booster sized for pooled domains.
         Card("camdf_transfer", _camdf_transfer, family="camdf", ours=True, order=151, colour="#7f7f00", marker="v",
-             shippable=True, across_lambdas="camdf_transfer"),
+             shippable=True, across_lambdas="camdf_transfer", portable=_portable_camdf),
         _base("full", "Full", 160, "#1f77b4", "o", anchor=True),
         _base("none", "NoTools", 170, "#7f7f7f", "o"),
         _base("fixed_k", "FixedK", 180, "#17becf", "v"),

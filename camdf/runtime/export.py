@@ -127,9 +127,11 @@ def is_export(folder: Path) -> bool:
     return (folder / MANIFEST).is_file() and not (folder / "MLmodel").exists()
 
 
-def read_export(folder: str | os.PathLike):
+def read_export(folder: str | os.PathLike, lean: bool = False):
     """The StopPolicy of an exported folder, after checking every file against the manifest.
 
+    With ``lean``, the :class:`~camdf.runtime.lean.LeanPolicy` of its numbers when its rule has a portable
+    form (built from the checked ``policy.json`` and boosters, without scikit-learn or LightGBM).
     Raises ValueError naming the file and what is wrong (no manifest, another layout, a file
     missing, altered or too large, a reference to a file the manifest does not list)."""
     from camdf.runtime.policy_file import policy_from_numbers
@@ -170,7 +172,9 @@ def read_export(folder: str | os.PathLike):
     _refuse_non_finite(numbers, folder / POLICY_FILE)
     check_fields(numbers, POLICY_FIELDS, str(folder / POLICY_FILE))
     try:
-        policy = policy_from_numbers(_join_boosters(numbers, folder, files))
+        policy = _lean(_join_boosters(numbers, folder, files), folder, manifest.get("cost_unit")) if lean else None
+        if policy is None:
+            policy = policy_from_numbers(_join_boosters(numbers, folder, files))
     except ValueError as err:
         raise ValueError(f"{folder / POLICY_FILE}: {err}") from None
     source = manifest.get("source") if isinstance(manifest.get("source"), dict) else {}
@@ -193,3 +197,13 @@ def _read_units(manifest: dict, where: Path, policy) -> None:
         lam_from_task_value(value, f"{where}: task_value")
     policy.cost_unit_, policy.task_value_ = unit, value
     policy.__dict__.pop("_door", None)  # built with the units from now on
+
+
+def _lean(numbers: dict, folder: Path, cost_unit: str | None):
+    """The lean policy of an exported folder's checked numbers (None: the rule has no portable form); deciding
+    what it cannot, it reads the folder again in full. ``cost_unit`` (the manifest's) is checked by
+    :func:`_read_units` after."""
+    from camdf.runtime.lean import LeanPolicy, lean_of_export
+
+    found = lean_of_export(numbers, cost_unit if isinstance(cost_unit, str) else None)
+    return None if found is None else LeanPolicy(found, full=lambda: read_export(folder))

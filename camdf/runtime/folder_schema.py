@@ -77,6 +77,12 @@ def _kinds() -> tuple[str, ...]:
     return tuple(PAYOFF_KINDS)
 
 
+def _cost_units() -> tuple[str, ...]:
+    from camdf.costs.units import TOKENS
+
+    return (TOKENS,)
+
+
 def _dials() -> tuple[str, ...]:
     from camdf.policies.registry import dial_specs
 
@@ -127,7 +133,7 @@ POLICY_FIELDS = [
 
 #: ``lean.json``: :func:`camdf.runtime.lean.write_lean`.
 LEAN_FIELDS = [
-    Field("format", "integer", 4, 4),
+    Field("format", "integer", 5, 5),
     Field("method", "string", choices=_methods),
     Field("kind", "string", choices=_kinds),
     Field("lam", "number", 0, BIG),
@@ -135,6 +141,9 @@ LEAN_FIELDS = [
     Field("dials[]", "string", choices=_dials),
     Field("top_n", "integer", 1, 1_000_000, nullable=True, optional=True),
     *_SHARED,
+    Field("portable", "boolean"),
+    Field("cost_unit", "string", choices=_cost_units, nullable=True),
+    *[f for f in POLICY_FIELDS if f.path.split(".")[0] == "membership"],
     Field("policy_sha256", "string", 64, 64),
     Field("sha256", "string", 64, 64),
 ]

@@ -9,7 +9,12 @@ threshold and calibration scores) decides one request from a handful of numbers.
 card's portable class (``from_numbers``) and decides a single request of up to
 :data:`~camdf.runtime.requests.SHORT_RANKING` tools through the same front door
 (:class:`~camdf.runtime.door.FrontDoor`) and the same one-task arithmetic as the full policy,
-so both give the same depth. A batch, a longer ranking or a rule without a portable form
+so both give the same depth. A policy that decides over each request's ``top_n`` tools (the default
+policy's 50) cuts the request first, so a request of 2,000 tools is one short ranking too. The CAM-DF
+rules (``camdf``, ``camdf_transfer``) evaluate their booster with numpy
+(:mod:`camdf.policies.camdf_portable`), to LightGBM's last bit. An exported folder
+(:func:`camdf.runtime.export.read_export`) gives its lean form from ``policy.json`` (:func:`lean_of_export`),
+which its manifest checksums. A batch, a longer ranking or a rule without a portable form
 needs the full policy (:meth:`LeanPolicy.select_batch` answers None and :meth:`LeanPolicy.full`
 loads it).
 
@@ -25,10 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from camdf.common.dials import dial_names
+from camdf.core.membership import membership_task
 from camdf.policies.plain import task_positions
 from camdf.policies.registry import CARDS
 from camdf.runtime.door import FrontDoor
@@ -38,8 +45,9 @@ from camdf.runtime.requests import Selection
 #: The artifact name of the lean numbers in a logged model.
 LEAN_ARTIFACT = "lean"
 LEAN_FILE = "lean.json"
-#: Format 4 carries the checksums; a lean.json of another format is not read (the full policy decides).
-FORMAT = 4
+#: Format 4 carries the checksums, 5 the policy's membership model, whether it is portable and its cost unit; a lean.json
+#: of another format is not read (the full policy decides).
+FORMAT = 5
 
 
 def _canonical_sha256(numbers: dict) -> str:
@@ -89,9 +97,28 @@ def lean_numbers(policy) -> dict | None:
     out = {"format": FORMAT, "method": policy.method, "kind": policy.kind, "lam": float(policy.lam),
            "dials": list(dial_names(rule.dials)), "vocab": list(policy.vocab_),
            "costs": {k: float(v) for k, v in policy.costs_.items()}, "rule": rule.to_numbers(),
-           "top_n": getattr(policy, "top_n", None)}
+           "top_n": getattr(policy, "top_n", None), "membership": policy.membership_.to_numbers(),
+           "portable": bool(getattr(policy, "portable", False)), "cost_unit": getattr(policy, "cost_unit_", None)}
     if getattr(policy, "fit_range_", None) is not None:
         out["fit_range"] = policy.fit_range_
+    return out
+
+
+def lean_of_export(numbers: dict, cost_unit: str | None = None) -> dict | None:
+    """:func:`lean_numbers` from a policy's numbers (:func:`camdf.runtime.policy_file.policy_numbers`, as an
+    exported folder's ``policy.json`` holds them, checked) and its manifest's ``cost_unit``, without building
+    the full policy; None when the rule has no portable form."""
+    params = numbers["params"]
+    known = CARDS.get(params["method"])
+    if known is None or known.portable is None:
+        return None
+    built = CARDS.get(known.across_lambdas) if params.get("lam_grid") and known.across_lambdas else known
+    out = {"format": FORMAT, "method": params["method"], "kind": params["kind"], "lam": float(params["lam"]),
+           "dials": list(dial_names(built.dials)), "vocab": list(numbers["vocab"]), "costs": dict(numbers["costs"]),
+           "rule": numbers["rule"], "top_n": params.get("top_n"), "membership": numbers["membership"],
+           "portable": bool(params.get("portable")), "cost_unit": cost_unit}
+    if numbers.get("fit_range") is not None:
+        out["fit_range"] = numbers["fit_range"]
     return out
 
 
@@ -112,7 +139,15 @@ class LeanPolicy:
         card = CARDS[self.method]
         self.rule = card.portable().from_numbers(n["rule"])
         self.door = FrontDoor(self.method, tuple(n["dials"]), list(n["vocab"]), n["costs"], card.defers, card.picks_prefix,
-                              n.get("fit_range"), n.get("top_n"))
+                              n.get("fit_range"), n.get("top_n"), n.get("cost_unit"),
+                              portable=bool(n["portable"]))
+        # The policy's membership estimates, which a rule's state features read (CamDF's p_next, p_suff, ...):
+        # five signal coefficients, then one per training tool (membership_task).
+        coef = n["membership"]["coef"]
+        if coef is not None and len(coef) != 5 + len(self.door.vocab):
+            raise ValueError(f"membership.coef: expected 5 + {len(self.door.vocab)} numbers (one per vocab tool), "
+                             f"got {len(coef)}")
+        self.membership = partial(membership_task, n["membership"])
 
     @classmethod
     def read(cls, path: Path, full: Callable[[], Any], policy_path: Path | None = None) -> "LeanPolicy | None":
@@ -151,5 +186,5 @@ class LeanPolicy:
             return None
         r = parsed[0]
         lv, dv = self.door.settings(r, self.lam if lam is None else lam, dials)
-        order, task = self.door.one_task(r, lv, self.numbers["kind"])
+        order, task = self.door.one_task(r, lv, self.numbers["kind"], self.membership)
         return [self.door.selection(r, order, task_positions(self.rule, task, **dv), lv)]

@@ -165,7 +165,7 @@ def load_policy(uri: str | None = None, lean: bool = False):
     (:data:`CHAMPION_URI`) is the pipeline's champion at its main cell. Store URIs are resolved in
     :func:`default_tracking_uri`. Raises ValueError naming the URI and the store when the
     model is not there or cannot be read. ``lean=True`` (``camdf select``) returns, for a
-    local model whose rule has a portable form (camdf_risk), its :class:`~camdf.runtime.lean.LeanPolicy`: the same decisions for
+    local model or exported folder whose rule has a portable form (camdf_risk, camdf_transfer), its :class:`~camdf.runtime.lean.LeanPolicy`: the same decisions for
     a single short request without importing scikit-learn; its ``select_batch`` answers None
     for anything else and ``full()`` loads the StopPolicy.
     """
@@ -197,7 +197,7 @@ def load_policy(uri: str | None = None, lean: bool = False):
 
             if is_export(folder):  # `camdf export`: JSON and LightGBM text, read without MLflow or YAML
                 try:
-                    return read_export(folder)
+                    return read_export(folder, lean=lean)
                 except ValueError as err:
                     raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
             return _stamped(_read_policy(folder, uri, lean), uri)

@@ -84,7 +84,7 @@ def _edit(numbers, path, value):
     (("params", "method"), "full", "method: expected one of"),
     (("params", "exec"), "x", "params: expected StopPolicy parameters"),
     (("rule", "booster"), "import os", "rule.booster: expected LightGBM's text model format"),
-    (("rule", "booster"), "tree\nnot a model", "rule.booster: LightGBM cannot read the model"),
+    (("rule", "booster"), "tree\nnot a model", "rule.booster: header line 'not a model'"),
     (("rule", "params", "device"), "gpu", "params: ['device'] are not parameters of CamDF"),
     (("membership", "coef"), [1.0, 2.0], "membership.coef: expected 5 + n_vocab"),
     (("vocab",), ["a"], "vocab: 1 tools, but the membership model has"),

@@ -135,7 +135,7 @@ def bm25_tool_scores(query: str, tools: Sequence[Any]) -> np.ndarray:
     """
     from camdf.rankers.lexical import tokenize
 
-    names, descs, params = ranker_fields(tools)
+    names, descs, params = same_tools(FIELDS, tools, ranker_fields)
     # bm25 needs words on both sides (two or more letters, not stop words); refused here, with the field.
     query_tokens = tokenize([query])[0]
     if not any(query_tokens):
@@ -150,21 +150,29 @@ def bm25_tool_scores(query: str, tools: Sequence[Any]) -> np.ndarray:
     return index.scores(query_tokens)
 
 
-#: The kept schema-token costs of tool lists (a token-priced policy's requests without costs), by tool content.
+#: The fields (:func:`~camdf.runtime.tooltext.ranker_fields`) and schema-token costs of the tool lists last seen,
+#: by the identity of their tools.
+FIELDS = LRU(CACHE_SIZE)
 TOKEN_COSTS = LRU(CACHE_SIZE)
 
 
-def tool_token_costs(names: list[str], views: Callable[[], list[dict]]) -> list[float]:
-    """:func:`camdf.costs.units.schema_tokens` of a tool list, counted once per list and kept like its index.
+def same_tools(cache: LRU, tools: Sequence[Any], read: Callable[[Sequence[Any]], Any]) -> Any:
+    """``read(tools)``, kept in ``cache`` while a list holds the very same tool objects.
 
-    ``views()`` gives the tools' plain views (``name``, ``description``, ``parameters``); the list is keyed by its
-    names and a kept count is used only while every view is equal to the one it was counted from (a changed
-    description or schema is counted again). Counting 2,000 definitions takes a tenth of a second; comparing
-    them, a fraction of a millisecond.
+    A harness passes the same tool objects turn after turn (in a new list, often): reading thousands of them
+    costs milliseconds per decision, comparing their identities microseconds. The key is the tools' ids, and
+    the entry keeps the tools alive, so an id cannot be reused by another object while it is kept. A tool
+    changed in place is not read again: give the harness a new tool object when a tool changes (the ranker's
+    index and the costs are then rebuilt for that list).
     """
+    kept = cache.get(tuple(map(id, tools)), lambda: (list(tools), read(tools)))
+    return kept[1]
+
+
+def tool_token_costs(tools: Sequence[Any], views: Callable[[], list[dict]]) -> list[float]:
+    """:func:`camdf.costs.units.schema_tokens` of a tool list, counted once per list of tool objects
+    (:func:`same_tools`); ``views()`` gives the tools' plain views (``name``, ``description``, ``parameters``).
+    Counting 2,000 definitions takes a tenth of a second; finding them counted, microseconds."""
     from camdf.costs.units import schema_tokens
 
-    current = views()
-    kept = TOKEN_COSTS.get(tuple(names), lambda: (current, schema_tokens(current).tolist()),
-                           valid=lambda v: v[0] == current)
-    return list(kept[1])
+    return list(same_tools(TOKEN_COSTS, tools, lambda _: schema_tokens(views()).tolist()))

@@ -255,7 +255,7 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
     elif token_costs:  # counted once per tool list (kept by content, like the ranker's index)
         from camdf.runtime.bm25_index import tool_token_costs
 
-        costs = tool_token_costs(names, lambda: [tool_view(tool) for tool in tools])
+        costs = tool_token_costs(tools, lambda: [tool_view(tool) for tool in tools])
     else:
         costs = list(map(float, map(default_costs.get, names, repeat(1.0))))
     lam = request_lam(request.get("lam"), request.get("task_value"), where)

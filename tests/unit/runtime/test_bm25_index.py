@@ -113,3 +113,17 @@ def test_threads_scoring_at_once_get_the_same_scores():
 def test_bad_requests_are_refused_naming_the_field(query, tools, says):
     with pytest.raises(ValueError, match=says):
         bm25_tool_scores(query, tools)
+
+
+def test_a_list_of_the_same_tool_objects_is_read_once_and_a_new_object_is_read_again():
+    from camdf.runtime.bm25_index import LRU, same_tools
+
+    cache, reads = LRU(4), []
+    tools = [{"name": "get_order", "description": "Get an order."}, {"name": "refund", "description": "Refund it."}]
+    read = lambda ts: reads.append(len(ts)) or [t["description"] for t in ts]  # noqa: E731
+    assert same_tools(cache, tools, read) == ["Get an order.", "Refund it."]
+    assert same_tools(cache, list(tools), read) == ["Get an order.", "Refund it."]  # a new list, the same objects
+    assert reads == [2]
+    changed = [tools[0], {"name": "refund", "description": "Refund a delivered order."}]
+    assert same_tools(cache, changed, read) == ["Get an order.", "Refund a delivered order."]
+    assert reads == [2, 2]

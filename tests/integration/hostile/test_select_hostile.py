@@ -192,7 +192,7 @@ def test_bad_policy_uri_is_refused_naming_the_store(uri, phrase, store, capsys, 
 def test_champion_in_a_store_that_does_not_exist_is_not_created(tmp_path, capsys, monkeypatch):
     db = tmp_path / "nowhere" / "mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{db}")
-    code, out, err = _cli(_with(), [], capsys, monkeypatch)
+    code, out, err = _cli(_with(), ["--policy", "models:/camdf-stopper@champion"], capsys, monkeypatch)
     assert code == 2 and "the store does not exist" in err and "make reproduce" in err, err
     assert not db.parent.exists()
 

@@ -1,5 +1,6 @@
 """The slim runtime install: a fresh venv with `pip install camdf` only (no pipeline, no MLflow) reads an exported
-policy and decides exactly as the full policy does on 100 requests, and `camdf fit` fits and exports a policy on
+policy and decides exactly as the full policy does on 100 requests, answers `camdf select` over 300 tools with the
+default policy the wheel holds, and `camdf fit` fits and exports a policy on
 a catalog and logged tasks there.
 
 The venv installs from the package registry through pip's cache, at the versions of this environment (a
@@ -86,6 +87,17 @@ def test_a_fresh_slim_venv_decides_as_the_full_policy(tmp_path, root, capsys):
                           "1000"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert fit.returncode == 0 and "policy exported" in fit.stdout, fit.stderr
     assert json.loads((tmp_path / "mine" / "policy" / "manifest.json").read_text())["fit"]["tasks"] == 60
+    # The wheel holds the default policy: a harness builder's 300 tools, no --policy, a handful exposed.
+    apps = ("slack", "github", "jira", "notion", "hubspot", "zendesk", "stripe", "asana", "trello", "gmail")
+    things = ("message", "issue", "page", "contact", "ticket", "payment", "task", "card", "email", "invoice")
+    catalog = [{"name": f"{a}_{v}_{t}", "description": f"{v.capitalize()} a {t} in {a.capitalize()}.",
+                "inputSchema": {"type": "object", "properties": {f"{t}_id": {"type": "string"}}}}
+               for a in apps for v in ("create", "get", "update") for t in things]
+    request = json.dumps({"query": "refund the stripe payment of this customer", "tools": catalog})
+    select = subprocess.run([str(venv / "bin" / "camdf"), "select"], input=request, capture_output=True, text=True,
+                            env=env, cwd=tmp_path)
+    assert select.returncode == 0, select.stderr
+    assert 1 <= len(json.loads(select.stdout)["exposed"]) <= 20 and len(catalog) == 300
     size = _size_mb(venv)
     with capsys.disabled():
         print(f"\nslim runtime venv: {size:.0f} MB (before bytecode caches)")

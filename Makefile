@@ -55,7 +55,7 @@ data: setup ## convert the built-in domains into data/<domain>/ (cached by conte
 	@$(VENV)/bin/camdf data summary data
 
 test: setup ## run the test suite (excludes tests marked slow) on TEST_JOBS pytest-xdist workers
-	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist load
+	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist load --durations=25
 
 test-full: setup ## run every test, the slow sweeps included
 	@$(PY) -m pytest -q -p no:cacheprovider -n $(TEST_JOBS) --dist load -m ''

@@ -16,11 +16,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from camdf.core.portable import pool, portable
+from camdf.core.portable import pool
 from camdf.costs.units import TOKENS
-from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_domain
+from camdf.pipeline.assembly import Paths
 from camdf.pipeline.identity import code_stamp, data_fingerprint
-from camdf.pipeline.transfer import capped
+from camdf.pipeline.transfer import training_part
 
 
 def pooled_instances(cfg: dict[str, Any], paths: Paths):
@@ -28,12 +28,8 @@ def pooled_instances(cfg: dict[str, Any], paths: Paths):
     with the number of tasks of each domain."""
     parts, sizes = [], {}
     for name, dom in sorted((cfg.get("transfer") or {}).get("domains", {}).items()):
-        sub = {**cfg, "domain": dom}
-        domain = load_domain(sub, paths.data_dir)
-        inst, *_ = cell_instances(sub, paths, domain=domain, catalog_costs=cell_costs(sub, domain, paths))
-        inst = capped(inst, cfg["transfer"].get("max_tasks"), int(cfg["seed"]))
-        parts.append(portable(inst))
-        sizes[name] = inst.T
+        parts.append(training_part(cfg, dom, paths))
+        sizes[name] = parts[-1].T
     if not parts:
         raise ValueError("transfer.domains: expected the domains the default policy learns from")
     return pool(parts), sizes

@@ -44,7 +44,6 @@ def training_domains(cfg: dict[str, Any]) -> dict[str, dict]:
     return others
 
 
-
 def capped(inst: Instances, max_tasks: int | None, random_state: int) -> Instances:
     """``inst`` with at most ``max_tasks`` tasks (a seeded subsample, in the original order), so that one large
     training domain does not outweigh the others; None: every task."""
@@ -52,6 +51,15 @@ def capped(inst: Instances, max_tasks: int | None, random_state: int) -> Instanc
         return inst
     keep = np.sort(np.random.default_rng(random_state).choice(inst.T, size=int(max_tasks), replace=False))
     return inst.subset(keep)
+
+
+def training_part(cfg: dict[str, Any], dom: dict, paths: Paths, repeat: int = 0) -> Instances:
+    """One domain a portable rule learns from: its instances at the cell's scorer, costs and candidate cut, capped
+    at ``transfer.max_tasks`` (:func:`capped`, seeded ``seed + repeat``) and made portable; its folds as they are."""
+    sub = {**cfg, "domain": dom}
+    domain = load_domain(sub, paths.data_dir)
+    inst, *_ = cell_instances(sub, paths, repeat=repeat, domain=domain, catalog_costs=cell_costs(sub, domain, paths))
+    return portable(capped(inst, cfg["transfer"].get("max_tasks"), int(cfg["seed"]) + repeat))
 
 
 def transfer_instances(cfg: dict[str, Any], paths: Paths, repeat: int = 0
@@ -63,10 +71,7 @@ def transfer_instances(cfg: dict[str, Any], paths: Paths, repeat: int = 0
     """
     test, domain, costs, scores = cell_instances(cfg, paths, repeat=repeat)
     parts = [replace(portable(test), folds=np.zeros(test.T, dtype=np.int64))]
-    for name, dom in training_domains(cfg).items():
-        sub = {**cfg, "domain": dom}
-        other = load_domain(sub, paths.data_dir)
-        inst, *_ = cell_instances(sub, paths, repeat=repeat, domain=other, catalog_costs=cell_costs(sub, other, paths))
-        inst = capped(inst, cfg["transfer"].get("max_tasks"), int(cfg["seed"]) + repeat)
-        parts.append(replace(portable(inst), folds=np.full(inst.T, -1, dtype=np.int64)))
+    for dom in training_domains(cfg).values():
+        inst = training_part(cfg, dom, paths, repeat)
+        parts.append(replace(inst, folds=np.full(inst.T, -1, dtype=np.int64)))
     return pool(parts), domain, costs, scores

@@ -17,6 +17,18 @@ _SPARE = ["#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7
 _SPARE_MARKERS = ["o", "v", "^", "<", ">", "s", "D", "P", "X"]
 
 
+def png_bytes(fig, rect=None) -> bytes:
+    """``fig`` laid out (``tight_layout``, within ``rect`` when given), as PNG bytes without the software stamp (so
+    the same figure gives the same bytes), and closed."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout(**({} if rect is None else {"rect": rect}))
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def method_style(method: str) -> tuple[str, str]:
     """(colour, marker) of a method: fixed for the known ones, else from a spare palette by name."""
     c = CARDS.get(method)
@@ -164,11 +176,7 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
     ax.set_title(title, fontsize=10)
     _family_legend(ax, handles)
     ax.grid(alpha=0.3)
-    buf = io.BytesIO()
-    fig.tight_layout(rect=(0, 0.03 + 0.03 * len(footer), 1, 1))
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig, rect=(0, 0.03 + 0.03 * len(footer), 1, 1))
 
 
 def _cell_text(value: float, excludes0: bool) -> str:
@@ -214,11 +222,7 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
     title += "\n(\u2020 CI excludes 0" + (f"; hatched: degenerate cell, headroom < {DEGENERATE_HEADROOM:g})"
                                            if degenerate is not None and degenerate.to_numpy().any() else ")")
     ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig)
 
 
 def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str, width: float = 4.0,
@@ -245,11 +249,7 @@ def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str
         ax.set_ylabel(ylabel)
     axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.suptitle(title, fontsize=9)
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig)
 
 
 def interval_panels_png(panels: dict[str, list[tuple[str, float, float, float, str]]], *, title: str,
@@ -285,8 +285,4 @@ def interval_panels_png(panels: dict[str, list[tuple[str, float, float, float, s
     for ax in list(axes.flat)[len(names):]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=9)
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return png_bytes(fig)

@@ -25,10 +25,27 @@ Upstreams are commands (stdio) or ``http(s)://`` URLs (streamable HTTP); two ups
 one tool name are refused at start. A stdio upstream gets the proxy's environment (its API keys, say),
 or, with ``env`` (``--env KEY``), only the named variables besides the MCP SDK's own safe defaults
 (``PATH``, ``HOME``, ...). ``camdf mcp-proxy`` runs it over stdio.
+
+**Two eras, chosen by the protocol version the client negotiates** (one process serves either: the SDK opens a
+connection in the era of the client's first request):
+
+- **2026-07-28 (stateless)**: ``tools/list`` may not vary per connection or with earlier requests, so it is
+  fixed for the upstream set and in a deterministic order: ``search_tools``, ``call_tool``, then the **preload**
+  (``preload``, ``--preload``: the set :func:`camdf.runtime.preload.plan_preload` fits, ``camdf preload`` prints it),
+  each marked ``_meta["anthropic/alwaysLoad"]: true`` (Claude Code loads them up front and defers nothing else
+  of this server). ``search_tools(query)`` answers with the policy's cost-aware set of the other tools for the
+  query, their names, descriptions and input schemas (:func:`camdf.runtime.search.search_tools`: not a fixed
+  k; ``search_max`` caps it); ``call_tool(name, arguments)`` forwards a call to the upstream that offers the tool.
+  Nothing is kept between calls (no handle is needed: a found tool is called by its name), so two connections,
+  or one before and after any call, list the same tools. A preloaded tool is also called directly. Fail open:
+  when the policy fails, ``search_tools`` returns every searchable tool (up to ``search_max``) and says why.
+- **Handshake era (2025-11-25 and before)**: the stateful mode above (``select_tools``, ``list_changed``), with the
+  preload listed from the start.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -44,7 +61,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import Choice, FailOpenWarning, ToolChooser, search_deferred
 from camdf.runtime.tooltext import describe_tool
 
@@ -66,6 +85,28 @@ _SEARCH = types.Tool(
     input_schema={"type": "object", "properties": {"query": {"type": "string", "description": "what you need"}},
                   "required": ["query"]},
 )
+#: The 2026-07-28 meta-tool that forwards a call of any upstream tool.
+CALL_TOOL = "call_tool"
+#: Claude Code's per-tool "load this up front" mark (``_meta``), on the preload and the meta-tools.
+ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
+_MODERN_SEARCH = types.Tool(
+    name=SEARCH_TOOL,
+    description=("Find the tools for what you need to do: say it in words. Answers with the tools that fit, their "
+                 "names, descriptions and input schemas; call one with call_tool."),
+    input_schema={"type": "object", "properties": {"query": {"type": "string", "description": "what you need"}},
+                  "required": ["query"]},
+    _meta=ALWAYS_LOAD,
+)
+_CALL = types.Tool(
+    name=CALL_TOOL,
+    description="Call a tool that search_tools found: its name and its arguments (an object, per its input schema).",
+    input_schema={"type": "object", "properties": {"name": {"type": "string", "description": "the tool's name"},
+                                                   "arguments": {"type": "object", "description": "its arguments"}},
+                  "required": ["name"]},
+    _meta=ALWAYS_LOAD,
+)
+#: How long a client may keep the 2026-07-28 ``tools/list`` (it changes only when the proxy restarts).
+LIST_TTL_MS = 3_600_000
 ON_WITHHELD = ("refuse", "forward")
 
 
@@ -101,6 +142,11 @@ class ToolProxy:
     env : sequence of str, optional
         The environment variables a stdio upstream gets (besides the SDK's safe defaults); default: all of
         this process's. A name not set here is refused (ValueError naming it).
+    preload : sequence of str
+        Upstream tools listed from the start, in both eras (``camdf preload``); an unknown name is refused at
+        :meth:`connect`.
+    search_max : int, optional
+        At most this many tools one 2026-07-28 ``search_tools`` answers (None: the policy's whole set).
 
     Attributes
     ----------
@@ -113,7 +159,8 @@ class ToolProxy:
     """
 
     def __init__(self, upstreams: Sequence[str], chooser: ToolChooser, on_withheld: str = "refuse",
-                 call_timeout: float = 60.0, search_k: int = 5, env: Sequence[str] | None = None):
+                 call_timeout: float = 60.0, search_k: int = 5, env: Sequence[str] | None = None,
+                 preload: Sequence[str] = (), search_max: int | None = None):
         if not upstreams:
             raise ValueError("--upstream: give at least one upstream server (a command or an http(s):// URL)")
         if on_withheld not in ON_WITHHELD:
@@ -122,13 +169,17 @@ class ToolProxy:
             raise ValueError(f"call_timeout: expected seconds > 0, got {call_timeout!r}")
         if isinstance(search_k, bool) or not isinstance(search_k, int) or search_k < 1:
             raise ValueError(f"--search-k: expected an integer >= 1, got {search_k!r}")
+        if isinstance(preload, str) or not all(isinstance(n, str) and n for n in preload):
+            raise ValueError(f"--preload: expected a list of tool names, got {preload!r}")
+        self.search_max = check_max_results(search_max, "--search-max")
+        self.preload = tuple(dict.fromkeys(preload))
         self.env = _environment(env)
         self.upstreams = [_Upstream(s) for s in upstreams]
         self.chooser = chooser
         self.on_withheld = on_withheld
         self.call_timeout = float(call_timeout)
         self.task: str | None = None
-        self.exposed: set[str] = set(chooser.always_include)
+        self.exposed: set[str] = set(chooser.always_include) | set(self.preload)
         self.misses: list[str] = []
         self.search_k = search_k
         #: The tools a deferring policy left to ``search_tools`` for the current task (ranked order).
@@ -167,10 +218,13 @@ class ToolProxy:
                 raise UpstreamError(f"{up.label}: cannot start or initialise: {type(err).__name__}: {err}") from None
             for tool in up.tools:
                 other = self._owner.get(tool.name)
-                if other is not None or tool.name in (SELECT_TOOL, SEARCH_TOOL):
+                if other is not None or tool.name in (SELECT_TOOL, SEARCH_TOOL, CALL_TOOL):
                     where = other.label if other else "the proxy's meta-tool"
                     raise UpstreamError(f"tool {tool.name!r} is offered by {up.label} and by {where}")
                 self._owner[tool.name] = up
+        unknown = [n for n in self.preload if n not in self._owner]
+        if unknown:
+            raise UpstreamError(f"--preload: no upstream offers {', '.join(map(repr, unknown))}")
 
     @staticmethod
     async def _list(session: ClientSession) -> list[types.Tool]:
@@ -188,12 +242,27 @@ class ToolProxy:
         return [t for up in self.upstreams for t in up.tools]
 
     # -- handlers ----------------------------------------------------------------------------------
+    @staticmethod
+    def modern(ctx: Any) -> bool:
+        """Whether the request's connection speaks the stateless protocol (2026-07-28 or later)."""
+        return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+    def fixed_tools(self) -> list[types.Tool]:
+        """The 2026-07-28 ``tools/list``: the meta-tools, then the preload by name, each marked always-load."""
+        preload = sorted((t for t in self.tools if t.name in set(self.preload)), key=lambda t: t.name)
+        marked = [t.model_copy(update={"meta": {**(t.meta or {}), **ALWAYS_LOAD}}) for t in preload]
+        return [_MODERN_SEARCH, _CALL, *marked]
+
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        if self.modern(ctx):
+            return types.ListToolsResult(tools=self.fixed_tools(), ttl_ms=LIST_TTL_MS, cache_scope="public")
         search = [_SEARCH] if self.deferred else []
         return types.ListToolsResult(tools=[_SELECT, *search] + [t for t in self.tools if t.name in self.exposed])
 
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         name, args = params.name, dict(params.arguments or {})
+        if self.modern(ctx):
+            return await self._stateless_call(name, args)
         if name == SELECT_TOOL:
             return await self._select(ctx, args)
         if name == SEARCH_TOOL and self.deferred:
@@ -208,6 +277,52 @@ class ToolProxy:
                                                      f"{', '.join(sorted(self.exposed)) or 'none'}")
             self.misses.append(name)
             print(f"camdf mcp-proxy: withheld tool {name!r} called (a miss); forwarded", file=sys.stderr)
+        return await self._forward(up, name, args)
+
+    async def _stateless_call(self, name: str, args: dict) -> types.CallToolResult:
+        """A 2026-07-28 call: the search, the call meta-tool, or an upstream tool by its name (nothing is kept)."""
+        if name == SEARCH_TOOL:
+            return await self._stateless_search(args)
+        if name == CALL_TOOL:
+            inner, inner_args = args.get("name"), args.get("arguments", {})
+            if not isinstance(inner, str) or not inner:
+                raise MCPError(types.INVALID_PARAMS, f"{CALL_TOOL}: `name` must be a tool's name (a string)")
+            if not isinstance(inner_args, dict):
+                raise MCPError(types.INVALID_PARAMS, f"{CALL_TOOL}: `arguments` must be an object, got "
+                                                     f"{type(inner_args).__name__}")
+            name, args = inner, dict(inner_args)
+        up = self._owner.get(name)
+        if up is None:
+            return types.CallToolResult(is_error=True, content=[types.TextContent(
+                type="text", text=f"unknown tool {name!r}: no upstream offers it; find tools with {SEARCH_TOOL}")])
+        return await self._forward(up, name, args)
+
+    async def _stateless_search(self, args: dict) -> types.CallToolResult:
+        query = args.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise MCPError(types.INVALID_PARAMS, f"{SEARCH_TOOL}: `query` must be a non-empty string")
+        tools = self.tools
+        described = [describe_tool(t) for t in tools]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", FailOpenWarning)
+            answer = await anyio.to_thread.run_sync(
+                lambda: search_tools(self.chooser, described, query, self.preload, self.search_max))
+        for w in caught:
+            print(f"camdf mcp-proxy: {w.message}", file=sys.stderr)
+        by_name = {t.name: t for t in tools}
+        found = [{"name": n, "description": by_name[n].description or "", "inputSchema": by_name[n].input_schema}
+                 for n in answer.names]
+        body: dict[str, Any] = {"tools": found, "searched": answer.searched}
+        if answer.failed_open:
+            body["note"] = f"the policy failed, so every tool is returned: {answer.error}"
+        elif answer.warnings:
+            body["note"] = "; ".join(answer.warnings)
+        text = (f"{len(found)} of {answer.searched} tools for this: {', '.join(answer.names) or 'none'}; call one with "
+                f"{CALL_TOOL}(name, arguments).\n" + json.dumps(body, ensure_ascii=False))
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=body)
+
+    async def _forward(self, up: _Upstream, name: str, args: dict) -> types.CallToolResult:
+        """A call forwarded to the upstream that offers ``name``; a timeout or a dead upstream is an MCP error."""
         try:
             with anyio.fail_after(self.call_timeout):
                 return await up.session.call_tool(name, args)
@@ -250,7 +365,7 @@ class ToolProxy:
         for w in caught:
             print(f"camdf mcp-proxy: {w.message}", file=sys.stderr)
         self.task = task
-        self.exposed = set(choice.names) | set(self.chooser.always_include)
+        self.exposed = set(choice.names) | set(self.chooser.always_include) | set(self.preload)
         self.deferred = choice.deferred if choice.defers else ()
         self._described = described
         return choice

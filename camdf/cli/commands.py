@@ -187,7 +187,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
                               min_tools=args.min_tools, scorer=_scorer(args.scorer))
         chooser.loaded()  # a policy that cannot load is refused at start, not failed open later
         proxy = ToolProxy(args.upstream or [], chooser, on_withheld=args.on_withheld, call_timeout=args.call_timeout,
-                          search_k=args.search_k, env=args.env)
+                          search_k=args.search_k, env=args.env, preload=args.preload, search_max=args.search_max)
         anyio.run(proxy.run_stdio)
     except (ValueError, UpstreamError) as err:
         print(f"camdf mcp-proxy: {err}", file=sys.stderr)
@@ -325,7 +325,8 @@ def _export_command(sub) -> None:
 def _proxy_command(sub) -> None:
     proxy = sub.add_parser(
         "mcp-proxy", help="an MCP server (stdio) listing only the tools the policy exposes for the task",
-        description="Serve an MCP proxy over stdio in front of the upstream servers: a client calls the "
+        description="Serve an MCP proxy over stdio in front of the upstream servers. A 2026-07-28 client gets a "
+                    "fixed tools/list (search_tools, call_tool and the preload); an older client calls the "
                     "select_tools meta-tool with the task, then tools/list answers the policy's selection "
                     "(docs/harness.md).")
     proxy.add_argument("--upstream", action="append", metavar="CMD_OR_URL",
@@ -348,7 +349,13 @@ def _proxy_command(sub) -> None:
                             "recorded as a miss")
     proxy.add_argument("--call-timeout", type=float, default=60.0, help="seconds an upstream has to answer")
     proxy.add_argument("--search-k", type=int, default=5,
-                       help="tools one search_tools call exposes (a policy that defers: fallback_set)")
+                       help="tools one search_tools call exposes (a handshake-era client, a policy that defers)")
+    proxy.add_argument("--preload", type=_names, default=[], metavar="NAMES",
+                       help="comma-separated tools listed from the start and marked always-load (camdf preload "
+                            "--format names prints the fitted set)")
+    proxy.add_argument("--search-max", type=int, default=None, metavar="N",
+                       help="at most N tools in one search_tools answer of a 2026-07-28 client (default: the "
+                            "policy's whole set)")
     proxy.set_defaults(func=cmd_mcp_proxy)
 
 

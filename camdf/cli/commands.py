@@ -1,5 +1,6 @@
 """The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``, ``camdf select``,
-``camdf export``, ``camdf fit`` (:mod:`camdf.cli.fit`), ``camdf mcp-proxy``, ``camdf results check``.
+``camdf export``, ``camdf fit`` (:mod:`camdf.cli.fit`), ``camdf preload`` (:mod:`camdf.cli.preload`), ``camdf mcp-proxy``,
+``camdf results check``.
 
 Exit codes: 0 on success, 2 on bad input (every problem listed on stderr), 1 on a fault of the
 machine or store (one line, :func:`camdf.pipeline.boundary.cli_boundary`), 130 on Ctrl-C.
@@ -15,6 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from camdf.cli.fit import add_fit_command
+from camdf.cli.preload import add_preload_command
 from camdf.common.markdown import markdown_table
 from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
@@ -243,6 +245,8 @@ EPILOG = """examples:
   camdf export models:/camdf-stopper@champion policy/   the policy as a self-contained folder
   camdf fit --tools tools.json --tasks tasks.jsonl --out policy/
                                            a policy fitted on your own tools and logged tasks
+  camdf preload --tools tools.json --queries queries.txt --format claude-code --upstream "python server.py"
+                                           the tools to load up front, as a harness's own setting
   camdf mcp-proxy --upstream "python server.py" --policy policy/ --lam 0.1
                                            an MCP proxy exposing the policy's tools (docs/harness.md)
   camdf results check                      do the Results (docs/results.md) match the checkout and the store?
@@ -384,8 +388,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
                     "tools to expose, check the README Results.",
         epilog=EPILOG)
-    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,export,fit,mcp-proxy,results}")
-    for add in (_data_commands, _select_command, _export_command, add_fit_command, _proxy_command, _results_commands):
+    sub = parser.add_subparsers(dest="group", required=True,
+                                metavar="{data,select,export,fit,preload,mcp-proxy,results}")
+    for add in (_data_commands, _select_command, _export_command, add_fit_command, add_preload_command,
+                _proxy_command, _results_commands):
         add(sub)
     return parser
 

@@ -122,17 +122,20 @@ def _task(value: Any, where: str, known: set[str]) -> LoggedTask:
     return LoggedTask(query, tuple(dict.fromkeys(used)), None if group is None else str(group), where)
 
 
-def check_tasks(tasks: Sequence[Any], names: Sequence[str], where: str = "tasks") -> list[LoggedTask]:
-    """Logged tasks given as dicts (or :class:`LoggedTask`), checked against the catalog's ``names``."""
+def check_tasks(tasks: Sequence[Any], names: Sequence[str], where: str = "tasks",
+                minimum: int = MIN_TASKS) -> list[LoggedTask]:
+    """Logged tasks given as dicts (or :class:`LoggedTask`), checked against the catalog's ``names``; at least
+    ``minimum`` of them (camdf fit's default: enough to compare policies out of fold)."""
     known = set(names)
     out = [t if isinstance(t, LoggedTask) else _task(t, f"{where}[{k}]", known) for k, t in enumerate(tasks)]
-    if len(out) < MIN_TASKS:
-        raise ValueError(f"{where}: {len(out)} tasks; camdf fit needs at least {MIN_TASKS} logged tasks to "
-                         "compare policies out of fold")
+    if len(out) < minimum:
+        who = "camdf fit needs" if minimum == MIN_TASKS else "needs"
+        why = " to compare policies out of fold" if minimum == MIN_TASKS else ""
+        raise ValueError(f"{where}: {len(out)} tasks; {who} at least {minimum} logged tasks{why}")
     return out
 
 
-def read_tasks(path: str | os.PathLike, names: Sequence[str]) -> list[LoggedTask]:
+def read_tasks(path: str | os.PathLike, names: Sequence[str], minimum: int = MIN_TASKS) -> list[LoggedTask]:
     """The logged tasks of a JSONL file; ValueError naming ``file:line`` for an empty, garbled or wrong line."""
     path = Path(path)
     data = _bytes(path)
@@ -157,4 +160,4 @@ def read_tasks(path: str | os.PathLike, names: Sequence[str]) -> list[LoggedTask
         except ValueError:  # an integer literal beyond the interpreter's digit limit
             raise ValueError(f"{where}: not JSON (a number too long); expected one object per line") from None
         out.append(_task(value, where, known))
-    return check_tasks(out, names, str(path))
+    return check_tasks(out, names, str(path), minimum)

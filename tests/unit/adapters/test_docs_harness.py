@@ -1,5 +1,6 @@
-"""docs/harness.md: every Python block is a file the examples use (`# file: NAME`) or an example (`# example: NAME`),
-and each example runs as it is, offline, beside an exported policy in `policy/`."""
+"""docs/harness.md and the harness pages (docs/harness/*.md): every Python block is a file the examples use
+(`# file: NAME`) or an example (`# example: NAME`), and each example runs as it is, offline, beside an exported
+policy in `policy/`."""
 
 import re
 import runpy
@@ -21,17 +22,26 @@ SAYS = {
     "openai_agents": [r"the model sees: \[", r"Your refund is on its way\. \(1 decision\)"],
     "anthropic": [r"\('camdf_tool_search', False\), \('get_order', True\)", r'"type": "tool_result"'],
     "scorer": [r"exposed: \['refund_order'", r"ranked: \['refund_order', ", r"warnings: \["],
+    "mcp2026": [r"protocol: 2026-07-28", r"listed: \['search_tools', 'call_tool', 'get_order'\]",
+                r"found: \['refund_order'", r"order W1: refunded",
+                r"listed again: \['search_tools', 'call_tool', 'get_order'\]"],
     "fit": [r"minus base: [+-]\d", r"shipped: ", r"my_policy: \w+ policy exported", r"\['cancel_hotel'.*\] \[\]"],
 }
 
 
+PAGES = [ROOT / "docs" / "harness.md", *sorted((ROOT / "docs" / "harness").glob("*.md"))]
+
+
 def _blocks():
-    text = (ROOT / "docs" / "harness.md").read_text(encoding="utf-8")
     files, examples = {}, {}
-    for code in BLOCK.findall(text):
-        kind, _, name = code.splitlines()[0].partition(": ")
-        assert kind in ("# file", "# example"), f"docs/harness.md: a Python block starts with {kind!r}"
-        (files if kind == "# file" else examples)[name.strip()] = code
+    for page in PAGES:
+        for code in BLOCK.findall(page.read_text(encoding="utf-8")):
+            kind, _, name = code.splitlines()[0].partition(": ")
+            where = page.relative_to(ROOT)
+            assert kind in ("# file", "# example"), f"{where}: a Python block starts with {kind!r}"
+            book = files if kind == "# file" else examples
+            assert name.strip() not in book, f"{where}: a second block named {name.strip()!r}"
+            book[name.strip()] = code
     return files, examples
 
 

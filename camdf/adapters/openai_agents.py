@@ -20,19 +20,43 @@ on any error every tool is enabled, with one :class:`~camdf.runtime.toolset.Fail
 the tools the policy did not preload in this run (a deferring policy's ``deferred``, else every tool it
 left out): the model calls it with what it needs, it loads the top ``search_k`` matches
 (:func:`~camdf.runtime.toolset.search_deferred`), and from the next turn on they are enabled too.
+
+``preload=[...]`` (implies ``search``) makes it a deferred-tool harness with camdf as the search: every run
+starts with the preload (and ``always_include``) enabled, no decision over the run's input, and the search
+tool answers the model's query with the policy's cost-aware set of the other tools
+(:func:`~camdf.runtime.search.search_tools`: ranked order first, not a fixed k; at most ``max_results``),
+enabled from the next turn on. Fail open: when the policy fails, a search loads every other tool, with one
+:class:`~camdf.runtime.toolset.FailOpenWarning`:
+
+>>> flt = CamdfToolFilter(preload=["get_order"])              # the package's default policy
+>>> agent = Agent(name="shop", tools=flt.enable([get_order, refund_order, ...]))
+
+What the SDK (0.24) offers for deferred tools, and how camdf fits it:
+
+- **OpenAI's hosted search** (Responses models only): function tools with ``defer_loading=True`` behind
+  ``ToolSearchTool()``, searched by the API (``tool_namespace`` groups them for it). :meth:`CamdfToolFilter.defer`
+  builds that list: the preload loaded, every other function tool deferred. camdf chooses what is loaded up
+  front; the search itself is OpenAI's, not camdf's cost-aware set.
+- **A client-executed search** (``ToolSearchTool(execution="client")``): the SDK's runner refuses the model's
+  client ``tool_search_call`` (``ModelBehaviorError``: "Handle the tool_search_call yourself"), so camdf cannot
+  be the Responses API's ``tool_search`` inside ``Runner.run``. camdf's search in the SDK is its own function
+  tool (above), which works with every model; for the Responses API's own client-executed tool search, drive
+  the API directly with :class:`camdf.adapters.openai_responses.ClientToolSearch`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
-from agents import FunctionTool
+from agents import FunctionTool, ToolSearchTool
 from agents.mcp import ToolFilterContext
 
+from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
 from camdf.runtime.tooltext import describe_tool
 
@@ -73,25 +97,37 @@ class CamdfToolFilter:
     query : callable, optional
         ``query(run_context) -> str``; default: the run's last user text.
     search : bool
-        Add the search tool over the tools the policy did not preload.
+        Add the search tool over the tools the policy did not preload (implied by ``preload``).
     search_k : int
-        Tools one search loads.
+        Tools one search loads (without ``preload``).
+    preload : sequence of str, optional
+        Tool names every run starts with (and ``always_include``); the search tool (implied) answers with the
+        policy's cost-aware set of the others. None (the default): the policy decides per run.
+    max_results : int, optional
+        With ``preload``: at most this many tools one search loads (None: the policy's whole set).
 
     Attributes
     ----------
     decisions : int
-        Set decisions made (one per run and server, or per run for the function tools).
+        Set decisions made (one per run and server, or per run for the function tools; with ``preload``, the
+        runs' starts, where the set is the preload and no policy is asked).
     search_tool : FunctionTool or None
-        The search tool (``search=True``).
+        The search tool (``search=True`` or ``preload``).
     """
 
     def __init__(self, policy: Any = None, *, lam: float | None = None, task_value: float | None = None,
                  dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
                  scorer: Scorer | None = None, query: Callable[[Any], str] | None = None, search: bool = False,
-                 search_k: int = 5):
+                 search_k: int = 5, preload: Sequence[str] | None = None, max_results: int | None = None):
         self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
                                    max_tools=max_tools, min_tools=min_tools, scorer=scorer)
+        if preload is not None and (isinstance(preload, (str, bytes)) or not isinstance(preload, Sequence)
+                                    or not all(isinstance(n, str) and n for n in preload)):
+            raise ValueError(f"preload: expected a list of tool names or None, got {preload!r}")
+        self.preload = None if preload is None else tuple(dict.fromkeys(preload))
+        self.max_results = check_max_results(max_results)
+        search = search or self.preload is not None
         self.query = query or run_input_text
         self.decisions = 0
         self.search_k = search_k
@@ -110,15 +146,26 @@ class CamdfToolFilter:
                                 "required": ["query"], "additionalProperties": False},
         ) if search else None
 
+    @property
+    def up_front(self) -> frozenset[str]:
+        """The tools loaded up front with ``preload`` and in :meth:`defer`: ``preload`` and ``always_include``."""
+        return frozenset(self.preload or ()) | frozenset(self.chooser.always_include)
+
     async def _search(self, context: Any, arguments: str) -> str:
-        """The search tool: load the top ``search_k`` deferred tools of this run for the model's query."""
+        """The search tool: load the deferred tools of this run for the model's query (with ``preload``: the
+        policy's set of the tools not preloaded; else the top ``search_k`` of what the run's decision left out)."""
         try:
             query = json.loads(arguments or "{}").get("query", "")
         except (ValueError, AttributeError):
             query = ""
         described, deferred = self._deferred.get(_run(context), ([], []))
         loaded = self._loaded.setdefault(_run(context), set())
-        found = search_deferred(str(query), described, [n for n in deferred if n not in loaded], self.search_k)
+        if self.preload is None:
+            found = search_deferred(str(query), described, [n for n in deferred if n not in loaded], self.search_k)
+        else:
+            answer = await asyncio.to_thread(search_tools, self.chooser, described, str(query),
+                                             tuple(self.up_front), self.max_results)
+            found = list(answer.names)
         loaded.update(found)
         return ("Loaded: " + ", ".join(found)) if found else "No more tools found."
 
@@ -136,6 +183,30 @@ class CamdfToolFilter:
             tool.is_enabled = self._is_enabled(tool.name)
             self._enabled.append(tool)
         return tools + ([self.search_tool] if self.search_tool is not None else [])
+
+    def defer(self, tools: Sequence[Any]) -> list[Any]:
+        """``tools`` for OpenAI's hosted tool search: the preload (and ``always_include``) as given, a copy of
+        every other function tool with ``defer_loading=True``, then ``ToolSearchTool()`` (when one was deferred).
+
+        The API's search finds the deferred tools, not camdf's policy (a Responses model only: the SDK refuses
+        deferred tools elsewhere). Other tools (hosted, MCP) pass through; the given tools are not changed.
+
+        Raises
+        ------
+        ValueError
+            ``tools`` holds a ``ToolSearchTool`` already.
+        """
+        if any(isinstance(t, ToolSearchTool) for t in tools):
+            raise ValueError("tools: a ToolSearchTool is already there; defer() adds it (give the tools without it)")
+        keep = self.up_front | {SEARCH_TOOL}
+        out = []
+        for tool in tools:
+            if isinstance(tool, FunctionTool) and tool.name not in keep and not tool.defer_loading:
+                tool = copy.copy(tool)  # as the SDK's tool_namespace() does: the caller's tool is not changed
+                tool.defer_loading = True
+            out.append(tool)
+        deferred = any(isinstance(t, FunctionTool) and t.defer_loading for t in out)
+        return out + ([ToolSearchTool()] if deferred else [])
 
     async def __call__(self, context: ToolFilterContext, tool: Any) -> bool:
         server = self._servers.get(context.server_name)
@@ -186,6 +257,10 @@ class CamdfToolFilter:
         self.decisions += 1
         try:
             tools = await candidates()
+            if self.preload is not None:  # the run starts with the preload; the search finds the rest
+                described, _ = self._deferred.setdefault(_run(run_context), ([], []))
+                described += tools
+                return frozenset(self.up_front)
             context = getattr(run_context, "context", None)
             choice = await asyncio.to_thread(self.chooser.choose, tools, self.query(run_context),
                                              _from_context(context, "camdf_lam"), _from_context(context, "camdf_dials"))

@@ -28,10 +28,6 @@ from typing import Sequence
 from camdf.runtime.preload import PreloadPlan
 
 FORMATS = ("json", "names", "claude-code", "codex", "openai", "anthropic", "langchain")
-#: The description of the client-executed search tool in ``openai`` (the model reads it).
-SEARCH_DESCRIPTION = "Find the tools for a task: give the task in words; the tools it needs are loaded."
-SEARCH_PARAMETERS = {"type": "object", "properties": {"query": {"type": "string", "description": "the task"}},
-                     "required": ["query"], "additionalProperties": False}
 
 
 def _proxy_args(plan: PreloadPlan, upstreams: Sequence[str], policy: str | None, fmt: str) -> list[str]:
@@ -80,11 +76,11 @@ def render(fmt: str, plan: PreloadPlan, tools: Sequence[dict], *, upstreams: Seq
         args = ", ".join(_toml_string(a) for a in _proxy_args(plan, upstreams, policy, fmt))
         return f'[mcp_servers.{server}]\ncommand = "camdf"\nargs = [{args}]'
     if fmt == "openai":
-        search = {"type": "tool_search", "execution": "client", "description": SEARCH_DESCRIPTION,
-                  "parameters": SEARCH_PARAMETERS}
-        listed = [{"type": "function", **_function(t, t["name"] not in keep, "parameters"), "strict": False}
+        from camdf.adapters.openai_responses import ClientToolSearch
+
+        listed = [{"type": "function", **_function(t, False, "parameters"), "strict": False}
                   for t in tools]  # strict is required by the API; False: the schemas are not strict-mode ones
-        return json.dumps([search, *listed], indent=2, ensure_ascii=False)
+        return json.dumps(ClientToolSearch(preload=plan.names).prepare(listed), indent=2, ensure_ascii=False)
     if fmt == "anthropic":
         from camdf.adapters.anthropic import ToolSearch
 

@@ -1,20 +1,26 @@
 """Anthropic tool search: a client-side search tool whose result is ``tool_reference`` blocks for the chosen tools.
 
 Data in, data out (Messages API dicts; no client library, no network). The request carries the
-search tool and every other tool with ``defer_loading: true``; when the model calls the search
-tool, answer with :meth:`ToolSearch.result`, whose ``tool_reference`` blocks load the policy's
-selection for the query the model searched with:
+search tool and every other tool with ``defer_loading: true`` (``ToolParam.defer_loading``); when the
+model calls the search tool, answer with :meth:`ToolSearch.result`: a ``tool_result`` block
+(``ToolResultBlockParam``) whose content is one ``{"type": "tool_reference", "tool_name": ...}``
+(``ToolReferenceBlockParam``) per tool found, which loads those tools' definitions. The search is
+camdf's (:func:`~camdf.runtime.search.search_tools`): the policy's cost-aware set of the deferred tools
+for the query the model searched with, ranked order first, not a fixed k:
 
->>> search = ToolSearch("path/to/policy", lam=0.1)
->>> tools = search.prepare(my_tools)                      # the search tool + deferred tools
+>>> search = ToolSearch(preload=["get_order"])            # the package's default policy
+>>> tools = search.prepare(my_tools)                      # the search tool + get_order + deferred tools
 >>> # ... the model answers with a tool_use block calling search.name ...
 >>> block = search.result(tool_use, my_tools)             # {"type": "tool_result", ...}
 
-``always_include`` tools are not deferred (always loaded). Fail open: when the policy fails,
-every tool is referenced, with one :class:`~camdf.runtime.toolset.FailOpenWarning`.
+``preload`` and ``always_include`` tools are loaded up front: not deferred, never returned by the search
+(the search tool itself is never deferred either, so a request always has a tool loaded up front, as the
+API requires). ``max_results`` caps one answer. Fail open: when the policy fails, every deferred tool is
+referenced, with one :class:`~camdf.runtime.toolset.FailOpenWarning`. A search that finds nothing (an
+empty query) answers with a text block, since a ``tool_result`` without content tells the model nothing.
 
 A policy that defers (it chose what to preload knowing the search exists, ``fallback_set``): give
-``prepare`` the task, and its preloaded tools are loaded up front, the rest deferred; give ``result``
+``prepare`` the task, and its preloaded tools are loaded up front too, the rest deferred; give ``result``
 the same task, and the search answers the model's query with its top ``search_k`` deferred tools
 (:func:`~camdf.runtime.toolset.search_deferred`):
 
@@ -26,10 +32,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import Scorer, ToolChooser, search_deferred
 from camdf.runtime.tooltext import describe_tool
 
 SEARCH_TOOL = "camdf_tool_search"
+#: The search's answer when it finds nothing.
+NOTHING_FOUND = "No tools matched the query."
 
 
 def _plain(tool: dict, i: int) -> dict:
@@ -39,31 +48,57 @@ def _plain(tool: dict, i: int) -> dict:
     return plain
 
 
+def _names(value: Any, field: str) -> tuple[str, ...]:
+    """A list of tool names, checked (ValueError naming ``field``)."""
+    if isinstance(value, str) or not all(isinstance(n, str) and n for n in value):
+        raise ValueError(f"{field}: expected a list of tool names, got {value!r}")
+    return tuple(value)
+
+
+def _tool_use(block: Any) -> dict:
+    """A ``tool_use`` block as a dict: the dict itself, or the SDK's ``ToolUseBlock`` (a pydantic model) dumped."""
+    if isinstance(block, dict):
+        return block
+    dump = getattr(block, "model_dump", None)
+    return dump() if callable(dump) else {}
+
+
 class ToolSearch:
     """The client-side search tool of one policy.
 
     Parameters
     ----------
-    policy, lam, dials, always_include, max_tools, min_tools, scorer
-        As :class:`~camdf.runtime.toolset.ToolChooser` (``min_tools`` default 1; ``scorer(query, tools)``: your own
-        retriever, given plain descriptions).
+    policy, lam, task_value, dials, always_include, max_tools, min_tools, scorer
+        As :class:`~camdf.runtime.toolset.ToolChooser` (``policy=None``: the package's default policy;
+        ``min_tools`` default 1; ``scorer(query, tools)``: your own retriever, given plain descriptions).
+    preload : sequence of str
+        Tool names loaded up front: not deferred, never returned by the search (as ``always_include``).
+    max_results : int, optional
+        At most this many tools in one search's answer (None: the policy's whole set).
     name : str
         The search tool's name.
     search_k : int
-        Tools one search loads when the policy defers.
+        Tools one search loads when the policy defers (see the module's docstring).
     """
 
     def __init__(self, policy: Any = None, *, lam: float | None = None, task_value: float | None = None,
-                 dials: dict | None = None,
-                 always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
-                 scorer: Scorer | None = None, name: str = SEARCH_TOOL, search_k: int = 5):
+                 dials: dict | None = None, always_include: Sequence[str] = (), preload: Sequence[str] = (),
+                 max_tools: int | None = None, min_tools: int = 1, scorer: Scorer | None = None,
+                 max_results: int | None = None, name: str = SEARCH_TOOL, search_k: int = 5):
         self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
                                    max_tools=max_tools, min_tools=min_tools, scorer=scorer)
+        self.preload = _names(preload, "preload")
+        self.max_results = check_max_results(max_results)
         self.name = name
         self.search_k = search_k
 
+    @property
+    def up_front(self) -> frozenset[str]:
+        """The tools loaded up front: ``preload`` and ``always_include``."""
+        return frozenset(self.preload) | frozenset(self.chooser.always_include)
+
     def definition(self) -> dict:
-        """The search tool's definition (a custom tool of the Messages API)."""
+        """The search tool's definition (a custom tool of the Messages API, ``ToolParam``)."""
         return {"name": self.name,
                 "description": "Find the tools for a task: give the task in words; the tools it needs are loaded.",
                 "input_schema": {"type": "object", "properties": {"query": {"type": "string"}},
@@ -73,32 +108,56 @@ class ToolSearch:
         return self.chooser.choose([_plain(t, i) for i, t in enumerate(tools)], task)
 
     def prepare(self, tools: Sequence[dict], task: str | None = None) -> list[dict]:
-        """The request's tools: the search tool, then ``tools`` with ``defer_loading: true`` (except
-        ``always_include``). With ``task`` and a policy that defers: its preloaded tools are not deferred
-        (every tool is loaded when it fails: fail open)."""
-        keep = set(self.chooser.always_include)
+        """The request's tools: the search tool, then ``tools`` with ``defer_loading: true`` except ``preload`` and
+        ``always_include``. With ``task`` and a policy that defers: its preloaded tools are not deferred either
+        (every tool is loaded when it fails: fail open). A ``preload`` name not among ``tools`` is a ValueError."""
+        named = {_plain(t, i)["name"] for i, t in enumerate(tools)}
+        missing = [n for n in self.preload if n not in named]
+        if missing:
+            raise ValueError(f"preload: {missing} are not among the tools")
+        keep = set(self.up_front)
         if task is not None:
             choice = self._choice(tools, task)
             if choice.defers or choice.failed_open:
                 keep |= set(choice.names)
         return [self.definition()] + [t if t.get("name") in keep else {**t, "defer_loading": True} for t in tools]
 
-    def result(self, tool_use: dict, tools: Sequence[dict], task: str | None = None) -> dict:
-        """The ``tool_result`` block answering the model's ``tool_use`` of the search tool: one
-        ``tool_reference`` per chosen tool (the policy's selection for the query, in the tools' order); with
-        ``task`` and a policy that defers, the top ``search_k`` of its deferred tools for the model's query."""
-        if not isinstance(tool_use, dict) or tool_use.get("name") != self.name or "id" not in tool_use:
+    def result(self, tool_use: Any, tools: Sequence[dict], task: str | None = None) -> dict:
+        """The ``tool_result`` block answering the model's ``tool_use`` of the search tool.
+
+        Parameters
+        ----------
+        tool_use : dict or the SDK's ``ToolUseBlock``
+            The model's call of the search tool, as its response's content holds it.
+        tools : sequence of dict
+            The Messages API tools given to :meth:`prepare` (without the search tool).
+        task : str, optional
+            With a policy that defers: the task given to :meth:`prepare`.
+
+        Returns
+        -------
+        dict
+            ``{"type": "tool_result", "tool_use_id": ..., "content": [{"type": "tool_reference", "tool_name": ...},
+            ...]}``: camdf's set of the deferred tools for the model's query (ranked order first, at most
+            ``max_results``); with ``task`` and a policy that defers, the top ``search_k`` of its deferred tools.
+            Nothing found: one text block instead.
+        """
+        block = _tool_use(tool_use)
+        if block.get("name") != self.name or not isinstance(block.get("id"), str):
             raise ValueError(f"tool_use: expected a tool_use block calling {self.name!r}")
-        query = (tool_use.get("input") or {}).get("query")
+        query = (block.get("input") or {}).get("query")
         query = query if isinstance(query, str) else ""
-        keep = set(self.chooser.always_include)
+        plain = [_plain(t, i) for i, t in enumerate(tools)]
+        up_front = self.up_front
+        found: Sequence[str] | None = None
         if task is not None:
-            choice = self._choice(tools, task)
+            choice = self.chooser.choose(plain, task)
             if choice.defers:  # the policy preloaded for the task: the search is over what it deferred
-                found = search_deferred(query, [_plain(t, i) for i, t in enumerate(tools)], choice.deferred,
-                                        self.search_k)
-                return {"type": "tool_result", "tool_use_id": tool_use["id"],
-                        "content": [{"type": "tool_reference", "tool_name": n} for n in found]}
-        choice = self._choice(tools, query)
-        return {"type": "tool_result", "tool_use_id": tool_use["id"],
-                "content": [{"type": "tool_reference", "tool_name": n} for n in choice.names if n not in keep]}
+                deferred = [n for n in choice.deferred if n not in up_front]
+                found = search_deferred(query, plain, deferred, self.search_k)[: self.max_results]
+        if found is None:
+            found = search_tools(self.chooser, plain, query, preload=tuple(up_front),
+                                 max_results=self.max_results).names
+        content = ([{"type": "tool_reference", "tool_name": n} for n in found] if found
+                   else [{"type": "text", "text": NOTHING_FOUND}])
+        return {"type": "tool_result", "tool_use_id": block["id"], "content": content}

@@ -19,6 +19,22 @@ it left out): the model calls it with what it needs, it loads its top ``search_k
 (:func:`~camdf.runtime.toolset.search_deferred`), and from then on the model sees them too (the tools a
 search loaded are read back from the conversation's tool messages, so the middleware keeps no state
 across runs).
+
+camdf as the agent's tool search (``search=True, preload=[...]``): the model is shown the ``preload`` tools
+(and ``always_include``) as they are, and the search tool; every other tool is reachable through the search,
+which answers the model's query with camdf's cost-aware set of them (:func:`~camdf.runtime.search.search_tools`:
+the policy's stop, not a fixed k; at most ``max_results``), loaded for the model's next calls as above. No
+decision is made before the model searches, and the search uses the middleware's ``lam`` and ``dials`` (the
+run's ``camdf_lam`` and ``camdf_dials`` are not read by a tool call). Fail open: a policy that fails makes the
+search load every tool, with one :class:`~camdf.runtime.toolset.FailOpenWarning`. This works with any chat model,
+since the tools are passed on or not.
+
+For an agent that keeps the provider's own search (:class:`langchain.agents.middleware.ProviderToolSearchMiddleware`,
+Anthropic's or OpenAI's server-side search over tools marked ``extras["defer_loading"]``), :func:`searchable_tools`
+gives it the same split: every tool but the preload searchable:
+
+>>> from langchain.agents.middleware import ProviderToolSearchMiddleware
+>>> middleware = [ProviderToolSearchMiddleware(searchable_tools=searchable_tools(tools, preload=["get_order"]))]
 """
 
 from __future__ import annotations
@@ -29,8 +45,9 @@ from typing import Any, Callable, Sequence
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
-from langchain_core.tools import StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool
 
+from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
 from camdf.runtime.tooltext import describe_tool
 
@@ -44,6 +61,39 @@ def last_human_text(request: Any) -> str:
         if isinstance(message, HumanMessage):
             return message.text if isinstance(message.text, str) else str(message.content)
     return ""
+
+
+def _names(value: Any, field: str) -> tuple[str, ...]:
+    """A list of tool names, checked (ValueError naming ``field``)."""
+    if isinstance(value, str) or not all(isinstance(n, str) and n for n in value):
+        raise ValueError(f"{field}: expected a list of tool names, got {value!r}")
+    return tuple(value)
+
+
+def searchable_tools(tools: Sequence[Any], preload: Sequence[str] = ()) -> list[str]:
+    """The names to give ``ProviderToolSearchMiddleware(searchable_tools=...)``: every tool but the preload.
+
+    Parameters
+    ----------
+    tools : sequence of BaseTool or dict
+        The agent's tools (``create_agent(model, tools, ...)``). Only a ``BaseTool`` can be deferred by
+        ``ProviderToolSearchMiddleware`` (it marks ``extras["defer_loading"]``), so dict tools are never searchable.
+    preload : sequence of str
+        The names loaded up front, as :class:`CamdfToolSelector`'s ``preload``.
+
+    Returns
+    -------
+    list of str
+        The ``BaseTool`` names not in ``preload``, in the order of ``tools``.
+    """
+    preload = _names(preload, "preload")
+    names = [t.name for t in tools if isinstance(t, BaseTool)]
+    known = set(names)
+    missing = [n for n in preload if n not in known]
+    if missing:
+        raise ValueError(f"preload: {missing} are not among the tools (BaseTool objects: {len(names)})")
+    skip = set(preload)
+    return [n for n in names if n not in skip]
 
 
 def _from_context(context: Any, key: str) -> Any:
@@ -77,20 +127,33 @@ class CamdfToolSelector(AgentMiddleware):
     search : bool
         Add the search tool over the tools the policy did not preload.
     search_k : int
-        Tools one search loads.
+        Tools one search loads when the policy chose what to preload (``preload`` not given).
+    preload : sequence of str, optional
+        With ``search=True``: camdf is the agent's tool search. These tools (and ``always_include``) are passed on
+        as they are; every other tool is reached through the search tool, which answers with camdf's set for the
+        model's query. None (the default): the policy chooses what to preload for the turn.
+    max_results : int, optional
+        At most this many tools in one search's answer (None: the policy's whole set; ``search_k`` caps the
+        search when ``preload`` is not given).
     """
 
     def __init__(self, policy: Any = None, *, lam: float | None = None, task_value: float | None = None,
                  dials: dict | None = None,
                  always_include: Sequence[str] = (), max_tools: int | None = None, min_tools: int = 1,
                  scorer: Scorer | None = None, query: Callable[[Any], str] | None = None, search: bool = False,
-                 search_k: int = 5):
+                 search_k: int = 5, preload: Sequence[str] | None = None, max_results: int | None = None):
         super().__init__()
+        if preload is not None and not search:
+            raise ValueError("preload: the tools not preloaded are reached only through the search tool; "
+                             "give search=True")
         self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
                                    max_tools=max_tools, min_tools=min_tools, scorer=scorer)
         self.query = query or last_human_text
         self.search_k = search_k
-        # The tools and the deferred names of the latest decision: what the search tool searches.
+        self.preload = None if preload is None else _names(preload, "preload")
+        self.max_results = check_max_results(max_results)
+        # The tools and the deferred names of the latest decision: what the search tool searches. With
+        # ``preload``: the latest model call's tools and the names loaded up front, which it leaves out.
         self._deferred: tuple[list[dict], tuple[str, ...]] = ([], ())
         self.tools = [StructuredTool.from_function(
             self._search, name=SEARCH_TOOL, response_format="content_and_artifact",
@@ -98,9 +161,14 @@ class CamdfToolSelector(AgentMiddleware):
                         "loaded for your next step.")] if search else []
 
     def _search(self, query: str) -> tuple[str, list[str]]:
-        """The search tool: the top ``search_k`` deferred tools for ``query`` (content: their names; artifact: the list)."""
-        described, deferred = self._deferred
-        found = search_deferred(query, described, deferred, self.search_k)
+        """The search tool (content: the names it loaded; artifact: their list): camdf's set of the tools not loaded
+        up front for ``query`` (with ``preload``), else the top ``search_k`` deferred tools."""
+        described, names = self._deferred
+        if self.preload is not None:
+            found = list(search_tools(self.chooser, described, query, preload=names,
+                                      max_results=self.max_results).names)
+        else:
+            found = search_deferred(query, described, names, self.search_k)[: self.max_results]
         return ("Loaded: " + ", ".join(found)) if found else "No more tools found.", found
 
     @staticmethod
@@ -110,10 +178,13 @@ class CamdfToolSelector(AgentMiddleware):
                 for n in (m.artifact or [])}
 
     def select(self, request: Any) -> Any:
-        """``request`` with its tools narrowed to the selection (unchanged when it fails: fail open)."""
+        """``request`` with its tools narrowed to the selection (unchanged when it fails: fail open); with
+        ``preload``, to the tools loaded up front and those the conversation's searches loaded."""
         tools = list(request.tools or [])
         if not tools:
             return request
+        if self.preload is not None:
+            return self._preloaded(request, tools)
         try:
             described = [describe_tool(t) for t in tools]
             named = [i for i, d in enumerate(described) if d is not None]
@@ -136,6 +207,20 @@ class CamdfToolSelector(AgentMiddleware):
             loaded = self._loaded(request) | {SEARCH_TOOL}
             keep |= {i for i, d in enumerate(described) if d is not None and d["name"] in loaded}
         return request.override(tools=[tools[i] for i in sorted(keep)])  # the exposed few, not a pass over all
+
+    def _preloaded(self, request: Any, tools: list) -> Any:
+        """``request`` with the tools loaded up front, the search tool and what earlier searches loaded (tools
+        without a name always). A ``preload`` name not among the request's tools is a ValueError."""
+        described = [describe_tool(t) for t in tools]
+        named = [d for d in described if d is not None]
+        known = {d["name"] for d in named}
+        missing = [n for n in self.preload if n not in known]
+        if missing:
+            raise ValueError(f"preload: {missing} are not among the agent's tools")
+        up_front = {*self.preload, *self.chooser.always_include, SEARCH_TOOL}
+        self._deferred = (named, tuple(up_front))
+        shown = up_front | self._loaded(request)
+        return request.override(tools=[t for t, d in zip(tools, described) if d is None or d["name"] in shown])
 
     def wrap_model_call(self, request, handler):
         return handler(self.select(request))

@@ -25,6 +25,8 @@ SAYS = {
     "mcp2026": [r"protocol: 2026-07-28", r"listed: \['search_tools', 'call_tool', 'get_order'\]",
                 r"found: \['refund_order'", r"order W1: refunded",
                 r"listed again: \['search_tools', 'call_tool', 'get_order'\]"],
+    "openai_search": [r"\('tool_search', False\), \('get_order', False\), \('refund_order', True\)",
+                      r"tool_search_output call_1 \['refund_order'"],
     "fit": [r"minus base: [+-]\d", r"shipped: ", r"my_policy: \w+ policy exported", r"\['cancel_hotel'.*\] \[\]"],
 }
 

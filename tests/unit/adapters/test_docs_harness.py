@@ -27,6 +27,10 @@ SAYS = {
                 r"listed again: \['search_tools', 'call_tool', 'get_order'\]"],
     "openai_search": [r"\('tool_search', False\), \('get_order', False\), \('refund_order', True\)",
                       r"tool_search_output call_1 \['refund_order'"],
+    "anthropic_search": [r"\('camdf_tool_search', False\), \('get_order', False\), \('refund_order', True\)",
+                         r'"tool_reference", "tool_name": "refund_order"'],
+    "langchain_search": [r"the model sees: \['camdf_search_tools', 'get_order'\]", r"'Loaded: refund_order",
+                         r"'order W1: refunded'"],
     "fit": [r"minus base: [+-]\d", r"shipped: ", r"my_policy: \w+ policy exported", r"\['cancel_hotel'.*\] \[\]"],
 }
 

@@ -167,6 +167,19 @@ def test_openai_tools_validate_as_responses_api_tools_with_all_but_the_preload_d
                                                                                  "slack_get_message"]
 
 
+def test_anthropic_tools_validate_as_messages_api_tools_with_all_but_the_preload_and_search_deferred(files):
+    from anthropic.types import ToolParam
+    from pydantic import TypeAdapter
+
+    done = _preload(files, "--format", "anthropic")
+    assert done.returncode == 0, done.stderr
+    tools = json.loads(done.stdout)
+    TypeAdapter(list[ToolParam]).validate_python(tools, strict=True)
+    assert tools[0]["name"] == "camdf_tool_search" and not tools[0].get("defer_loading")
+    loaded = sorted(t["name"] for t in tools[1:] if not t.get("defer_loading"))
+    assert loaded == ["jira_get_issue", "slack_get_message"] and len(tools) == 241
+
+
 def test_langchain_split_is_accepted_by_provider_tool_search_middleware(files):
     from langchain.agents.middleware import ProviderToolSearchMiddleware
 

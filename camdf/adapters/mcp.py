@@ -46,23 +46,19 @@ connection in the era of the client's first request):
 from __future__ import annotations
 
 import json
-import os
-import shlex
 import sys
 import warnings
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import anyio
 import mcp_types as types
-from mcp.client.session import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
-from mcp_types.jsonrpc import CONNECTION_CLOSED
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from camdf.adapters.mcp_upstream import (Upstream, UpstreamError, environment, first_of, forward,
+                                        open_upstream)
 from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import Choice, FailOpenWarning, ToolChooser, search_deferred
 from camdf.runtime.tooltext import describe_tool
@@ -108,21 +104,6 @@ _CALL = types.Tool(
 #: How long a client may keep the 2026-07-28 ``tools/list`` (it changes only when the proxy restarts).
 LIST_TTL_MS = 3_600_000
 ON_WITHHELD = ("refuse", "forward")
-
-
-class UpstreamError(RuntimeError):
-    """An upstream server could not be started, reached or listed."""
-
-
-@dataclass
-class _Upstream:
-    spec: str
-    session: ClientSession | None = None
-    tools: list[types.Tool] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return f"upstream `{self.spec}`"
 
 
 class ToolProxy:
@@ -173,8 +154,8 @@ class ToolProxy:
             raise ValueError(f"--preload: expected a list of tool names, got {preload!r}")
         self.search_max = check_max_results(search_max, "--search-max")
         self.preload = tuple(dict.fromkeys(preload))
-        self.env = _environment(env)
-        self.upstreams = [_Upstream(s) for s in upstreams]
+        self.env = environment(env)
+        self.upstreams = [Upstream(s) for s in upstreams]
         self.chooser = chooser
         self.on_withheld = on_withheld
         self.call_timeout = float(call_timeout)
@@ -185,7 +166,7 @@ class ToolProxy:
         #: The tools a deferring policy left to ``search_tools`` for the current task (ranked order).
         self.deferred: tuple[str, ...] = ()
         self._described: list[dict] = []
-        self._owner: dict[str, _Upstream] = {}
+        self._owner: dict[str, Upstream] = {}
 
     # -- upstreams ---------------------------------------------------------------------------------
     async def connect(self, stack: AsyncExitStack) -> None:
@@ -193,29 +174,7 @@ class ToolProxy:
 
         Raises UpstreamError naming the upstream (cannot start, no answer, a tool name clash)."""
         for up in self.upstreams:
-            try:
-                if up.spec.startswith(("http://", "https://")):
-                    from mcp.client.streamable_http import streamable_http_client
-
-                    read, write = await stack.enter_async_context(streamable_http_client(up.spec))
-                else:
-                    argv = shlex.split(up.spec)
-                    if not argv:
-                        raise UpstreamError("--upstream: an empty command")
-                    # The SDK gives a child only its safe defaults unless `env` is set: an upstream's API keys live
-                    # in the environment, so it gets the proxy's (or the variables named by --env).
-                    params = StdioServerParameters(command=argv[0], args=argv[1:], env=self.env)
-                    read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
-                up.session = await stack.enter_async_context(ClientSession(read, write))
-                with anyio.fail_after(self.call_timeout):
-                    await up.session.initialize()
-                    up.tools = await self._list(up.session)
-            except UpstreamError:
-                raise
-            except TimeoutError:
-                raise UpstreamError(f"{up.label}: no answer within {self.call_timeout:g} s") from None
-            except Exception as err:  # noqa: BLE001  the boundary: any failure to start names the upstream
-                raise UpstreamError(f"{up.label}: cannot start or initialise: {type(err).__name__}: {err}") from None
+            await open_upstream(up, stack, self.env, self.call_timeout)
             for tool in up.tools:
                 other = self._owner.get(tool.name)
                 if other is not None or tool.name in (SELECT_TOOL, SEARCH_TOOL, CALL_TOOL):
@@ -225,16 +184,6 @@ class ToolProxy:
         unknown = [n for n in self.preload if n not in self._owner]
         if unknown:
             raise UpstreamError(f"--preload: no upstream offers {', '.join(map(repr, unknown))}")
-
-    @staticmethod
-    async def _list(session: ClientSession) -> list[types.Tool]:
-        tools, cursor = [], None
-        while True:
-            page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-            tools.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                return tools
 
     @property
     def tools(self) -> list[types.Tool]:
@@ -277,7 +226,7 @@ class ToolProxy:
                                                      f"{', '.join(sorted(self.exposed)) or 'none'}")
             self.misses.append(name)
             print(f"camdf mcp-proxy: withheld tool {name!r} called (a miss); forwarded", file=sys.stderr)
-        return await self._forward(up, name, args)
+        return await forward(up, name, args, self.call_timeout)
 
     async def _stateless_call(self, name: str, args: dict) -> types.CallToolResult:
         """A 2026-07-28 call: the search, the call meta-tool, or an upstream tool by its name (nothing is kept)."""
@@ -295,7 +244,7 @@ class ToolProxy:
         if up is None:
             return types.CallToolResult(is_error=True, content=[types.TextContent(
                 type="text", text=f"unknown tool {name!r}: no upstream offers it; find tools with {SEARCH_TOOL}")])
-        return await self._forward(up, name, args)
+        return await forward(up, name, args, self.call_timeout)
 
     async def _stateless_search(self, args: dict) -> types.CallToolResult:
         query = args.get("query")
@@ -320,23 +269,6 @@ class ToolProxy:
         text = (f"{len(found)} of {answer.searched} tools for this: {', '.join(answer.names) or 'none'}; call one with "
                 f"{CALL_TOOL}(name, arguments).\n" + json.dumps(body, ensure_ascii=False))
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=body)
-
-    async def _forward(self, up: _Upstream, name: str, args: dict) -> types.CallToolResult:
-        """A call forwarded to the upstream that offers ``name``; a timeout or a dead upstream is an MCP error."""
-        try:
-            with anyio.fail_after(self.call_timeout):
-                return await up.session.call_tool(name, args)
-        except TimeoutError:
-            raise MCPError(types.INTERNAL_ERROR, f"{up.label}: no answer to {name!r} within "
-                                                 f"{self.call_timeout:g} s") from None
-        except MCPError as err:
-            if err.error.code != CONNECTION_CLOSED:
-                raise  # the upstream's own error, as it sent it
-            raise MCPError(types.INTERNAL_ERROR, f"{up.label} failed on {name!r}: it exited or closed the "
-                                                 "connection") from None
-        except Exception as err:  # noqa: BLE001  a dead upstream: a clear error, never a hang
-            raise MCPError(types.INTERNAL_ERROR, f"{up.label} failed on {name!r} (exited or unreachable): "
-                                                 f"{type(err).__name__}: {err}") from None
 
     async def _select(self, ctx: Any, args: dict) -> types.CallToolResult:
         task = args.get("task")
@@ -405,34 +337,7 @@ class ToolProxy:
                 async with stdio_server() as (read, write):
                     await server.run(read, write, options)
         except BaseExceptionGroup as group:  # the transports' task groups wrap the one error that matters
-            found = _first(group, UpstreamError)
+            found = first_of(group, UpstreamError)
             if found is not None:
                 raise found from None
             raise
-
-
-def _environment(names: Sequence[str] | None) -> dict[str, str]:
-    """What a stdio upstream gets besides the SDK's defaults: this process's environment, or its variables
-    ``names`` (each must be set: ValueError naming it)."""
-    if names is None:
-        return dict(os.environ)
-    if isinstance(names, str):
-        raise ValueError("--env: expected a list of variable names, got a string")
-    for name in names:
-        if not isinstance(name, str) or not name or "=" in name:
-            raise ValueError(f"--env: expected a variable name (KEY, not KEY=VALUE), got {name!r}")
-        if name not in os.environ:
-            raise ValueError(f"--env {name}: not set in camdf mcp-proxy's environment")
-    return {name: os.environ[name] for name in names}
-
-
-def _first(group: BaseExceptionGroup, kind: type) -> BaseException | None:
-    """The first exception of ``kind`` in a (nested) exception group."""
-    for err in group.exceptions:
-        if isinstance(err, kind):
-            return err
-        if isinstance(err, BaseExceptionGroup):
-            inner = _first(err, kind)
-            if inner is not None:
-                return inner
-    return None

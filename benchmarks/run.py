@@ -580,6 +580,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.readme and entry.get("ok"):
             splice(ROOT / "docs" / "speed.md", marker, render(entry["figures"]))
             console.print(f"wrote the {name} figures into docs/speed.md")
+    search = report["benchmarks"].get("search", {})
+    if args.readme and search.get("ok"):
+        splice(ROOT / "docs" / "harness.md", "bench:search", search_table(search["figures"]))
+        console.print("wrote the search figures into docs/harness.md")
     for c in report["acceptance"]:
         console.print(f"{'[green]met[/]' if c['met'] else '[red]missed[/]'}  {c['point']}: {c['value']}")
     console.print(f"wrote {out / 'bench.json'} and {out / 'summary.md'} ({report['total_s']:.0f} s)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -264,6 +265,11 @@ def build_domain(
     executable = executable_of(config) if derived else None
     where = _task_filter(config, derived)
     exec_costs = bool(config.get("report_execution_costs", False))
+    missing = [str(p) for p in inputs if not os.path.lexists(p)]
+    if missing:  # named as configured, before the fingerprint reads anything
+        raise ValueError(f"domain.source: {missing[0]}: no such file or folder (the domain "
+                         f"`{config.get('name', out_dir.name)}` reads it; set the domain config's `source`, or "
+                         "the folder's setting such as STABLETOOLBENCH, to where it is)")
     key = data_key(config, list(packages), list(inputs), stage_code(executable, exec_costs, config))
     manifest = read_manifest(out_dir)
     if not force and manifest is not None and manifest.get("key") == key and _matches(out_dir, manifest):

@@ -121,7 +121,7 @@ def _structure_message(message: str, column: int) -> str:
     return f"{message} at column {column} ({_STRUCTURE_EXPECTED[message.split()[0]]})"
 
 
-def _read_file(path: Path, name: str, expected: str, problems: list[str]) -> bytes | None:
+def read_regular_file(path: Path, name: str, expected: str, problems: list[str]) -> bytes | None:
     """The bytes of ``path``, or None with the reason appended to ``problems`` as ``name:1: ...``."""
     try:
         st = os.stat(path)
@@ -204,7 +204,7 @@ def _parse_catalog(data: bytes, name: str, problems: list[str], lines: bool = Tr
 
 def _read_catalog(path: Path, problems: list[str]) -> tuple[str, str, list[Tool], set[str]]:
     name = f"{path.parent.name}/{CATALOG}"
-    data = _read_file(path, name, "a JSON object with a `tools` list", problems)
+    data = read_regular_file(path, name, "a JSON object with a `tools` list", problems)
     if data is None:
         return "", "", [], set()
     found: list[str] = []  # a first pass without line numbers; a catalog with problems is read again with them
@@ -260,7 +260,7 @@ def _read_tasks(
     path: Path, declared: set[str], acquirable: set[str], problems: list[str], dropped: Counter
 ) -> list[Task]:
     name = f"{path.parent.name}/{TASKS}"
-    data = _read_file(path, name, "one JSON task object per line", problems)
+    data = read_regular_file(path, name, "one JSON task object per line", problems)
     if data is None:
         return []
     tasks: list[Task] = []

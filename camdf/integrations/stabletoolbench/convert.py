@@ -34,6 +34,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from camdf.data.io.read import read_regular_file
 from camdf.data.model import Domain, Task, Tool
 
 QUERIES = Path("solvable_queries", "test_instruction")
@@ -120,10 +121,17 @@ def _read_rows(folder: Path) -> tuple[list[tuple[str, dict]], list[str]]:
         raise SourceError(f"{folder}: no *.json query files; {HOW_TO_GET}")
     rows, problems = [], []
     for path in files:
+        # A regular file of bounded size only: a FIFO or a device among the query files would block the stage.
+        raw = read_regular_file(path, str(path), "a JSON list of queries", problems)
+        if raw is None:
+            continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as err:
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as err:
             problems.append(f"{path}: cannot read ({err})")
+            continue
+        except RecursionError:
+            problems.append(f"{path}: not JSON (nested too deeply)")
             continue
         except json.JSONDecodeError as err:
             problems.append(f"{path}:{err.lineno}: not JSON ({err.msg})")

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from camdf.runtime.search import check_max_results, search_tools
-from camdf.runtime.toolset import Scorer, ToolChooser, search_deferred
+from camdf.runtime.search import SearchBackend
+from camdf.runtime.toolset import Scorer, search_deferred
 from camdf.runtime.tooltext import describe_tool
 
 SEARCH_TOOL = "camdf_tool_search"
@@ -48,12 +48,6 @@ def _plain(tool: dict, i: int) -> dict:
     return plain
 
 
-def _names(value: Any, field: str) -> tuple[str, ...]:
-    """A list of tool names, checked (ValueError naming ``field``)."""
-    if isinstance(value, str) or not all(isinstance(n, str) and n for n in value):
-        raise ValueError(f"{field}: expected a list of tool names, got {value!r}")
-    return tuple(value)
-
 
 def _tool_use(block: Any) -> dict:
     """A ``tool_use`` block as a dict: the dict itself, or the SDK's ``ToolUseBlock`` (a pydantic model) dumped."""
@@ -63,18 +57,13 @@ def _tool_use(block: Any) -> dict:
     return dump() if callable(dump) else {}
 
 
-class ToolSearch:
+class ToolSearch(SearchBackend):
     """The client-side search tool of one policy.
 
     Parameters
     ----------
-    policy, lam, task_value, dials, always_include, max_tools, min_tools, scorer
-        As :class:`~camdf.runtime.toolset.ToolChooser` (``policy=None``: the package's default policy;
-        ``min_tools`` default 1; ``scorer(query, tools)``: your own retriever, given plain descriptions).
-    preload : sequence of str
-        Tool names loaded up front: not deferred, never returned by the search (as ``always_include``).
-    max_results : int, optional
-        At most this many tools in one search's answer (None: the policy's whole set).
+    policy, lam, task_value, dials, always_include, preload, max_tools, min_tools, scorer, max_results
+        As :class:`~camdf.runtime.search.SearchBackend`.
     name : str
         The search tool's name.
     search_k : int
@@ -85,17 +74,11 @@ class ToolSearch:
                  dials: dict | None = None, always_include: Sequence[str] = (), preload: Sequence[str] = (),
                  max_tools: int | None = None, min_tools: int = 1, scorer: Scorer | None = None,
                  max_results: int | None = None, name: str = SEARCH_TOOL, search_k: int = 5):
-        self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
-                                   max_tools=max_tools, min_tools=min_tools, scorer=scorer)
-        self.preload = _names(preload, "preload")
-        self.max_results = check_max_results(max_results)
+        super().__init__(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
+                         preload=preload, max_tools=max_tools, min_tools=min_tools, scorer=scorer,
+                         max_results=max_results)
         self.name = name
         self.search_k = search_k
-
-    @property
-    def up_front(self) -> frozenset[str]:
-        """The tools loaded up front: ``preload`` and ``always_include``."""
-        return frozenset(self.preload) | frozenset(self.chooser.always_include)
 
     def definition(self) -> dict:
         """The search tool's definition (a custom tool of the Messages API, ``ToolParam``)."""
@@ -156,8 +139,7 @@ class ToolSearch:
                 deferred = [n for n in choice.deferred if n not in up_front]
                 found = search_deferred(query, plain, deferred, self.search_k)[: self.max_results]
         if found is None:
-            found = search_tools(self.chooser, plain, query, preload=tuple(up_front),
-                                 max_results=self.max_results).names
+            found = self.search(plain, query).names
         content = ([{"type": "tool_reference", "tool_name": n} for n in found] if found
                    else [{"type": "text", "text": NOTHING_FOUND}])
         return {"type": "tool_result", "tool_use_id": block["id"], "content": content}

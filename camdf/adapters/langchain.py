@@ -47,7 +47,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from camdf.runtime.search import check_max_results, search_tools
+from camdf.runtime.search import check_max_results, check_names, search_tools
 from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
 from camdf.runtime.tooltext import describe_tool
 
@@ -62,12 +62,6 @@ def last_human_text(request: Any) -> str:
             return message.text if isinstance(message.text, str) else str(message.content)
     return ""
 
-
-def _names(value: Any, field: str) -> tuple[str, ...]:
-    """A list of tool names, checked (ValueError naming ``field``)."""
-    if isinstance(value, str) or not all(isinstance(n, str) and n for n in value):
-        raise ValueError(f"{field}: expected a list of tool names, got {value!r}")
-    return tuple(value)
 
 
 def searchable_tools(tools: Sequence[Any], preload: Sequence[str] = ()) -> list[str]:
@@ -86,7 +80,7 @@ def searchable_tools(tools: Sequence[Any], preload: Sequence[str] = ()) -> list[
     list of str
         The ``BaseTool`` names not in ``preload``, in the order of ``tools``.
     """
-    preload = _names(preload, "preload")
+    preload = check_names(preload, "preload")
     names = [t.name for t in tools if isinstance(t, BaseTool)]
     known = set(names)
     missing = [n for n in preload if n not in known]
@@ -150,7 +144,7 @@ class CamdfToolSelector(AgentMiddleware):
                                    max_tools=max_tools, min_tools=min_tools, scorer=scorer)
         self.query = query or last_human_text
         self.search_k = search_k
-        self.preload = None if preload is None else _names(preload, "preload")
+        self.preload = None if preload is None else check_names(preload, "preload")
         self.max_results = check_max_results(max_results)
         # The tools and the deferred names of the latest decision: what the search tool searches. With
         # ``preload``: the latest model call's tools and the names loaded up front, which it leaves out.

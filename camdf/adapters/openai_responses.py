@@ -39,8 +39,8 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from camdf.runtime.search import check_max_results, search_tools
-from camdf.runtime.toolset import Scorer, ToolChooser
+from camdf.runtime.search import SearchBackend
+from camdf.runtime.toolset import Scorer
 from camdf.runtime.tooltext import describe_tool
 
 #: What the model is told the search tool does.
@@ -53,13 +53,6 @@ SEARCH_PARAMETERS = {"type": "object",
 #: The tool types a search can load (the Responses API's deferrable top-level tools).
 SEARCHABLE = ("function", "custom")
 
-
-def _names(value: Any, field: str) -> tuple[str, ...]:
-    """A list of tool names, checked (ValueError naming ``field``)."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(
-            isinstance(n, str) and n for n in value):
-        raise ValueError(f"{field}: expected a list of tool names, got {value!r}")
-    return tuple(dict.fromkeys(value))
 
 
 def _item(call: Any) -> dict:
@@ -85,18 +78,13 @@ def _query(arguments: Any) -> str:
     return query if isinstance(query, str) else ""
 
 
-class ClientToolSearch:
+class ClientToolSearch(SearchBackend):
     """The client-executed ``tool_search`` of one policy, for the OpenAI Responses API.
 
     Parameters
     ----------
-    policy, lam, task_value, dials, always_include, max_tools, min_tools, scorer
-        As :class:`~camdf.runtime.toolset.ToolChooser` (``policy=None``: the package's default policy;
-        ``min_tools`` default 1; ``scorer(query, tools)``: your own retriever, given plain descriptions).
-    preload : sequence of str
-        Tool names loaded up front: not deferred, never returned by a search (as ``always_include``).
-    max_results : int, optional
-        At most this many tools in one search's answer (None: the policy's whole set).
+    policy, lam, task_value, dials, always_include, preload, max_tools, min_tools, scorer, max_results
+        As :class:`~camdf.runtime.search.SearchBackend`.
     description : str
         What the model is told the search tool does.
 
@@ -110,18 +98,12 @@ class ClientToolSearch:
                  dials: dict | None = None, always_include: Sequence[str] = (), preload: Sequence[str] = (),
                  max_tools: int | None = None, min_tools: int = 1, scorer: Scorer | None = None,
                  max_results: int | None = None, description: str = SEARCH_DESCRIPTION):
-        self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
-                                   max_tools=max_tools, min_tools=min_tools, scorer=scorer)
-        self.preload = _names(preload, "preload")
-        self.max_results = check_max_results(max_results)
+        super().__init__(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
+                         preload=preload, max_tools=max_tools, min_tools=min_tools, scorer=scorer,
+                         max_results=max_results)
         if not isinstance(description, str) or not description.strip():
             raise ValueError(f"description: expected a non-empty string, got {description!r}")
         self.description = description
-
-    @property
-    def up_front(self) -> frozenset[str]:
-        """The tools loaded up front: ``preload`` and ``always_include``."""
-        return frozenset(self.preload) | frozenset(self.chooser.always_include)
 
     def definition(self) -> dict:
         """The search tool: ``{"type": "tool_search", "execution": "client", "description", "parameters"}``
@@ -241,7 +223,6 @@ class ClientToolSearch:
         declared = [t for t in self.prepare(tools) if t != self.definition()]
         by_name = {t["name"]: t for t in declared if t["type"] in SEARCHABLE}
         plain = [describe_tool(t) for t in by_name.values()]
-        answer = search_tools(self.chooser, plain, _query(item.get("arguments")), preload=tuple(self.up_front),
-                              max_results=self.max_results)
+        answer = self.search(plain, _query(item.get("arguments")))
         return {"type": "tool_search_output", "call_id": call_id, "execution": "client", "status": "completed",
                 "tools": [by_name[n] for n in answer.names]}

@@ -14,9 +14,9 @@ be the caller's. :func:`search_tools` is that search, shared by every adapter:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
-from camdf.runtime.toolset import ToolChooser
+from camdf.runtime.toolset import Scorer, ToolChooser
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,47 @@ def check_max_results(value: object, field: str = "max_results") -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{field}: expected an integer >= 1 or None, got {value!r}")
     return value
+
+
+def check_names(value: Any, field: str) -> tuple[str, ...]:
+    """A list of tool names, checked (ValueError naming ``field``), duplicates dropped."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(
+            isinstance(n, str) and n for n in value):
+        raise ValueError(f"{field}: expected a list of tool names, got {value!r}")
+    return tuple(dict.fromkeys(value))
+
+
+class SearchBackend:
+    """What every harness's search backend holds: the policy (a :class:`ToolChooser`), the preload and the cap.
+
+    Parameters
+    ----------
+    policy, lam, task_value, dials, always_include, max_tools, min_tools, scorer
+        As :class:`~camdf.runtime.toolset.ToolChooser` (``policy=None``: the package's default policy;
+        ``min_tools`` default 1; ``scorer(query, tools)``: your own retriever, given plain descriptions).
+    preload : sequence of str
+        Tool names loaded up front: not deferred, never returned by a search (as ``always_include``).
+    max_results : int, optional
+        At most this many tools in one search's answer (None: the policy's whole set).
+    """
+
+    def __init__(self, policy: Any = None, *, lam: float | None = None, task_value: float | None = None,
+                 dials: dict | None = None, always_include: Sequence[str] = (), preload: Sequence[str] = (),
+                 max_tools: int | None = None, min_tools: int = 1, scorer: Scorer | None = None,
+                 max_results: int | None = None):
+        self.chooser = ToolChooser(policy, lam=lam, task_value=task_value, dials=dials, always_include=always_include,
+                                   max_tools=max_tools, min_tools=min_tools, scorer=scorer)
+        self.preload = check_names(preload, "preload")
+        self.max_results = check_max_results(max_results)
+
+    @property
+    def up_front(self) -> frozenset[str]:
+        """The tools loaded up front: ``preload`` and ``always_include``."""
+        return frozenset(self.preload) | frozenset(self.chooser.always_include)
+
+    def search(self, tools: Sequence[dict], query: str) -> SearchAnswer:
+        """:func:`search_tools` over ``tools`` (plain descriptions) minus what is loaded up front."""
+        return search_tools(self.chooser, tools, query, tuple(self.up_front), self.max_results)
 
 
 def search_tools(chooser: ToolChooser, tools: Sequence[dict], query: str, preload: Sequence[str] = (),

@@ -186,7 +186,8 @@ def _column(fields: list[dict[str, str]], key: str, sizes: np.ndarray, integer: 
         k = _at(counts, i)
         lo = low if np.ndim(low) == 0 else low[i]
         hi = high if np.ndim(high) == 0 else high[i]
-        raise ValueError(f"{where}: tree {k}: {key}: expected finite values in [{lo}, {hi}], got {values[i]!r}")
+        raise ValueError(f"{where}: tree {k}: {key}: expected {'' if integer else 'finite '}values in [{lo}, {hi}], "
+                         f"got {values[i].item()!r}")
     return values
 
 
@@ -264,7 +265,12 @@ def parse_model(text, where: str, n_features: int | None = None) -> dict:
     _tail(lines[end + 1:], where)
     fields = [_tree_fields(lines[b.start + 1:b.stop], f"{where}: tree {k}") for k, b in enumerate(blocks)]
     ones = np.ones(len(fields), np.int64)
-    n = _column(fields, "num_leaves", ones, True, where, 1, MAX_LEAVES)
+    n = _column(fields, "num_leaves", ones, True, where)
+    values = np.array([f["leaf_value"].count(" ") + 1 if f.get("leaf_value") else 0 for f in fields], np.int64)
+    if (n != values).any():  # what the arrays hold, before any bound: a leaf count is never taken on its word
+        k = int(np.argmax(n != values))
+        raise ValueError(f"{where}: tree {k}: num_leaves={n[k]} but {values[k]} leaf values")
+    _column(fields, "num_leaves", ones, True, where, 1, MAX_LEAVES)
     if n.sum() > MAX_NODES:
         raise ValueError(f"{where}: num_leaves: {n.sum()} leaves in all, more than the {MAX_NODES} read")
     m = n - 1

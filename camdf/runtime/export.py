@@ -11,7 +11,9 @@ The folder holds only data, and nothing in it is run or unpickled when it is rea
   (the runtime then prices a request without costs by schema tokens); ``camdf fit`` adds ``fit``, its
   out-of-fold comparison with the base policy.
 
-Reading checks the manifest first: a missing, extra-by-name or altered file is refused naming it.
+Reading checks the manifest first: a missing, extra-by-name or altered file is refused naming it. A checksum
+anyone can rewrite is no check of the content, so each model text is then parsed and bounded by the project
+(:func:`check_booster_file`) before LightGBM or anything else reads it.
 The reader needs what a decision needs (numpy, pandas, scikit-learn, LightGBM): not MLflow, not YAML.
 """
 
@@ -21,6 +23,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -52,17 +55,19 @@ def _split_boosters(value: Any, out: list[str]) -> Any:
     return value
 
 
-def _join_boosters(value: Any, folder: Path, listed: dict[str, str]) -> Any:
-    """The inverse of :func:`_split_boosters`: each reference replaced by its (checksummed) file's text."""
+def _join_boosters(value: Any, texts: dict[str, str]) -> Any:
+    """The inverse of :func:`_split_boosters`: each reference replaced by its file's text (``texts``: the
+    checksummed and checked ``boosters/<k>.txt`` the manifest lists, by name)."""
     if isinstance(value, dict):
         if set(value) == {_REF}:
             rel = value[_REF]
-            if not isinstance(rel, str) or rel not in listed or not rel.startswith(f"{_BOOSTERS}/"):
-                raise ValueError(f"{POLICY_FILE}: booster reference {rel!r} is not a file the manifest lists")
-            return (folder / rel).read_text(encoding="utf-8")
-        return {k: _join_boosters(v, folder, listed) for k, v in value.items()}
+            if not isinstance(rel, str) or rel not in texts:
+                raise ValueError(f"{POLICY_FILE}: booster reference {str(rel)[:80]!r} is not a file the manifest "
+                                 "lists")
+            return texts[rel]
+        return {k: _join_boosters(v, texts) for k, v in value.items()}
     if isinstance(value, list):
-        return [_join_boosters(v, folder, listed) for v in value]
+        return [_join_boosters(v, texts) for v in value]
     return value
 
 
@@ -122,9 +127,40 @@ def export_policy(policy, folder: str | os.PathLike, source: dict | None = None,
     return folder
 
 
+def _resolved(path: Path, name: Path) -> Path:
+    """``path`` with its links followed; ValueError naming ``name`` for a link loop (or a path the system refuses)."""
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python 3.11 raises this for a symlink loop
+        raise ValueError(f"{name}: a symlink loop (expected a file of the policy)") from None
+    except OSError as err:
+        raise ValueError(f"{name}: cannot resolve: {err.strerror or type(err).__name__}") from None
+
+
+def check_booster_file(path: Path) -> str:
+    """The LightGBM model text of an exported ``boosters/<k>.txt``, checked against the project's bounds.
+
+    :func:`camdf.policies.tree_text.parse_model` bounds it (trees, ``num_leaves`` against the leaf values
+    present, feature indices below ``max_feature_idx + 1``, finite thresholds and leaf values, every array's
+    length, the text's size) before LightGBM or the numpy reader sees it. ValueError naming ``path``, the tree
+    and the field, e.g. ``boosters/0.txt: tree 3: num_leaves=2000000000 but 31 leaf values``.
+    """
+    from camdf.policies.tree_text import parse_model
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: expected LightGBM's text model format (UTF-8 text)") from None
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read: {err.strerror or type(err).__name__}") from None
+    parse_model(text, str(path))
+    return text
+
+
 def is_export(folder: Path) -> bool:
     """Whether ``folder`` looks like an exported policy (it has a manifest and no MLflow ``MLmodel``)."""
-    return (folder / MANIFEST).is_file() and not (folder / "MLmodel").exists()
+    manifest = folder / MANIFEST  # a link (a loop among them) too: read_export then says what is wrong with it
+    return (manifest.is_symlink() or manifest.is_file()) and not (folder / "MLmodel").exists()
 
 
 def read_export(folder: str | os.PathLike, lean: bool = False):
@@ -132,36 +168,51 @@ def read_export(folder: str | os.PathLike, lean: bool = False):
 
     With ``lean``, the :class:`~camdf.runtime.lean.LeanPolicy` of its numbers when its rule has a portable
     form (built from the checked ``policy.json`` and boosters, without scikit-learn or LightGBM).
-    Raises ValueError naming the file and what is wrong (no manifest, another layout, a file
-    missing, altered or too large, a reference to a file the manifest does not list)."""
+    Raises ValueError naming the file and what is wrong (no manifest, another layout, a manifest nested
+    too deep, a symlink loop, a file missing, altered or too large, a reference to a file the manifest does
+    not list, a model text outside the project's bounds: :func:`check_booster_file`)."""
     from camdf.runtime.policy_file import policy_from_numbers
 
     folder = Path(folder)
     where = folder / MANIFEST
+    try:
+        info = where.stat()
+    except OSError as err:  # a symlink loop among them
+        raise ValueError(f"{where}: cannot read: {err.strerror or type(err).__name__}") from None
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+        raise ValueError(f"{where}: expected a regular file of at most {MAX_BYTES >> 20} MB")
     try:
         manifest = json.loads(where.read_text(encoding="utf-8"))
     except OSError as err:
         raise ValueError(f"{where}: cannot read: {err.strerror or type(err).__name__}") from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise ValueError(f"{where}: not JSON") from None
+    except RecursionError:
+        raise ValueError(f"{where}: not a camdf manifest (JSON nested deeper than Python reads)") from None
     if not isinstance(manifest, dict) or manifest.get("kind") != KIND or manifest.get("format") != FORMAT:
         raise ValueError(f"{where}: not a camdf policy export of format {FORMAT}")
     files = manifest.get("files")
     if not isinstance(files, dict) or POLICY_FILE not in files:
         raise ValueError(f"{where}: files: expected the SHA-256 of each file, {POLICY_FILE} among them")
-    root = folder.resolve()
+    root = _resolved(folder, folder)
     for rel in files:  # every path first: a manifest naming a file outside the folder is refused as such
-        path = (folder / rel).resolve()
+        if not isinstance(rel, str) or not rel or "\0" in rel:
+            raise ValueError(f"{where}: files: {str(rel)[:80]!r} is not a file name")
+        path = _resolved(folder / rel, folder / rel)
         if not path.is_relative_to(root) or path == root:
             raise ValueError(f"{where}: files: {rel!r} leads outside the folder")
     for rel, digest in files.items():
-        path = (folder / rel).resolve()
+        path = _resolved(folder / rel, folder / rel)
         if not path.is_file():
             raise ValueError(f"{folder / rel}: missing (the manifest lists it)")
         if path.stat().st_size > MAX_BYTES:
             raise ValueError(f"{folder / rel}: larger than {MAX_BYTES >> 20} MB, not part of a camdf policy")
         if _sha256(path) != digest:
             raise ValueError(f"{folder / rel}: its SHA-256 differs from the manifest's (altered or damaged)")
+    # A checksum anyone can rewrite says nothing of the content: every model text is parsed and bounded by
+    # the project (tree_text.parse_model) before anything else reads it - LightGBM's parser aborts the process
+    # on some texts (num_leaves=2000000000).
+    texts = {rel: check_booster_file(folder / rel) for rel in sorted(files) if rel.startswith(f"{_BOOSTERS}/")}
     try:
         numbers = json.loads((folder / POLICY_FILE).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
@@ -172,9 +223,9 @@ def read_export(folder: str | os.PathLike, lean: bool = False):
     _refuse_non_finite(numbers, folder / POLICY_FILE)
     check_fields(numbers, POLICY_FIELDS, str(folder / POLICY_FILE))
     try:
-        policy = _lean(_join_boosters(numbers, folder, files), folder, manifest.get("cost_unit")) if lean else None
+        policy = _lean(_join_boosters(numbers, texts), folder, manifest.get("cost_unit")) if lean else None
         if policy is None:
-            policy = policy_from_numbers(_join_boosters(numbers, folder, files))
+            policy = policy_from_numbers(_join_boosters(numbers, texts))
     except ValueError as err:
         raise ValueError(f"{folder / POLICY_FILE}: {err}") from None
     source = manifest.get("source") if isinstance(manifest.get("source"), dict) else {}

@@ -11,8 +11,10 @@ environment variables of the ``mlflow models serve`` process and read once when 
   that time after the headers; a client that stalls or trickles gets a 408 (one JSON line) and its connection
   is closed, so it holds an admission slot for at most that long.
 
-A value that is not a positive number (an integer for the first) stops the server at load with one line
-naming the variable.
+A value that is not a positive number (an integer for the first) stops the server at load: in the scoring
+server's own process (MLflow's ``uvicorn`` child, which knows its model by :data:`SERVER_MODEL_ENV`) with one
+line on stderr naming the variable, the value and what is expected, and exit status 2, not a traceback;
+anywhere else (a model loaded in Python) with that line as a ValueError.
 """
 
 from __future__ import annotations
@@ -20,11 +22,16 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import sys
 from dataclasses import dataclass
 from typing import Awaitable, Mapping, TypeVar
 
 INFLIGHT_ENV = "CAMDF_SERVE_MAX_INFLIGHT"
 READ_TIMEOUT_ENV = "CAMDF_SERVE_READ_TIMEOUT"
+#: Set by ``mlflow models serve`` for its scoring server process only (``mlflow.pyfunc.scoring_server``).
+SERVER_MODEL_ENV = "__pyfunc_model_path__"
+#: The exit status of a server stopped by a bad setting (a usage error, as the CLI's).
+BAD_SETTING = 2
 #: The audited load (32 concurrent clients) is admitted whole; 32 bodies of 4 MiB are 128 MiB at most.
 DEFAULT_INFLIGHT = 32
 #: A 4 MiB body at 2 Mbit/s arrives in about 17 s.
@@ -45,8 +52,22 @@ class ServeLimits:
 
 
 def serve_limits(environ: Mapping[str, str] | None = None) -> ServeLimits:
-    """The bounds set in ``environ`` (default: the process environment); ValueError naming the variable."""
-    env = os.environ if environ is None else environ
+    """The bounds set in ``environ`` (default: the process environment); ValueError naming the variable.
+
+    Read from the environment of MLflow's scoring server process, a bad value ends that process: one line
+    on stderr, exit status :data:`BAD_SETTING` (a traceback there would be the server's only answer).
+    """
+    if environ is None and os.environ.get(SERVER_MODEL_ENV):
+        try:
+            return _limits(os.environ)
+        except ValueError as err:
+            print(f"camdf served model: {err}", file=sys.stderr, flush=True)
+            raise SystemExit(BAD_SETTING) from None
+    return _limits(os.environ if environ is None else environ)
+
+
+def _limits(env: Mapping[str, str]) -> ServeLimits:
+    """:func:`serve_limits` of ``env``; ValueError naming the variable, its value and what is expected."""
     inflight, timeout = env.get(INFLIGHT_ENV, "").strip(), env.get(READ_TIMEOUT_ENV, "").strip()
     limits = ServeLimits()
     if inflight:

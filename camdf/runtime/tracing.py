@@ -23,12 +23,31 @@ parents a span on the active one.
 ========================  =====================================================================
 
 When tracing is off, a decision pays one module-attribute read (``make bench``: runtime).
+
+What a span may cost, and hold:
+
+- **No secrets.** The query and a fail-open error pass through the project's redaction of shown
+  text (:func:`camdf.common.uri.safe_uri`: a URI's ``user:password@`` and query values, and every
+  secret the pipeline registered); a key or password in plain prose is not a shape it knows.
+- **No store in the caller's folder.** With no tracking URI set (``MLFLOW_TRACKING_URI`` or
+  ``mlflow.set_tracking_uri``), MLflow would create ``./mlflow.db`` wherever the caller runs:
+  tracing turns itself off instead, with one warning saying how to set the URI.
+- **Bounded waits.** The store is checked once per tracking URI before the first span (a server is
+  asked one read, :func:`camdf.tracking.probe.check_server`, within :data:`PROBE_TIMEOUT` x 2.5 s; a
+  SQLite file is opened; a folder store's folder is made). A store that fails costs one warning and
+  turns tracing off; no decision waits on it again. MLflow's HTTP calls get a timeout and no retries
+  (:func:`camdf.tracking.probe.bound_waits`), and the flush of the traces still queued at exit is
+  bounded to :data:`EXIT_FLUSH` seconds (one warning when traces are dropped), in place of MLflow's
+  unbounded one.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import os
+import sys
+import threading
 import time
 import warnings
 from typing import Any, Callable
@@ -38,6 +57,14 @@ ON = os.environ.get("CAMDF_TRACING", "").strip().lower() in {"1", "true", "yes",
 SPAN_NAME = "camdf.select"
 SPAN_TYPE = "TOOL_SELECTION"
 _INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("camdf_tracing_inside", default=False)
+#: Seconds the check of a tracking server waits to connect and for its answer (the whole check: 2.5 times that).
+PROBE_TIMEOUT = 1.5
+#: Seconds the traces still queued at exit may take to reach the store before they are dropped.
+EXIT_FLUSH = 5.0
+#: Tracking URI -> whether its store answered the check (each URI is checked once per process).
+_STORES: dict[str, bool] = {}
+_STORES_LOCK = threading.Lock()
+_EXIT_BOUNDED: set[int] = set()  # ids of the export queues whose exit flush is bounded here
 
 
 def enable(on: bool = True) -> None:
@@ -56,6 +83,116 @@ def _mlflow():
                       "decisions are not traced", RuntimeWarning, stacklevel=3)
         return None
     return mlflow
+
+
+def _warn(message: str) -> None:
+    """One warning naming why decisions are not traced; tracing is turned off, so it is not said again."""
+    enable(False)
+    warnings.warn(f"camdf: tracing is on but {message}; decisions are not traced", RuntimeWarning, stacklevel=4)
+
+
+def _check_store(uri: str) -> None:
+    """Raise when the store at ``uri`` cannot take traces, within seconds (no MLflow client, no retries)."""
+    from urllib.parse import unquote, urlparse
+
+    from camdf.tracking.probe import bound_waits, check_server
+
+    bound_waits()  # the exporter's HTTP calls: a timeout each, no retries
+    scheme = urlparse(uri).scheme.lower()
+    if scheme in ("http", "https"):
+        check_server(uri, timeout=PROBE_TIMEOUT)
+    elif scheme == "sqlite":
+        import sqlite3
+
+        path = unquote(uri[len("sqlite:///"):].split("?")[0]) if uri.lower().startswith("sqlite:///") else ""
+        if path and path != ":memory:":
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # as MLflow does
+            # One open and one read: MLflow's own engine retries a file it cannot open for 100 s.
+            db = sqlite3.connect(path, timeout=PROBE_TIMEOUT)
+            try:
+                db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+            finally:
+                db.close()
+    elif scheme in ("", "file") or len(scheme) == 1:  # a folder store (a Windows drive letter reads as a scheme)
+        path = unquote(urlparse(uri).path) if scheme == "file" else uri
+        os.makedirs(path, exist_ok=True)
+        if not os.access(path, os.W_OK):
+            raise PermissionError(f"the folder {path} is not writable")
+
+
+def _store_ok(mlflow: Any) -> bool:
+    """Whether traces may go to the current tracking store: a URI is set and its store passed the check once."""
+    from mlflow.tracking._tracking_service.utils import is_tracking_uri_set
+
+    if not is_tracking_uri_set():
+        _warn("no MLflow tracking URI is set (MLflow's default would create ./mlflow.db in the working folder); "
+              "set MLFLOW_TRACKING_URI (e.g. sqlite:////abs/path/mlflow.db or http://host:5000) "
+              "or call mlflow.set_tracking_uri")
+        return False
+    uri = mlflow.get_tracking_uri()
+    ok = _STORES.get(uri)
+    if ok is None:
+        with _STORES_LOCK:
+            ok = _STORES.get(uri)
+            if ok is None:
+                from camdf.common.uri import safe_uri
+
+                try:
+                    _check_store(uri)
+                    ok = True
+                except Exception as err:  # noqa: BLE001 - any failure: one warning, no trace
+                    ok = False
+                    _warn(f"the trace store {safe_uri(uri)} cannot be used ({safe_uri(_one_line(err))})")
+                _STORES[uri] = ok
+    return ok
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return (text[:300] + "...") if len(text) > 300 else text or type(err).__name__
+
+
+def _bound_exit_flush() -> None:
+    """Replace the exit flush of MLflow's trace export queue (unbounded: minutes against a stalling
+    store) with one that waits :data:`EXIT_FLUSH` seconds and says once what it dropped."""
+    try:
+        from mlflow.tracing.provider import _get_trace_exporter
+
+        queue = getattr(_get_trace_exporter(), "_async_queue", None)
+    except Exception:  # noqa: BLE001 - another MLflow: its own exit flush stays
+        return
+    if queue is None or id(queue) in _EXIT_BOUNDED or not callable(getattr(queue, "_at_exit_callback", None)):
+        return
+    with _STORES_LOCK:
+        if id(queue) in _EXIT_BOUNDED:
+            return
+        _EXIT_BOUNDED.add(id(queue))  # the queue stays referenced by atexit, so its id is not reused
+        atexit.unregister(queue._at_exit_callback)
+        atexit.register(_flush_at_exit, queue)
+
+
+def _drain(queue: Any) -> None:
+    """The spans still batched in the span processor to the export queue, then the queue to the store."""
+    try:
+        from mlflow.tracing.provider import _get_span_processor
+
+        processor = _get_span_processor()
+        if processor is not None:
+            processor.force_flush(int(EXIT_FLUSH * 1e3))
+    except Exception:  # noqa: BLE001 - at exit: what is batched is lost, as it would be without this
+        pass
+    queue.flush(terminate=True)
+
+
+def _flush_at_exit(queue: Any) -> None:
+    # Registered after MLflow's tracer provider, so this runs before its shutdown: the batched spans are
+    # exported here, within the bound, and the provider's own shutdown finds nothing left to send.
+    flusher = threading.Thread(target=_drain, args=(queue,), name="camdf-trace-flush", daemon=True)
+    flusher.start()
+    flusher.join(EXIT_FLUSH)
+    if flusher.is_alive():
+        print(f"camdf: traces not yet in the trace store after {EXIT_FLUSH:g} s at exit were dropped "
+              "(is the tracking server answering?)", file=sys.stderr, flush=True)
 
 
 def inside() -> bool:
@@ -105,8 +242,9 @@ def traced(policy: Any, decide: Callable[[], Any], *, query: str | None, candida
     result is an adapter's fail-open answer.
     """
     mlflow = _mlflow()
-    if mlflow is None:
+    if mlflow is None or not _store_ok(mlflow):
         return decide()
+    from camdf.common.uri import safe_uri
     origin = _origin(policy)
     lam_used = float(getattr(policy, "lam", float("nan")) if lam is None else lam)
     defaults = policy.dial_defaults() if callable(getattr(policy, "dial_defaults", None)) else {}
@@ -114,7 +252,7 @@ def traced(policy: Any, decide: Callable[[], Any], *, query: str | None, candida
     token = _INSIDE.set(True)
     try:
         with mlflow.start_span(name=SPAN_NAME, span_type=SPAN_TYPE) as span:
-            span.set_inputs({"query": query, "candidates": candidates})
+            span.set_inputs({"query": None if query is None else safe_uri(query), "candidates": candidates})
             span.set_attributes({
                 "camdf.rule": str(getattr(policy, "method", type(policy).__name__)), "camdf.lam": lam_used,
                 "camdf.dials": {k: _plain(v) for k, v in dials_used.items()}, "camdf.candidates": candidates,
@@ -129,8 +267,9 @@ def traced(policy: Any, decide: Callable[[], Any], *, query: str | None, candida
             span.set_attributes({"camdf.exposed": exposed, "camdf.cost": _cost(policy, exposed, costs, candidates),
                                  "camdf.fail_open": failed})
             if failed:
-                span.set_attribute("camdf.error", str(getattr(result, "error", "")))
+                span.set_attribute("camdf.error", safe_uri(str(getattr(result, "error", ""))))
             span.set_outputs({"exposed": exposed})
-            return result
     finally:
         _INSIDE.reset(token)
+    _bound_exit_flush()  # the exporter exists once a span has ended
+    return result

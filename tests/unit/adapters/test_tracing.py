@@ -16,9 +16,12 @@ from .test_langchain import _agent, _model
 def store(tmp_path_factory):
     """One SQLite store for the module (creating one costs seconds); each test reads the traces it adds."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path_factory.mktemp('tracing') / 'mlflow.db'}")
+    folder = tmp_path_factory.mktemp("tracing")
+    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{folder / 'mlflow.db'}")
+    mp.delenv("MLFLOW_EXPERIMENT_ID", raising=False)  # set by mlflow.set_experiment: restored by mp.undo()
     mlflow.set_tracking_uri(None)  # read from the environment
-    mlflow.set_experiment("tracing")
+    # An artifact folder of its own: by default MLflow writes trace artifacts to ./mlruns of the working folder.
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment("tracing", artifact_location=(folder / "a").as_uri()))
     yield set()
     tracing.enable(False)
     mp.undo()

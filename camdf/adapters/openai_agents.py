@@ -133,7 +133,7 @@ class CamdfToolFilter:
         self.search_k = search_k
         self._servers: dict[str, Any] = {}
         self._enabled: list[FunctionTool] = []
-        self._runs: dict[tuple[int, str], asyncio.Future] = {}
+        self._runs: dict[tuple[int, str], asyncio.Future] = {}  # each run's and server's decision (a task)
         # Per run: the described tools and deferred names of its decisions (what a search searches), and
         # the names its searches loaded.
         self._deferred: dict[int, tuple[list[dict], list[str]]] = {}
@@ -235,17 +235,27 @@ class CamdfToolFilter:
         return is_enabled
 
     async def _exposed(self, run_context: Any, where: str, candidates) -> frozenset[str] | _All:
+        """The run's decision for ``where``: made once, in a task of its own that every tool check awaits shielded,
+        so a check the SDK or the caller cancels neither cancels the decision nor leaves the next check waiting on
+        a decision nobody makes; a decision cancelled itself is made again by the next check."""
         key = (_run(run_context), where)
-        future = self._runs.get(key)
-        if future is None:  # the first tool of this run and server: decide for all of them, once
-            future = self._runs[key] = asyncio.get_running_loop().create_future()
+        while True:
+            decision = self._runs.get(key)
+            if decision is None or decision.cancelled():  # the first tool of this run and server: decide, once
+                if decision is None:
+                    try:
+                        weakref.finalize(run_context, self._forget, key)
+                    except TypeError:  # a context that takes no weak reference: keep a bounded number of runs
+                        while len(self._runs) >= 1024:
+                            self._forget(next(iter(self._runs)))
+                decision = self._runs[key] = asyncio.ensure_future(self._decide(run_context, candidates))
             try:
-                weakref.finalize(run_context, self._forget, key)
-            except TypeError:  # a context that takes no weak reference: keep a bounded number of runs
-                while len(self._runs) > 1024:
-                    self._forget(next(iter(self._runs)))
-            future.set_result(await self._decide(run_context, candidates))
-        return await asyncio.shield(future) if not future.done() else future.result()
+                return await asyncio.shield(decision)
+            except asyncio.CancelledError:
+                me = asyncio.current_task()
+                if decision.cancelled() and not (me is not None and me.cancelling()):
+                    continue  # the decision was cancelled, not this check: decide again
+                raise
 
     def _forget(self, key: tuple[int, str]) -> None:
         """Drop a finished run's decision (and its search state)."""

@@ -27,10 +27,19 @@ import pytest
 from camdf.pipeline.gates import calls_node_resolver, check_tree, preflight
 from camdf.pipeline.refusals import ConfigError
 
-from .test_gates_hostile import _refused
-
 ROOT = Path(__file__).resolve().parents[3]
 BYTES = b"precious bytes, never to be emptied\n"
+
+
+def _refused(capsys, stage: str, argv: list[str], *names: str) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        preflight(stage, argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert all(n in lines[0] for n in names), err
+    return lines[0]
 
 
 def _outputs(tmp_path: Path) -> list[str]:

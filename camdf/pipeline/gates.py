@@ -5,19 +5,15 @@ Three mechanisms, each over the whole config tree rather than a list of keys:
 - **Code**: every ``_target_`` anywhere in the composed config (the task's nodes and
   Hydra's own: ``hydra.callbacks``, ``hydra.launcher``, ``hydra.sweeper``) must be one of
   :func:`allowed_targets`; every ``class`` or ``()`` factory and every ``ext://`` value of
-  Hydra's logging configs one of :data:`LOGGING_CLASSES` / :data:`EXT_VALUES`. The tree is
-  checked as written and again as resolved (as Hydra will instantiate it), and no value may
-  call a resolver that makes a node from a string (:data:`NODE_RESOLVERS`: ``oc.create``,
-  ``oc.decode``, escaped or nested), since that node would reach ``instantiate``. On the
+  Hydra's logging configs one of :data:`LOGGING_CLASSES` / :data:`EXT_VALUES`. On the
   command line Hydra's own keys are fixed: only :data:`HYDRA_KEYS` (launcher sizes, the
   job folders, the search path) may be set there; callbacks, launcher and sweeper classes
   and logging come from the config files. A command-line value may not carry a
   ``_target_`` node at all (``domain.converter.folder={_target_:os.system}``).
 - **Paths**: every path a stage writes (:func:`check_paths`) is an absolute path that
   stays out of the checkout except under its ``data/`` and ``outputs/``; the caches, logs,
-  Hydra job folders (``.hydra/`` and a sweep's job subfolders included), every file a logging
-  handler writes (``filename`` under ``hydra.job_logging`` / ``hydra.hydra_logging``), a local
-  artifact root and a local tracking store lie inside ``paths.output_dir``.
+  Hydra job folders, a local artifact root and a local tracking store lie inside
+  ``paths.output_dir``.
 - **Secrets**: a value interpolated from the environment (``${oc.env:...}``) is never a
   name (experiment, domain, label: names are stored and shown), and its text is removed
   from every message the project prints (:func:`camdf.common.uri.add_secrets`).
@@ -30,7 +26,6 @@ starts (so before a callback is instantiated or a job folder made); the schema r
 from __future__ import annotations
 
 import os
-import re
 import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -77,13 +72,6 @@ HYDRA_KEYS = ("hydra.searchpath", "hydra.run.dir", "hydra.sweep.dir", "hydra.swe
 #: Options that load configs from folders the search path does not name.
 CONFIG_DIR_OPTIONS = ("-cd", "--config-dir", "-cp", "--config-path")
 _LOGGING = ("hydra.job_logging", "hydra.hydra_logging")
-#: Resolvers that make a config node from a string (``${oc.create:{_target_: ...}}``): the node would reach
-#: Hydra's ``instantiate`` after the gates had seen only a string, so no config value calls them. camdf's own
-#: resolvers (:mod:`camdf.pipeline.resolvers`) return strings.
-NODE_RESOLVERS = ("oc.create", "oc.decode")
-_NO_NODE_RESOLVER = ("a value that calls no node-making resolver (" + ", ".join(NODE_RESOLVERS) + ", escaped or "
-                     "nested, nor a resolver whose name is interpolated): the node it makes would be instantiated "
-                     "unchecked; write the node itself in the config")
 
 
 class GateError(ConfigError):
@@ -102,63 +90,14 @@ def _leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
         yield from _leaves(value, name)
 
 
-#: An ``oc.decode`` of one plain interpolation (``${oc.decode:${oc.env:X}}``, a number from the environment) makes
-#: no node the config wrote; what it decodes is checked after resolution like every other value.
-_ONE_INTERPOLATION = re.compile(r"\$\{[^${}]*\}")
-
-
-def _resolver_names(text: str) -> list[str]:
-    """The resolvers ``text`` calls, nested ones included, and those it would call once unescaped (OmegaConf's
-    ``resolve``, which Hydra's ``instantiate`` runs, turns ``\\${x:...}`` into ``${x:...}``); an interpolated
-    name reads as written (``${a}.create``)."""
-    from omegaconf.grammar.gen.OmegaConfGrammarParser import OmegaConfGrammarParser
-    from omegaconf.grammar_parser import parse
-
-    names: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, OmegaConfGrammarParser.ResolverNameContext):
-            call = node.parentCtx.getText()
-            argument = call[len("${oc.decode:"):-1].strip().strip("'\"")
-            if node.getText() != "oc.decode" or not _ONE_INTERPOLATION.fullmatch(argument):
-                names.append(node.getText())
-        for child in node.getChildren() if hasattr(node, "getChildren") else ():
-            walk(child)
-
-    for variant in {text, text.replace("\\${", "${")}:
-        try:
-            walk(parse(variant, parser_rule="configValue", lexer_mode="DEFAULT_MODE"))
-        except Exception:  # noqa: BLE001  not an interpolation OmegaConf can parse: it never resolves
-            continue
-    return names
-
-
-def calls_node_resolver(value: Any) -> bool:
-    """Whether a string (or any string inside a container) calls a resolver of :data:`NODE_RESOLVERS` or one whose
-    name is interpolated."""
-    value = getattr(value, "text", value)  # a quoted sweep value of an override (Hydra's QuotedString)
-    if isinstance(value, (dict, list)):
-        return any(calls_node_resolver(v) for _, _, v in _leaves(value))
-    if not isinstance(value, str) or "${" not in value:
-        return False
-    return any(n in NODE_RESOLVERS or "${" in n for n in _resolver_names(value))
-
-
 def check_code(tree: dict[str, Any]) -> None:
-    """Refuse any ``_target_`` outside :func:`allowed_targets`, any logging class or ``ext://`` not allowed, and
-    any value calling a node-making resolver (:data:`NODE_RESOLVERS`).
+    """Refuse any ``_target_`` outside :func:`allowed_targets` and any logging class or ``ext://`` not allowed.
 
-    ``tree`` is a plain container, unresolved (``OmegaConf.to_container(cfg, resolve=False)``): an
-    interpolated ``_target_`` (``${oc.env:X}``) is refused as it stands; the gates check the resolved
-    tree too (:func:`check_tree`, :func:`preflight`). The task's keys are checked before Hydra's
-    (whose ``hydra.overrides`` echo the command line), so a refusal names the key that was set.
+    ``tree`` is a plain container, unresolved (``OmegaConf.to_container(cfg, resolve=False)``):
+    an interpolated ``_target_`` (``${oc.env:X}``) is refused as it stands.
     """
     allowed = allowed_targets()
-    if isinstance(tree, dict):
-        tree = dict(sorted(tree.items(), key=lambda item: item[0] == "hydra"))
     for key, part, value in _leaves(tree):
-        if isinstance(value, str) and calls_node_resolver(value):
-            raise GateError(key, value, _NO_NODE_RESOLVER)
         if part == "_target_" and value not in allowed:
             raise GateError(key, value, "one of the allowed targets (the built-in converters, camdf's "
                                         "callbacks, Hydra's launchers and sweepers; docs/reliability.md): a "
@@ -206,8 +145,6 @@ def check_overrides(overrides: Sequence[str], where: str = "command line") -> No
             if _has_target(value):
                 raise GateError(key, value, "a value without a `_target_` node (a command-line value never "
                                             "names code)")
-            if calls_node_resolver(value):
-                raise GateError(key, value, _NO_NODE_RESOLVER)
 
 
 # -- paths ---------------------------------------------------------------------------------------------------
@@ -271,8 +208,10 @@ def check_paths(cfg: dict[str, Any]) -> None:
         return
     for key in WRITTEN_UNDER_OUTPUT:
         value = _get(cfg, key)
-        if value is not None:
-            _check_inside(key, value, value, out)
+        if value is None:
+            continue
+        if not _inside(_path(key, value), out):
+            raise GateError(key, value, f"a path inside paths.output_dir ({out})")
     for key in ("tracking.artifact_root", "tracking.uri"):
         value = _get(cfg, key)
         if value is None:
@@ -284,33 +223,6 @@ def check_paths(cfg: dict[str, Any]) -> None:
             from camdf.common.uri import safe_uri
 
             raise GateError(key, safe_uri(value), f"a remote URI or a local one inside paths.output_dir ({out})")
-    for key, shown, path in _hydra_writes(cfg):
-        _check_inside(key, shown, path, out)
-
-
-def _check_inside(key: str, shown: Any, path: Any, out: Path) -> None:
-    if isinstance(path, str) and "${" in path:  # only a Hydra value unresolvable before Hydra starts stays so
-        raise GateError(key, shown, f"a path known before the stage starts, inside paths.output_dir ({out})")
-    if not _inside(_path(key, path), out):
-        raise GateError(key, shown, f"a path inside paths.output_dir ({out})")
-
-
-def _hydra_writes(cfg: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
-    """(key, value as set, path) of every file or folder Hydra writes that :data:`WRITTEN_UNDER_OUTPUT` does not
-    name: a sweep's job folders, the ``.hydra/`` folder of a run and of a job, every logging handler's file."""
-    run, sweep = _get(cfg, "hydra.run.dir"), _get(cfg, "hydra.sweep.dir")
-    subdir, dot_hydra = _get(cfg, "hydra.sweep.subdir"), _get(cfg, "hydra.output_subdir")
-    job = os.path.join(sweep, str(subdir)) if isinstance(sweep, str) and subdir is not None else None
-    if job is not None:
-        yield "hydra.sweep.subdir", subdir, job
-    for top in (run, job):
-        if isinstance(top, str) and dot_hydra is not None:
-            yield "hydra.output_subdir", dot_hydra, os.path.join(top, str(dot_hydra))
-    for name in _LOGGING:
-        node = _get(cfg, name)
-        for key, part, value in _leaves(node, name) if isinstance(node, (dict, list)) else ():
-            if part == "filename":
-                yield key, value, value
 
 
 # -- secrets -------------------------------------------------------------------------------------------------
@@ -342,58 +254,11 @@ def check_tree(unresolved: Any, resolved: dict[str, Any]) -> None:
 
     raw = OmegaConf.to_container(unresolved, resolve=False) if OmegaConf.is_config(unresolved) else unresolved
     check_code(raw)
-    check_code(resolved)  # as Hydra instantiates it: a node an interpolation made, an escaped one unescaped
     check_secrets(unresolved, resolved)
     check_paths(resolved)
 
 
 # -- before Hydra starts -------------------------------------------------------------------------------------
-
-def _resolved_now(node: Any) -> Any:
-    """A plain copy of a config with every value resolved that resolves before Hydra starts; any other value
-    (a Hydra runtime value this config does not supply) kept as written."""
-    from omegaconf import Container, OmegaConf
-
-    if not isinstance(node, Container):
-        return node
-    keys = list(node.keys()) if OmegaConf.is_dict(node) else range(len(node))
-    out = {k: None for k in keys} if OmegaConf.is_dict(node) else [None] * len(node)
-    for k in keys:
-        try:
-            value = node[k]
-        except Exception:  # noqa: BLE001  not resolvable here: kept as written, the gates see the text
-            child = node._get_node(k)
-            value = child._value() if not isinstance(child, Container) or child._is_interpolation() else child
-        out[k] = _resolved_now(value) if isinstance(value, Container) else value
-    return out
-
-
-def _as_hydra_runs(cfg: Any, multirun: bool) -> Any:
-    """A copy of the composed config with the values Hydra sets when it starts: the job's number and id, and
-    ``hydra.runtime.output_dir`` (the run folder, or the first job's folder of a sweep)."""
-    import copy
-
-    from omegaconf import OmegaConf, open_dict
-
-    ctx = copy.deepcopy(cfg)
-    if "hydra" not in ctx or not OmegaConf.is_dict(ctx.hydra.get("job")):
-        return ctx
-    OmegaConf.set_readonly(ctx, False)
-    with open_dict(ctx):
-        for key, value in (("num", 0), ("id", "0")):
-            if key not in ctx.hydra.job or OmegaConf.is_missing(ctx.hydra.job, key):
-                ctx.hydra.job[key] = value
-
-        def select(key: str) -> Any:
-            return OmegaConf.select(ctx, key, default=None, throw_on_resolution_failure=False)
-
-        run = select("hydra.sweep.dir") if multirun else select("hydra.run.dir")
-        sub = select("hydra.sweep.subdir") if multirun else ""
-        if isinstance(run, str) and sub is not None:
-            OmegaConf.update(ctx, "hydra.runtime.output_dir", os.path.abspath(os.path.join(run, str(sub))),
-                             merge=False)
-    return ctx
-
 
 def check_writable(resolved: dict[str, Any]) -> None:
     """Refuse (exit 1: a fault of the machine) an output folder the stage cannot write: the nearest existing
@@ -461,18 +326,15 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> str | None
         check_code(raw)
         params = (raw.get("hydra", {}).get("sweeper") or {}).get("params") or {}
         check_overrides([f"{k}={v}" for k, v in params.items()], where="sweeper's params")
-        multirun = any(a in ("-m", "--multirun") for a in args) or \
-            str(OmegaConf.select(cfg, "hydra.mode", default=None, throw_on_resolution_failure=False)) == "MULTIRUN"
-        now = _resolved_now(_as_hydra_runs(cfg, multirun))
-        check_code(now)  # as Hydra instantiates it (callbacks, launcher, sweeper, logging, the task's nodes)
         task = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
         try:
             resolved = OmegaConf.to_container(task, resolve=True)
         except Exception:  # noqa: BLE001  an interpolation that fails is the schema's to name
-            if isinstance(_get(now, "paths.output_dir"), str) and "${" not in _get(now, "paths.output_dir"):
-                check_paths({"paths": {"output_dir": _get(now, "paths.output_dir")}, "hydra": now.get("hydra")})
             return None
-        resolved["hydra"] = now.get("hydra")
+        for key in ("run.dir", "sweep.dir"):
+            value = OmegaConf.select(cfg, f"hydra.{key}", default=None, throw_on_resolution_failure=False)
+            if isinstance(value, str) and "${" not in value:
+                resolved.setdefault("hydra", {}).setdefault(key.split(".")[0], {})["dir"] = value
         check_paths(resolved)
         check_writable(resolved)
         return _get(resolved, "paths.output_dir")

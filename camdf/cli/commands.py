@@ -1,6 +1,5 @@
-"""The ``camdf`` command line: ``camdf data validate PATH``, ``camdf data summary``, ``camdf select``,
-``camdf export``, ``camdf fit`` (:mod:`camdf.cli.fit`), ``camdf preload`` (:mod:`camdf.cli.preload`), ``camdf mcp-proxy``,
-``camdf results check``.
+"""The ``camdf`` command line: ``camdf data validate PATH``, ``data summary``, ``select``, ``export``, ``fit``
+(:mod:`camdf.cli.fit`), ``preload`` (:mod:`camdf.cli.preload`), ``mcp-proxy``, ``results check``.
 
 Exit codes: 0 on success, 2 on bad input (every problem listed on stderr), 1 on a fault of the
 machine or store (one line, :func:`camdf.pipeline.boundary.cli_boundary`), 130 on Ctrl-C.
@@ -245,8 +244,6 @@ EPILOG = """examples:
   camdf export models:/camdf-stopper@champion policy/   the policy as a self-contained folder
   camdf fit --tools tools.json --tasks tasks.jsonl --out policy/
                                            a policy fitted on your own tools and logged tasks
-  camdf preload --tools tools.json --queries queries.txt --format claude-code --upstream "python server.py"
-                                           the tools to load up front, as a harness's own setting
   camdf mcp-proxy --upstream "python server.py" --policy policy/ --lam 0.1
                                            an MCP proxy exposing the policy's tools (docs/harness.md)
   camdf results check                      do the Results (docs/results.md) match the checkout and the store?
@@ -354,12 +351,8 @@ def _proxy_command(sub) -> None:
     proxy.add_argument("--call-timeout", type=float, default=60.0, help="seconds an upstream has to answer")
     proxy.add_argument("--search-k", type=int, default=5,
                        help="tools one search_tools call exposes (a handshake-era client, a policy that defers)")
-    proxy.add_argument("--preload", type=_names, default=[], metavar="NAMES",
-                       help="comma-separated tools listed from the start and marked always-load (camdf preload "
-                            "--format names prints the fitted set)")
-    proxy.add_argument("--search-max", type=int, default=None, metavar="N",
-                       help="at most N tools in one search_tools answer of a 2026-07-28 client (default: the "
-                            "policy's whole set)")
+    proxy.add_argument("--preload", type=_names, default=[], metavar="NAMES", help="tools listed from the start")
+    proxy.add_argument("--search-max", type=int, default=None, metavar="N", help="at most N tools a search")
     proxy.set_defaults(func=cmd_mcp_proxy)
 
 
@@ -388,8 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
                     "tools to expose, check the README Results.",
         epilog=EPILOG)
-    sub = parser.add_subparsers(dest="group", required=True,
-                                metavar="{data,select,export,fit,preload,mcp-proxy,results}")
+    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,export,fit,preload,mcp-proxy,results}")
     for add in (_data_commands, _select_command, _export_command, add_fit_command, add_preload_command,
                 _proxy_command, _results_commands):
         add(sub)

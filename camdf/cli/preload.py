@@ -1,7 +1,7 @@
 """``camdf preload``: the fitted preload set of a catalog, printed as each harness's own setting.
 
 Glue only: the arguments are checked, :func:`camdf.runtime.preload.plan_preload` fits the set (from logged tasks
-or sample queries) and :mod:`camdf.runtime.harness_config` renders it. Bad input is one line on stderr and exit 2.
+or sample queries) and :mod:`camdf.adapters.harness_config` renders it. Bad input is one line on stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ def _queries(path: str) -> list[str]:
 
 def cmd_preload(args: argparse.Namespace) -> int:
     """Fit the preload set and print it in the format asked for."""
-    from camdf.cli.commands import _flag_lam
+    from camdf.costs.units import lam_from_task_value
     from camdf.runtime.fit_inputs import read_tasks, read_tools
-    from camdf.runtime.harness_config import render
+    from camdf.adapters.harness_config import render
     from camdf.runtime.preload import plan_preload
     from camdf.runtime.toolset import ToolChooser
 
@@ -45,7 +45,12 @@ def cmd_preload(args: argparse.Namespace) -> int:
             plan = plan_preload(tools, tasks=read_tasks(args.tasks, [t["name"] for t in tools], minimum=1),
                                 search_cost=args.search_cost)
         else:
-            chooser = ToolChooser(args.policy, lam=_flag_lam(args), min_tools=0)
+            lam = args.lam
+            if args.task_value is not None:
+                if lam is not None:
+                    raise ValueError("--task-value: give --lam or --task-value, not both (lambda = 1 / task value)")
+                lam = lam_from_task_value(args.task_value, "--task-value")
+            chooser = ToolChooser(args.policy, lam=lam, min_tools=0)
             chooser.loaded()  # a policy that cannot load is refused, not failed open on every query
             plan = plan_preload(tools, queries=_queries(args.queries), chooser=chooser, search_cost=args.search_cost)
         text = render(args.format, plan, tools, upstreams=args.upstream or [], server=args.server,
@@ -63,7 +68,7 @@ def cmd_preload(args: argparse.Namespace) -> int:
 
 def add_preload_command(sub) -> None:
     """The ``preload`` subcommand and its options."""
-    from camdf.runtime.harness_config import FORMATS
+    from camdf.adapters.harness_config import FORMATS
     from camdf.runtime.preload import SEARCH_COST
 
     cmd = sub.add_parser(

@@ -216,6 +216,14 @@ def _task_filter(config: dict[str, Any], derived: bool) -> dict:
     return where
 
 
+def _check_inputs(inputs, name: str) -> None:
+    """Every input exists (ValueError naming it as configured, before the fingerprint reads anything)."""
+    missing = [str(p) for p in inputs if not os.path.lexists(p)]
+    if missing:
+        raise ValueError(f"domain.source: {missing[0]}: no such file or folder (the domain `{name}` reads it; set the "
+                         "domain config's `source`, or the folder's setting such as STABLETOOLBENCH, to where it is)")
+
+
 def build_domain(
     convert: Callable[[], Domain],
     out_dir: str | Path,
@@ -243,9 +251,8 @@ def build_domain(
     cache_dir : path, optional
         Folder for stage caches (the derivation of labels caches there).
     validated_input : bool
-        ``convert`` is the task-format reader, so its tasks passed the validator already;
-        the written copy (the same tasks, perhaps filtered) is then not read back through it.
-        Derived labels are new, so a derived domain is read back whatever this says.
+        ``convert`` is the task-format reader (its tasks passed the validator; the written copy is not read
+        back through it; a derived domain is read back whatever this says).
 
     Raises
     ------
@@ -265,11 +272,7 @@ def build_domain(
     executable = executable_of(config) if derived else None
     where = _task_filter(config, derived)
     exec_costs = bool(config.get("report_execution_costs", False))
-    missing = [str(p) for p in inputs if not os.path.lexists(p)]
-    if missing:  # named as configured, before the fingerprint reads anything
-        raise ValueError(f"domain.source: {missing[0]}: no such file or folder (the domain "
-                         f"`{config.get('name', out_dir.name)}` reads it; set the domain config's `source`, or "
-                         "the folder's setting such as STABLETOOLBENCH, to where it is)")
+    _check_inputs(inputs, config.get("name", out_dir.name))
     key = data_key(config, list(packages), list(inputs), stage_code(executable, exec_costs, config))
     manifest = read_manifest(out_dir)
     if not force and manifest is not None and manifest.get("key") == key and _matches(out_dir, manifest):

@@ -85,14 +85,10 @@ _SEARCH = types.Tool(
 CALL_TOOL = "call_tool"
 #: Claude Code's per-tool "load this up front" mark (``_meta``), on the preload and the meta-tools.
 ALWAYS_LOAD = {"anthropic/alwaysLoad": True}
-_MODERN_SEARCH = types.Tool(
-    name=SEARCH_TOOL,
-    description=("Find the tools for what you need to do: say it in words. Answers with the tools that fit, their "
-                 "names, descriptions and input schemas; call one with call_tool."),
-    input_schema={"type": "object", "properties": {"query": {"type": "string", "description": "what you need"}},
-                  "required": ["query"]},
-    _meta=ALWAYS_LOAD,
-)
+#: The 2026-07-28 search: the same input as the handshake era's, answering with the tools themselves.
+_MODERN_SEARCH = _SEARCH.model_copy(update={"meta": ALWAYS_LOAD, "description": (
+    "Find the tools for what you need to do: say it in words. Answers with the tools that fit, their names, "
+    "descriptions and input schemas; call one with call_tool.")})
 _CALL = types.Tool(
     name=CALL_TOOL,
     description="Call a tool that search_tools found: its name and its arguments (an object, per its input schema).",

@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 
 from camdf.cli.fit import add_fit_command
+from camdf.cli.options import flag_lam, parse_dial, policy_options
 from camdf.cli.preload import add_preload_command
 from camdf.common.markdown import markdown_table
 from camdf.data.io import DomainFormatError, read_domain
@@ -80,31 +81,9 @@ def _request_bytes(path: str) -> bytes:
         raise ValueError(f"--input {path}: cannot read: {err.strerror or err}") from None
 
 
-def _dial(text: str) -> tuple[str, float]:
-    """``NAME=VALUE`` of ``--dial`` (the value a number); argparse names the flag when it is not."""
-    name, sep, value = text.partition("=")
-    try:
-        if not sep or not name.strip():
-            raise ValueError
-        return name.strip(), float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected NAME=NUMBER, got {text!r}") from None
-
-
 def _alias(name: str, text: str) -> tuple[str, float]:
     """``VALUE`` of a dial's own flag (``--NAME VALUE``): the ``(name, value)`` of ``--dial NAME=VALUE``."""
-    return _dial(f"{name}={text}")
-
-
-def _flag_lam(args: argparse.Namespace) -> float | None:
-    """The lambda of the command line: --lam, or 1 / --task-value (ValueError when both are given)."""
-    if args.task_value is None:
-        return args.lam
-    if args.lam is not None:
-        raise ValueError("--task-value: give --lam or --task-value, not both (lambda = 1 / task value)")
-    from camdf.costs.units import lam_from_task_value
-
-    return lam_from_task_value(args.task_value, "--task-value")
+    return parse_dial(f"{name}={text}")
 
 
 def cmd_select(args: argparse.Namespace) -> int:
@@ -118,7 +97,7 @@ def cmd_select(args: argparse.Namespace) -> int:
         batch = request if isinstance(request, list) else [request]
         # A flag given on the command line wins over the request's own value (the request's wins over the
         # policy's): the flag is written into every request, so `--lam 5` is the lambda every decision uses.
-        lam = _flag_lam(args)
+        lam = flag_lam(args)
         given = {k: v for k, v in {"lam": lam, **dict(args.dial or [])}.items() if v is not None}
         # A lambda flag (--lam or --task-value) replaces a request's own lam and task_value.
         drop = {"lam", "task_value"} if lam is not None else set()
@@ -183,7 +162,7 @@ def cmd_mcp_proxy(args: argparse.Namespace) -> int:
     from camdf.runtime.toolset import ToolChooser
 
     try:
-        chooser = ToolChooser(args.policy, lam=_flag_lam(args), dials=dict(args.dial or []),
+        chooser = ToolChooser(args.policy, lam=flag_lam(args), dials=dict(args.dial or []),
                               always_include=args.always_include, max_tools=args.max_tools,
                               min_tools=args.min_tools, scorer=_scorer(args.scorer))
         chooser.loaded()  # a policy that cannot load is refused at start, not failed open later
@@ -261,19 +240,6 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _policy_options(cmd: argparse.ArgumentParser, policy: str, lam: str, dial: str, between=()) -> None:
-    """The options every command that decides with a policy takes: ``--policy``, ``--lam``, ``--dial`` (with their
-    helps); ``between``: ``(flag, kwargs)`` pairs added after ``--policy`` (where ``--help`` lists them)."""
-    cmd.add_argument("--policy", default=None, help=policy)
-    for flag, kwargs in between:
-        cmd.add_argument(flag, **kwargs)
-    cmd.add_argument("--lam", type=float, default=None, help=lam)
-    cmd.add_argument("--task-value", type=float, default=None, metavar="TOKENS",
-                     help="the tokens of tool definitions one solved task is worth, for a policy priced in tokens "
-                          "(the default policy's default: 5,000): lambda = 1 / TOKENS (give it or --lam)")
-    cmd.add_argument("--dial", type=_dial, action="append", metavar="NAME=VALUE", help=dial)
-
-
 def _data_commands(sub) -> None:
     data = sub.add_parser("data", help="domain folders in the task format").add_subparsers(dest="cmd", required=True)
     validate = data.add_parser("validate", help="check a domain folder (catalog.json + tasks.jsonl)")
@@ -296,13 +262,13 @@ def _select_command(sub) -> None:
                     "descriptions) and `scores`, or a `query` for the built-in bm25 ranker; optional `costs`, "
                     "`lam`, the rule's dials), or a list of them, and print the selection(s) as JSON: `depth`, "
                     "`exposed`, `ranked` and the exposed `tools`.")
-    _policy_options(
+    policy_options(
         select,
         policy="MLflow model URI (runs:/..., models:/...) or model folder (default: the package's default policy, "
                "fitted on every built-in domain for any catalog; models:/camdf-stopper@champion: the pipeline's "
                "champion in MLFLOW_TRACKING_URI or else the checkout's outputs/mlflow.db)",
         lam="lambda for every request, over a request's own `lam` (default: the request's, else the policy's)",
-        dial="a run-time dial of the policy's rule for every request, over the request's own "
+        dial_help="a run-time dial of the policy's rule for every request, over the request's own "
              "(repeatable; --NAME VALUE is the same, for every registered dial; default: the "
              "request's, else the policy's)",
         between=[("--input", {"default": "-", "help": "JSON request file (default: stdin)"})])
@@ -332,9 +298,9 @@ def _proxy_command(sub) -> None:
                     "(docs/harness.md).")
     proxy.add_argument("--upstream", action="append", metavar="CMD_OR_URL",
                        help="an upstream MCP server: a command line (stdio) or an http(s):// URL (repeatable)")
-    _policy_options(proxy, policy="model URI or folder (default: the package's default policy)",
+    policy_options(proxy, policy="model URI or folder (default: the package's default policy)",
                     lam="lambda (default: the policy's)",
-                    dial="a run-time dial of the policy's rule (repeatable)")
+                    dial_help="a run-time dial of the policy's rule (repeatable)")
     proxy.add_argument("--always-include", type=_names, default=[], metavar="NAMES",
                        help="comma-separated tools always listed")
     proxy.add_argument("--max-tools", type=int, default=None, help="at most this many tools from the policy")

@@ -30,7 +30,7 @@ def _queries(path: str) -> list[str]:
 
 def cmd_preload(args: argparse.Namespace) -> int:
     """Fit the preload set and print it in the format asked for."""
-    from camdf.costs.units import lam_from_task_value
+    from camdf.cli.options import flag_lam
     from camdf.runtime.fit_inputs import read_tasks, read_tools
     from camdf.adapters.harness_config import render
     from camdf.runtime.preload import plan_preload
@@ -45,12 +45,7 @@ def cmd_preload(args: argparse.Namespace) -> int:
             plan = plan_preload(tools, tasks=read_tasks(args.tasks, [t["name"] for t in tools], minimum=1),
                                 search_cost=args.search_cost)
         else:
-            lam = args.lam
-            if args.task_value is not None:
-                if lam is not None:
-                    raise ValueError("--task-value: give --lam or --task-value, not both (lambda = 1 / task value)")
-                lam = lam_from_task_value(args.task_value, "--task-value")
-            chooser = ToolChooser(args.policy, lam=lam, min_tools=0)
+            chooser = ToolChooser(args.policy, lam=flag_lam(args), min_tools=0)
             chooser.loaded()  # a policy that cannot load is refused, not failed open on every query
             plan = plan_preload(tools, queries=_queries(args.queries), chooser=chooser, search_cost=args.search_cost)
         text = render(args.format, plan, tools, upstreams=args.upstream or [], server=args.server,
@@ -69,6 +64,7 @@ def cmd_preload(args: argparse.Namespace) -> int:
 def add_preload_command(sub) -> None:
     """The ``preload`` subcommand and its options."""
     from camdf.adapters.harness_config import FORMATS
+    from camdf.cli.options import policy_options
     from camdf.runtime.preload import SEARCH_COST
 
     cmd = sub.add_parser(
@@ -88,9 +84,6 @@ def add_preload_command(sub) -> None:
     cmd.add_argument("--server", default="camdf", help="the server's name in claude-code and codex (default camdf)")
     cmd.add_argument("--search-cost", type=float, default=SEARCH_COST, metavar="TOOLS",
                      help=f"a search round's price in mean tool definitions (default {SEARCH_COST:g})")
-    cmd.add_argument("--policy", default=None, help="model URI or folder deciding over --queries (default: the "
-                                                    "package's default policy)")
-    cmd.add_argument("--lam", type=float, default=None, help="lambda (default: the policy's)")
-    cmd.add_argument("--task-value", type=float, default=None, metavar="TOKENS",
-                     help="lambda = 1 / TOKENS, for a policy priced in tokens (give it or --lam)")
+    policy_options(cmd, policy="model URI or folder deciding over --queries (default: the package's default policy)",
+                   lam="lambda (default: the policy's)", dial_help=None)
     cmd.set_defaults(func=cmd_preload)

@@ -16,3 +16,47 @@ def root() -> Path:
 @pytest.fixture(scope="session")
 def fixture_domains() -> Path:
     return FIXTURES / "domains"
+
+
+_MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "MLFLOW_EXPERIMENT_ID")
+
+
+def _mlflow_globals() -> tuple:
+    """MLflow's process-wide tracking and registry URIs, or Nones before MLflow is imported."""
+    import sys
+
+    if "mlflow" not in sys.modules:
+        return None, None
+    from mlflow.tracking._model_registry import utils as registry
+    from mlflow.tracking._tracking_service import utils as tracking
+
+    return tracking._tracking_uri, registry._registry_uri
+
+
+@pytest.fixture(autouse=True)
+def _mlflow_uris_restored():
+    """MLflow's tracking and registry URIs (its globals and their environment variables) after each test as they
+    were before it (after the module's fixtures).
+
+    A test, or the code it runs (load_policy, the policy job), that calls ``mlflow.set_tracking_uri`` would
+    otherwise leave it set for every later test of its worker; clearing it later with ``set_tracking_uri(None)``
+    also unsets ``MLFLOW_TRACKING_URI``, which once made a later fixture's store silently ``./mlflow.db``.
+    """
+    import os
+
+    env = {k: os.environ.get(k) for k in _MLFLOW_ENV}
+    before = _mlflow_globals()
+    yield
+    for key, value in env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    if _mlflow_globals() == before:
+        return
+    from mlflow.tracking._model_registry import utils as registry
+    from mlflow.tracking._tracking_service import utils as tracking
+
+    # Not set_tracking_uri: it would also set or unset the variable restored above.
+    tracking._tracking_uri, registry._registry_uri = before
+    tracking.reset()  # the tracer provider keeps the URI it exported to

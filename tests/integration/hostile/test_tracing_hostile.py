@@ -91,18 +91,19 @@ def chooser():
 def traced_at(monkeypatch):
     """``traced_at(uri)``: tracing on, ``MLFLOW_TRACKING_URI`` set to ``uri`` (None: unset); all undone after."""
     def at(uri: str | None) -> None:
+        # First: clearing a URI an earlier test set also unsets MLFLOW_TRACKING_URI, so it goes before the setenv.
+        mlflow.set_tracking_uri(None)
         monkeypatch.delenv("MLFLOW_EXPERIMENT_ID", raising=False)  # mlflow.set_experiment sets it: restored after
         if uri is None:
             monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
         else:
             monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-        mlflow.set_tracking_uri(None)  # read from the environment
         tracing.enable()
 
     yield at
     tracing.enable(False)
-    monkeypatch.undo()
     mlflow.set_tracking_uri(None)
+    monkeypatch.undo()
 
 
 @pytest.fixture(scope="module")
@@ -110,12 +111,9 @@ def store(tmp_path_factory):
     """A SQLite store and its experiment, made once (making one costs seconds): ``(uri, experiment id, seen ids)``."""
     folder = tmp_path_factory.mktemp("traces")
     uri = f"sqlite:///{folder / 'mlflow.db'}"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MLFLOW_TRACKING_URI", uri)
-        mlflow.set_tracking_uri(None)
-        # An artifact folder of its own: by default MLflow writes trace artifacts to ./mlruns of the working folder.
-        experiment = mlflow.create_experiment("hostile-tracing", artifact_location=(folder / "artifacts").as_uri())
-    mlflow.set_tracking_uri(None)
+    # An artifact folder of its own: by default MLflow writes trace artifacts to ./mlruns of the working folder.
+    experiment = mlflow.MlflowClient(uri).create_experiment("hostile-tracing",
+                                                            artifact_location=(folder / "artifacts").as_uri())
     return uri, experiment, set()
 
 

@@ -17,15 +17,16 @@ def store(tmp_path_factory):
     """One SQLite store for the module (creating one costs seconds); each test reads the traces it adds."""
     mp = pytest.MonkeyPatch()
     folder = tmp_path_factory.mktemp("tracing")
-    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{folder / 'mlflow.db'}")
+    # First: clearing a URI an earlier test set also unsets MLFLOW_TRACKING_URI, so it goes before the setenv.
+    mlflow.set_tracking_uri(None)
+    mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{folder / 'mlflow.db'}")  # read from the environment
     mp.delenv("MLFLOW_EXPERIMENT_ID", raising=False)  # set by mlflow.set_experiment: restored by mp.undo()
-    mlflow.set_tracking_uri(None)  # read from the environment
     # An artifact folder of its own: by default MLflow writes trace artifacts to ./mlruns of the working folder.
     mlflow.set_experiment(experiment_id=mlflow.create_experiment("tracing", artifact_location=(folder / "a").as_uri()))
     yield set()
     tracing.enable(False)
-    mp.undo()
     mlflow.set_tracking_uri(None)
+    mp.undo()
 
 
 def _new_traces(seen: set):

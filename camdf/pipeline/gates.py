@@ -5,15 +5,19 @@ Three mechanisms, each over the whole config tree rather than a list of keys:
 - **Code**: every ``_target_`` anywhere in the composed config (the task's nodes and
   Hydra's own: ``hydra.callbacks``, ``hydra.launcher``, ``hydra.sweeper``) must be one of
   :func:`allowed_targets`; every ``class`` or ``()`` factory and every ``ext://`` value of
-  Hydra's logging configs one of :data:`LOGGING_CLASSES` / :data:`EXT_VALUES`. On the
+  Hydra's logging configs one of :data:`LOGGING_CLASSES` / :data:`EXT_VALUES`. The tree is
+  checked as written and again as resolved (as Hydra will instantiate it), and no value may
+  call a resolver that makes a node from a string (:mod:`camdf.pipeline.interpolation`: ``oc.create``,
+  ``oc.decode``, escaped or nested), since that node would reach ``instantiate``. On the
   command line Hydra's own keys are fixed: only :data:`HYDRA_KEYS` (launcher sizes, the
   job folders, the search path) may be set there; callbacks, launcher and sweeper classes
   and logging come from the config files. A command-line value may not carry a
   ``_target_`` node at all (``domain.converter.folder={_target_:os.system}``).
 - **Paths**: every path a stage writes (:func:`check_paths`) is an absolute path that
   stays out of the checkout except under its ``data/`` and ``outputs/``; the caches, logs,
-  Hydra job folders, a local artifact root and a local tracking store lie inside
-  ``paths.output_dir``.
+  Hydra job folders (``.hydra/`` and a sweep's job subfolders included), every file a logging
+  handler writes (``filename`` under ``hydra.job_logging`` / ``hydra.hydra_logging``), a local
+  artifact root and a local tracking store lie inside ``paths.output_dir``.
 - **Secrets**: a value interpolated from the environment (``${oc.env:...}``) is never a
   name (experiment, domain, label: names are stored and shown), and its text is removed
   from every message the project prints (:func:`camdf.common.uri.add_secrets`).
@@ -32,7 +36,9 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import urlparse
 
+from camdf.pipeline.bounds import check_config_folders, check_fanout
 from camdf.pipeline.choices import hydra_overrides
+from camdf.pipeline.interpolation import NO_NODE_RESOLVER, as_hydra_runs, calls_node_resolver, resolved_now
 from camdf.pipeline.refusals import ConfigError, _shown, get_dotted
 
 #: Code a config may name besides the converters (:func:`camdf.pipeline.schema.converters`: the built-in ones and
@@ -91,13 +97,20 @@ def _leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
 
 
 def check_code(tree: dict[str, Any]) -> None:
-    """Refuse any ``_target_`` outside :func:`allowed_targets` and any logging class or ``ext://`` not allowed.
+    """Refuse any ``_target_`` outside :func:`allowed_targets`, any logging class or ``ext://`` not allowed, and
+    any value calling a node-making resolver (:data:`camdf.pipeline.interpolation.NODE_RESOLVERS`).
 
-    ``tree`` is a plain container, unresolved (``OmegaConf.to_container(cfg, resolve=False)``):
-    an interpolated ``_target_`` (``${oc.env:X}``) is refused as it stands.
+    ``tree`` is a plain container, unresolved (``OmegaConf.to_container(cfg, resolve=False)``): an
+    interpolated ``_target_`` (``${oc.env:X}``) is refused as it stands; the gates check the resolved
+    tree too (:func:`check_tree`, :func:`preflight`). The task's keys are checked before Hydra's
+    (whose ``hydra.overrides`` echo the command line), so a refusal names the key that was set.
     """
     allowed = allowed_targets()
+    if isinstance(tree, dict):
+        tree = dict(sorted(tree.items(), key=lambda item: item[0] == "hydra"))
     for key, part, value in _leaves(tree):
+        if isinstance(value, str) and calls_node_resolver(value):
+            raise GateError(key, value, NO_NODE_RESOLVER)
         if part == "_target_" and value not in allowed:
             raise GateError(key, value, "one of the allowed targets (the built-in converters, camdf's "
                                         "callbacks, Hydra's launchers and sweepers; docs/reliability.md): a "
@@ -145,6 +158,8 @@ def check_overrides(overrides: Sequence[str], where: str = "command line") -> No
             if _has_target(value):
                 raise GateError(key, value, "a value without a `_target_` node (a command-line value never "
                                             "names code)")
+            if calls_node_resolver(value):
+                raise GateError(key, value, NO_NODE_RESOLVER)
 
 
 # -- paths ---------------------------------------------------------------------------------------------------
@@ -208,10 +223,8 @@ def check_paths(cfg: dict[str, Any]) -> None:
         return
     for key in WRITTEN_UNDER_OUTPUT:
         value = _get(cfg, key)
-        if value is None:
-            continue
-        if not _inside(_path(key, value), out):
-            raise GateError(key, value, f"a path inside paths.output_dir ({out})")
+        if value is not None:
+            _check_inside(key, value, value, out)
     for key in ("tracking.artifact_root", "tracking.uri"):
         value = _get(cfg, key)
         if value is None:
@@ -223,6 +236,33 @@ def check_paths(cfg: dict[str, Any]) -> None:
             from camdf.common.uri import safe_uri
 
             raise GateError(key, safe_uri(value), f"a remote URI or a local one inside paths.output_dir ({out})")
+    for key, shown, path in _hydra_writes(cfg):
+        _check_inside(key, shown, path, out)
+
+
+def _check_inside(key: str, shown: Any, path: Any, out: Path) -> None:
+    if isinstance(path, str) and "${" in path:  # only a Hydra value unresolvable before Hydra starts stays so
+        raise GateError(key, shown, f"a path known before the stage starts, inside paths.output_dir ({out})")
+    if not _inside(_path(key, path), out):
+        raise GateError(key, shown, f"a path inside paths.output_dir ({out})")
+
+
+def _hydra_writes(cfg: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
+    """(key, value as set, path) of every file or folder Hydra writes that :data:`WRITTEN_UNDER_OUTPUT` does not
+    name: a sweep's job folders, the ``.hydra/`` folder of a run and of a job, every logging handler's file."""
+    run, sweep = _get(cfg, "hydra.run.dir"), _get(cfg, "hydra.sweep.dir")
+    subdir, dot_hydra = _get(cfg, "hydra.sweep.subdir"), _get(cfg, "hydra.output_subdir")
+    job = os.path.join(sweep, str(subdir)) if isinstance(sweep, str) and subdir is not None else None
+    if job is not None:
+        yield "hydra.sweep.subdir", subdir, job
+    for top in (run, job):
+        if isinstance(top, str) and dot_hydra is not None:
+            yield "hydra.output_subdir", dot_hydra, os.path.join(top, str(dot_hydra))
+    for name in _LOGGING:
+        node = _get(cfg, name)
+        for key, part, value in _leaves(node, name) if isinstance(node, (dict, list)) else ():
+            if part == "filename":
+                yield key, value, value
 
 
 # -- secrets -------------------------------------------------------------------------------------------------
@@ -254,6 +294,7 @@ def check_tree(unresolved: Any, resolved: dict[str, Any]) -> None:
 
     raw = OmegaConf.to_container(unresolved, resolve=False) if OmegaConf.is_config(unresolved) else unresolved
     check_code(raw)
+    check_code(resolved)  # as Hydra instantiates it: a node an interpolation made, an escaped one unescaped
     check_secrets(unresolved, resolved)
     check_paths(resolved)
 
@@ -307,6 +348,7 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> str | None
         check_overrides(overrides)
         if GlobalHydra.instance().is_initialized():
             return None
+        check_config_folders(overrides)  # before Hydra reads them: no alias expansion, no blocking read
         try:
             parsed = OverridesParser.create().parse_overrides(overrides)
             first = []
@@ -326,19 +368,23 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> str | None
         check_code(raw)
         params = (raw.get("hydra", {}).get("sweeper") or {}).get("params") or {}
         check_overrides([f"{k}={v}" for k, v in params.items()], where="sweeper's params")
+        multirun = any(a in ("-m", "--multirun") for a in args) or \
+            str(OmegaConf.select(cfg, "hydra.mode", default=None, throw_on_resolution_failure=False)) == "MULTIRUN"
+        now = resolved_now(as_hydra_runs(cfg, multirun))
+        check_code(now)  # as Hydra instantiates it (callbacks, launcher, sweeper, logging, the task's nodes)
+        check_fanout(_get(now, "hydra.launcher"))
         task = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
         try:
             resolved = OmegaConf.to_container(task, resolve=True)
         except Exception:  # noqa: BLE001  an interpolation that fails is the schema's to name
+            if isinstance(_get(now, "paths.output_dir"), str) and "${" not in _get(now, "paths.output_dir"):
+                check_paths({"paths": {"output_dir": _get(now, "paths.output_dir")}, "hydra": now.get("hydra")})
             return None
-        for key in ("run.dir", "sweep.dir"):
-            value = OmegaConf.select(cfg, f"hydra.{key}", default=None, throw_on_resolution_failure=False)
-            if isinstance(value, str) and "${" not in value:
-                resolved.setdefault("hydra", {}).setdefault(key.split(".")[0], {})["dir"] = value
+        resolved["hydra"] = now.get("hydra")
         check_paths(resolved)
         check_writable(resolved)
         return _get(resolved, "paths.output_dir")
-    except GateError as err:
+    except ConfigError as err:  # a gate's or a bound's (camdf.pipeline.bounds)
         from camdf.common.uri import safe_uri
 
         print(f"error: {safe_uri(str(err))}", file=sys.stderr)

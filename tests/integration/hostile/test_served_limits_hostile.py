@@ -69,6 +69,8 @@ def _answer(sock: socket.socket, closing: bool = True) -> tuple[int, dict, bytes
         closed = sock.recv(1) == b""
     except (TimeoutError, socket.timeout):
         closed = False
+    except ConnectionResetError:  # closed with the client's unread bytes still queued: the kernel sends a reset
+        closed = True
     return int(lines[0].split()[1]), headers, rest[:length], closed
 
 

@@ -1,0 +1,127 @@
+"""What a config may ask of this machine (issue 51, point 4; camdf/pipeline/bounds.py): a config folder on the
+search path holding a YAML alias bomb, a FIFO, a huge file or a whole tree, and a local launcher asking for more
+worker processes than cores, are each refused before Hydra composes or launches anything: one line, exit 2,
+within seconds, nothing made.
+
+Each case runs the gates (:func:`camdf.pipeline.gates.preflight`) as a stage does before Hydra starts; the
+alias bomb and the FIFO also run as a real stage process under a time bound (before the change the bomb was
+still composing at 120 s and the FIFO blocked the read forever).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from camdf.pipeline import bounds
+
+from .test_gates_hostile import _refused
+
+ROOT = Path(__file__).resolve().parents[3]
+#: Seconds a refused stage process may take on a busy 2-core machine (imports and Hydra's own start included).
+BOUND = 60.0
+
+
+def _bomb(lines: int = 10) -> str:
+    """A YAML file whose ``lines`` lines each hold nine aliases of the line above: 9**lines nodes expanded."""
+    text = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+    for i in range(1, lines):
+        text += f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]\n"
+    return text
+
+
+def _folder(tmp_path: Path, name: str, body: str | None) -> Path:
+    """``conf/experiment/<name>.yaml`` with ``body`` (None: left for the caller to make); the conf folder."""
+    conf = tmp_path / "conf"
+    (conf / "experiment").mkdir(parents=True, exist_ok=True)
+    if body is not None:
+        (conf / "experiment" / f"{name}.yaml").write_text(body)
+    return conf
+
+
+def _outputs(tmp_path: Path) -> list[str]:
+    return [f"paths.output_dir={tmp_path}/out", f"paths.data_dir={tmp_path}/data"]
+
+
+#: (case, YAML text of conf/experiment/evil.yaml, text the one line names besides the file).
+FILES = [
+    ("alias bomb", "# @package _global_\n" + _bomb(), "&a0"),
+    ("one anchor, no alias", "# @package _global_\ncost: &c\n  lam: 0.04\n", "&c"),
+    ("alias in a flow map", "# @package _global_\nbase: &b {lam: 0.04}\ncost: *b\n", "&b"),
+    ("merge key", "# @package _global_\nbase: &b {lam: 0.04}\ncost:\n  <<: *b\n", "&b"),
+    ("huge file", "# @package _global_\n" + "x: 1\n" * (bounds.MAX_BYTES // 5 + 10), "bytes"),
+]
+
+
+@pytest.mark.parametrize("case, body, named", FILES, ids=[f[0] for f in FILES])
+def test_a_config_folder_hydra_could_not_compose_in_bounded_time_is_refused(case, body, named, tmp_path, capsys):
+    conf = _folder(tmp_path, "evil", body)
+    line = _refused(capsys, "evaluate", [f"hydra.searchpath=[file://{conf}]", "experiment=evil",
+                                         *_outputs(tmp_path)], str(conf / "experiment" / "evil.yaml"), named)
+    if case != "huge file":
+        assert ".yaml:2:" in line or ".yaml:3:" in line or ".yaml:4:" in line, line  # the line of the anchor
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_fifo_among_the_configs_is_refused_unread(tmp_path, capsys):
+    conf = _folder(tmp_path, "evil", None)
+    os.mkfifo(conf / "experiment" / "evil.yaml")  # nothing ever writes it: a read would block forever
+    _refused(capsys, "evaluate", [f"hydra.searchpath=[file://{conf}]", "experiment=a18", *_outputs(tmp_path)],
+             "evil.yaml", "not a regular file")
+
+
+def test_a_tree_too_large_to_be_a_config_folder_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bounds, "MAX_ENTRIES", 50)
+    conf = _folder(tmp_path, "ok", "# @package _global_\n")
+    for i in range(60):
+        (conf / f"f{i}.txt").write_text("")
+    _refused(capsys, "evaluate", [f"hydra.searchpath=[file://{conf}]", *_outputs(tmp_path)], "hydra.searchpath",
+             "at most 50 entries")
+
+
+def test_a_plain_config_folder_passes(tmp_path, capsys):
+    conf = _folder(tmp_path, "mine", "# @package _global_\ncost:\n  lam: 0.04\n")
+    (conf / "experiment" / "notes.txt").write_text("&not *yaml")  # only YAML files are read
+    from camdf.pipeline.gates import preflight
+
+    assert preflight("evaluate", [f"hydra.searchpath=[file://{conf}]", *_outputs(tmp_path)]) == f"{tmp_path}/out"
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("n_jobs", ["100000", str(bounds.cores() + 1), "0", f"-{bounds.cores() + 1}"])
+def test_a_launcher_asking_for_more_workers_than_cores_is_refused(n_jobs, tmp_path, capsys):
+    line = _refused(capsys, "evaluate", ["-m", "experiment=smoke", "hydra/launcher=parallel",
+                                         f"hydra.launcher.n_jobs={n_jobs}", *_outputs(tmp_path)],
+                    "error: hydra.launcher.n_jobs:", f"1 to {bounds.cores()} worker processes")
+    assert n_jobs in line
+
+
+@pytest.mark.parametrize("n_jobs", ["1", str(bounds.cores()), "-1"])
+def test_a_launcher_within_the_cores_passes(n_jobs, tmp_path, capsys):
+    from camdf.pipeline.gates import preflight
+
+    argv = ["-m", "experiment=smoke", "hydra/launcher=parallel", f"hydra.launcher.n_jobs={n_jobs}",
+            *_outputs(tmp_path)]
+    assert preflight("evaluate", argv) == f"{tmp_path}/out"
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("case", ["alias bomb", "fifo"])
+def test_a_stage_process_refuses_within_seconds(case, tmp_path):
+    conf = _folder(tmp_path, "evil", "# @package _global_\n" + _bomb() if case == "alias bomb" else None)
+    if case == "fifo":
+        os.mkfifo(conf / "experiment" / "evil.yaml")
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "pipelines.evaluate", f"hydra.searchpath=[file://{conf}]",
+                           "experiment=evil", *_outputs(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=BOUND * 3)
+    assert time.monotonic() - start < BOUND
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "evil.yaml" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()

@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 from camdf.runtime.search import SearchBackend
 from camdf.runtime.toolset import Scorer, search_deferred
-from camdf.runtime.tooltext import describe_tool
+from camdf.runtime.tooltext import check_named, describe_tool
 
 SEARCH_TOOL = "camdf_tool_search"
 #: The search's answer when it finds nothing.
@@ -45,6 +45,13 @@ def _plain(tool: dict, i: int) -> dict:
     plain = describe_tool(tool) if isinstance(tool, dict) else None
     if plain is None:
         raise ValueError(f"tools[{i}]: expected a Messages API tool (an object with a name)")
+    return plain
+
+
+def _plains(tools: Sequence[dict]) -> list[dict]:
+    """Each tool's plain description; a tool without a name, with a blank one or one another tool has is refused."""
+    plain = [_plain(t, i) for i, t in enumerate(tools)]
+    check_named(plain)
     return plain
 
 
@@ -88,13 +95,13 @@ class ToolSearch(SearchBackend):
                                  "required": ["query"]}}
 
     def _choice(self, tools: Sequence[dict], task: str):
-        return self.chooser.choose([_plain(t, i) for i, t in enumerate(tools)], task)
+        return self.chooser.choose(_plains(tools), task)
 
     def prepare(self, tools: Sequence[dict], task: str | None = None) -> list[dict]:
         """The request's tools: the search tool, then ``tools`` with ``defer_loading: true`` except ``preload`` and
         ``always_include``. With ``task`` and a policy that defers: its preloaded tools are not deferred either
         (every tool is loaded when it fails: fail open). A ``preload`` name not among ``tools`` is a ValueError."""
-        named = {_plain(t, i)["name"] for i, t in enumerate(tools)}
+        named = {t["name"] for t in _plains(tools)}
         missing = [n for n in self.preload if n not in named]
         if missing:
             raise ValueError(f"preload: {missing} are not among the tools")
@@ -130,7 +137,7 @@ class ToolSearch(SearchBackend):
             raise ValueError(f"tool_use: expected a tool_use block calling {self.name!r}")
         query = (block.get("input") or {}).get("query")
         query = query if isinstance(query, str) else ""
-        plain = [_plain(t, i) for i, t in enumerate(tools)]
+        plain = _plains(tools)
         up_front = self.up_front
         found: Sequence[str] | None = None
         if task is not None:

@@ -58,7 +58,7 @@ from agents.mcp import ToolFilterContext
 
 from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
-from camdf.runtime.tooltext import describe_tool
+from camdf.runtime.tooltext import check_named, describe_tool
 
 #: The name of the search tool over the deferred tools (``search=True``).
 SEARCH_TOOL = "camdf_search_tools"
@@ -267,6 +267,7 @@ class CamdfToolFilter:
         self.decisions += 1
         try:
             tools = await candidates()
+            check_named(tools)  # a blank or repeated name: every tool (one warning)
             if self.preload is not None:  # the run starts with the preload; the search finds the rest
                 described, _ = self._deferred.setdefault(_run(run_context), ([], []))
                 described += tools

@@ -135,8 +135,9 @@ class ClientToolSearch(SearchBackend):
                                      f"{{...}}}}); the Responses API takes the flat shape {{\"type\": \"function\", "
                                      f"\"name\": ..., \"parameters\": ...}}")
                 name = tool.get("name")
-                if not isinstance(name, str) or not name:
-                    raise ValueError(f"tools[{i}]: expected a {kind} tool with a non-empty \"name\"")
+                if not isinstance(name, str) or not name.strip():
+                    raise ValueError(f"tools[{i}]: expected a {kind} tool with a non-empty \"name\" (a visible "
+                                     f"character), got {name!r:.80}")
                 if name in searchable:
                     raise ValueError(f"tools[{i}]: the name {name!r} is also tools[{searchable[name]}]'s; "
                                      f"tool names must be unique")

@@ -216,3 +216,19 @@ def tool_text(tool: Any) -> str:
     if plain is None:
         raise ValueError(f"tool: expected a tool with a name, got {type(tool).__name__}")
     return document(*ranker_key(plain))
+
+
+def check_named(described: Sequence[dict | None]) -> None:
+    """Refuse (ValueError naming the position) a blank tool name, or a name two tools of one list share: a harness
+    would send the model a tool it cannot call, or two it cannot tell apart. ``described``: the
+    :func:`describe_tool` of each tool of a harness's list (None: a tool without a name, the caller's to handle)."""
+    seen: dict[str, int] = {}
+    for i, tool in enumerate(described):
+        if tool is None:
+            continue
+        name = tool["name"]
+        if not name.strip():
+            raise ValueError(f"tools[{i}]: expected a tool name with a visible character, got {name!r}")
+        if name in seen:
+            raise ValueError(f"tools[{i}]: the name {name!r} is also tools[{seen[name]}]'s; tool names must be unique")
+        seen[name] = i

@@ -41,6 +41,9 @@ SECRETS = {
     "api key in a URI query": ("call https://api.example/v1/refund?api_key={s}", "sk-live-51HxQzA9"),
     "token after another query value": ("see https://api.example/v1?order=7&token={s}", "tok-9f8e7d6c5b"),
     "a registered secret": ("my key is {s} please", "registered-7f3a9c1e"),
+    "a password in prose": ("my password is {s}, thanks", "hunter2-Pa55"),
+    "a provider key in prose": ("use {s} for the refund API", "sk-proj-Abc123def456GHI789jk"),
+    "a bearer token in prose": ("send Authorization: Bearer {s}", "abcdefgh12345678"),
 }
 
 

@@ -54,6 +54,12 @@ LITE_FEATURES = (
 )
 
 
+#: The grid score_entropy is rounded to (2**-32). numpy's exp and log take other SIMD paths with and without
+#: AVX-512, which move their last bit, and through the entropy a booster's thresholds, from machine to machine;
+#: a value on this grid (exact in float64 for any entropy) is the same on every machine and in both paths below.
+ENTROPY_SCALE = 2.0 ** 32
+
+
 def normalised_scores(inst: Instances, valid: np.ndarray | None = None) -> np.ndarray:
     """Scores min-max normalised within each task to [0, 1] (0.5 where all are equal); 0 in padding."""
     valid = inst.valid if valid is None else valid
@@ -143,6 +149,7 @@ class _State:
         prob = ez / ez.sum(axis=1, keepdims=True)
         logp = np.log(np.where(prob > 0, prob, 1.0))
         h = -(np.where(prob > 0, prob * logp, 0.0)).sum(axis=1, keepdims=True)
+        h = np.round(h * ENTROPY_SCALE) / ENTROPY_SCALE  # half to even, as round() in task_features
         return np.broadcast_to(h, (self.T, self.N))
 
     def column(self, value) -> np.ndarray:
@@ -245,6 +252,7 @@ class _Task:
         ez = [math.exp(v) for v in self.z]
         total = sum(ez)
         h = -sum(q * math.log(q) for q in (e / total for e in ez) if q > 0)
+        h = round(h * ENTROPY_SCALE) / ENTROPY_SCALE  # on the grid of the vectorised path
         return [h] * self.n
 
 

@@ -114,3 +114,39 @@ def test_camdf_inner_validation_walks_score_only_reachable_states_yet_match_the_
             np.testing.assert_array_equal(depth, walk(rule._stop(model, va), va.inst.n))
             reached_late |= bool((depth > FIRST_BLOCK).any())
     assert reached_late  # the second block was exercised
+
+
+FEATURE_BYTES = """
+import hashlib, sys
+import numpy as np
+from tests.unit.core.test_features import _random_instances
+from camdf.core.features import FEATURES, state_features, task_features
+inst = _random_instances(3, n_tasks=300, max_n=50, vocab=80)
+p = np.round(np.random.default_rng(3).random(inst.tools.shape), 6) * inst.valid
+out = hashlib.sha256()
+for kind in ("exact", "partial"):
+    for name, values in state_features(inst, p, 0.12, kind).items():
+        out.update(name.encode() + np.ascontiguousarray(values).tobytes())
+    for i in range(0, inst.T, 7):
+        n = int(inst.n[i])
+        one = task_features(list(inst.scores[i, :n]), list(inst.costs[i, :n]), list(p[i, :n]), 0.12, kind)
+        out.update(np.asarray(one, dtype=float).tobytes())
+print(out.hexdigest())
+"""
+#: numpy's dispatch as the machine allows it, and with only the baseline SSE paths (no AVX2, no AVX-512).
+CPU_SETTINGS = [{}, {"NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"}]
+
+
+def test_the_features_are_the_same_bytes_on_every_simd_path():
+    """exp and log (the score entropy) round their last bit differently on numpy's SSE, AVX2 and AVX-512 paths; the
+    features a stopper is fitted on must not, or a refitted policy's thresholds move from machine to machine."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    got = [subprocess.run([sys.executable, "-c", FEATURE_BYTES], capture_output=True, text=True, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root), **setting}, timeout=300, check=True).stdout
+           for setting in CPU_SETTINGS]
+    assert len(got[0].strip()) == 64 and got[0] == got[1]

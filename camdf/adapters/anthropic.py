@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 from camdf.runtime.search import SearchBackend
 from camdf.runtime.toolset import Scorer, search_deferred
-from camdf.runtime.tooltext import check_named, describe_tool
+from camdf.runtime.tooltext import check_tools, describe_tool
 
 SEARCH_TOOL = "camdf_tool_search"
 #: The search's answer when it finds nothing.
@@ -49,9 +49,10 @@ def _plain(tool: dict, i: int) -> dict:
 
 
 def _plains(tools: Sequence[dict]) -> list[dict]:
-    """Each tool's plain description; a tool without a name, with a blank one or one another tool has is refused."""
+    """Each tool's plain description; a tool without a name, with a blank one or one another tool has, or with a
+    schema that is not an object's, is refused."""
     plain = [_plain(t, i) for i, t in enumerate(tools)]
-    check_named(plain)
+    check_tools(tools, plain)
     return plain
 
 
@@ -94,20 +95,18 @@ class ToolSearch(SearchBackend):
                 "input_schema": {"type": "object", "properties": {"query": {"type": "string"}},
                                  "required": ["query"]}}
 
-    def _choice(self, tools: Sequence[dict], task: str):
-        return self.chooser.choose(_plains(tools), task)
-
     def prepare(self, tools: Sequence[dict], task: str | None = None) -> list[dict]:
         """The request's tools: the search tool, then ``tools`` with ``defer_loading: true`` except ``preload`` and
         ``always_include``. With ``task`` and a policy that defers: its preloaded tools are not deferred either
         (every tool is loaded when it fails: fail open). A ``preload`` name not among ``tools`` is a ValueError."""
-        named = {t["name"] for t in _plains(tools)}
+        plain = _plains(tools)
+        named = {t["name"] for t in plain}
         missing = [n for n in self.preload if n not in named]
         if missing:
             raise ValueError(f"preload: {missing} are not among the tools")
         keep = set(self.up_front)
         if task is not None:
-            choice = self._choice(tools, task)
+            choice = self.chooser.choose(plain, task)
             if choice.defers or choice.failed_open:
                 keep |= set(choice.names)
         return [self.definition()] + [t if t.get("name") in keep else {**t, "defer_loading": True} for t in tools]

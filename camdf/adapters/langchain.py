@@ -49,7 +49,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from camdf.runtime.search import check_max_results, check_names, search_tools
 from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
-from camdf.runtime.tooltext import check_named, describe_tool
+from camdf.runtime.tooltext import check_tools, describe_tool
 
 #: The name of the search tool over the deferred tools (``search=True``).
 SEARCH_TOOL = "camdf_search_tools"
@@ -181,7 +181,7 @@ class CamdfToolSelector(AgentMiddleware):
             return self._preloaded(request, tools)
         try:
             described = [describe_tool(t) for t in tools]
-            check_named(described)  # a blank or repeated name: every tool (one warning)
+            check_tools(tools, described)  # a tool a model could not call: every tool (one warning)
             named = [i for i, d in enumerate(described) if d is not None]
             context = getattr(request.runtime, "context", None) if request.runtime is not None else None
             choice = self.chooser.choose([described[i] for i in named], self.query(request),
@@ -207,7 +207,7 @@ class CamdfToolSelector(AgentMiddleware):
         """``request`` with the tools loaded up front, the search tool and what earlier searches loaded (tools
         without a name always). A ``preload`` name not among the request's tools is a ValueError."""
         described = [describe_tool(t) for t in tools]
-        check_named(described)
+        check_tools(tools, described)
         named = [d for d in described if d is not None]
         known = {d["name"] for d in named}
         missing = [n for n in self.preload if n not in known]

@@ -26,6 +26,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
+from camdf.runtime.tooltext import check_tool, describe_tool
+
 #: What the SDK's stdio transport logs (with a traceback) for each stdout line that is not JSON-RPC; the proxy
 #: reports such a line itself, naming the upstream.
 _SDK_JUNK_LOG = "Failed to parse JSONRPC message from server"
@@ -106,6 +108,10 @@ def check_names(up: Upstream, tools: Sequence[types.Tool]) -> None:
         if tool.name in seen:
             raise UpstreamError(f"{up.label}: lists the tool {tool.name!r} twice (tools[{seen[tool.name]}] and "
                                 f"tools[{i}])")
+        try:  # its schema: an object's
+            check_tool(i, tool, describe_tool(tool), {})
+        except ValueError as err:
+            raise UpstreamError(f"{up.label}: {err}") from None
         seen[tool.name] = i
 
 

@@ -58,7 +58,7 @@ from agents.mcp import ToolFilterContext
 
 from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
-from camdf.runtime.tooltext import check_named, describe_tool
+from camdf.runtime.tooltext import check_tools, describe_tool
 
 #: The name of the search tool over the deferred tools (``search=True``).
 SEARCH_TOOL = "camdf_search_tools"
@@ -218,7 +218,7 @@ class CamdfToolFilter:
             while True:
                 page = await server.session.list_tools(
                     params=None if cursor is None else _page(cursor))
-                tools += [describe_tool(t) for t in page.tools]
+                tools += page.tools
                 cursor = page.next_cursor
                 if not cursor:
                     return tools
@@ -229,7 +229,7 @@ class CamdfToolFilter:
         async def is_enabled(run_context: Any, agent: Any) -> bool:
             async def candidates():
                 mine = {id(t) for t in self._enabled}
-                return [describe_tool(t) for t in getattr(agent, "tools", []) if id(t) in mine]
+                return [t for t in getattr(agent, "tools", []) if id(t) in mine]
             exposed = await self._exposed(run_context, f"agent:{getattr(agent, 'name', '')}", candidates)
             return name in exposed or name in self._loaded.get(_run(run_context), ())
         return is_enabled
@@ -266,8 +266,9 @@ class CamdfToolFilter:
     async def _decide(self, run_context: Any, candidates) -> frozenset[str] | _All:
         self.decisions += 1
         try:
-            tools = await candidates()
-            check_named(tools)  # a blank or repeated name: every tool (one warning)
+            raw = await candidates()
+            tools = [describe_tool(t) for t in raw]
+            check_tools(raw, tools)  # a tool a model could not call: every tool (one warning)
             if self.preload is not None:  # the run starts with the preload; the search finds the rest
                 described, _ = self._deferred.setdefault(_run(run_context), ([], []))
                 described += tools

@@ -41,7 +41,7 @@ from typing import Any, Sequence
 
 from camdf.runtime.search import SearchBackend
 from camdf.runtime.toolset import Scorer
-from camdf.runtime.tooltext import describe_tool
+from camdf.runtime.tooltext import check_tool, describe_tool
 
 #: What the model is told the search tool does.
 SEARCH_DESCRIPTION = ("Find the tools for a task: say in words what you need to do; the tools it needs are "
@@ -119,6 +119,7 @@ class ClientToolSearch(SearchBackend):
         own = self.definition()
         kept: list[dict] = []
         searchable: dict[str, int] = {}
+        seen: dict[str, int] = {}
         for i, tool in enumerate(tools):
             if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
                 raise ValueError(f"tools[{i}]: expected a Responses API tool (an object with a \"type\"), "
@@ -134,14 +135,12 @@ class ClientToolSearch(SearchBackend):
                     raise ValueError(f"tools[{i}]: a Chat Completions tool ({{\"type\": \"function\", \"function\": "
                                      f"{{...}}}}); the Responses API takes the flat shape {{\"type\": \"function\", "
                                      f"\"name\": ..., \"parameters\": ...}}")
-                name = tool.get("name")
-                if not isinstance(name, str) or not name.strip():
-                    raise ValueError(f"tools[{i}]: expected a {kind} tool with a non-empty \"name\" (a visible "
-                                     f"character), got {name!r:.80}")
-                if name in searchable:
-                    raise ValueError(f"tools[{i}]: the name {name!r} is also tools[{searchable[name]}]'s; "
-                                     f"tool names must be unique")
-                searchable[name] = len(kept)
+                plain = describe_tool(tool)
+                if plain is None:
+                    raise ValueError(f"tools[{i}]: expected a {kind} tool with a non-empty \"name\" (a string), "
+                                     f"got {tool.get('name')!r:.80}")
+                check_tool(i, tool, plain, seen)
+                searchable[plain["name"]] = len(kept)
             kept.append(tool)
         missing = [n for n in self.up_front if n not in searchable]
         if missing:

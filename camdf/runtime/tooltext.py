@@ -218,17 +218,41 @@ def tool_text(tool: Any) -> str:
     return document(*ranker_key(plain))
 
 
-def check_named(described: Sequence[dict | None]) -> None:
-    """Refuse (ValueError naming the position) a blank tool name, or a name two tools of one list share: a harness
-    would send the model a tool it cannot call, or two it cannot tell apart. ``described``: the
-    :func:`describe_tool` of each tool of a harness's list (None: a tool without a name, the caller's to handle)."""
+def _raw_schema(tool: Any, plain: dict) -> tuple[str, Any]:
+    """Where a tool keeps its schema and the value as the harness gave it (:func:`describe_tool` reads a schema
+    that is not a dict as none): a dict tool's own, an object's as its library typed it."""
+    if isinstance(tool, dict):
+        spec = _dict_spec(tool)
+        return next(((k, spec[k]) for k in SCHEMA_KEYS if spec.get(k) is not None), ("parameters", None))
+    return "parameters", plain["parameters"]
+
+
+def check_tool(i: int, tool: Any, plain: dict | None, seen: dict[str, int]) -> None:
+    """Refuse (ValueError naming ``tools[i]``) a tool a harness could not send or a model could not call: a name
+    that is there but is not a non-empty string, a blank name, a name an earlier tool of the list has (``seen``:
+    name -> position, updated), or a schema that is not a JSON schema of an object (providers take only
+    ``{"type": "object", ...}`` for a function's parameters). ``plain``: the tool's :func:`describe_tool`; None (no
+    name at all, such as a provider's built-in ``{"type": "web_search"}``) is the caller's to pass on or refuse."""
+    if plain is None:
+        spec = _dict_spec(tool) if isinstance(tool, dict) else {}
+        if "name" in spec:
+            raise ValueError(f"tools[{i}]: expected a tool name (a non-empty string), got {spec['name']!r:.80}")
+        return
+    name = plain["name"]
+    if not name.strip():
+        raise ValueError(f"tools[{i}]: expected a tool name with a visible character, got {name!r}")
+    if name in seen:
+        raise ValueError(f"tools[{i}]: the name {name!r} is also tools[{seen[name]}]'s; tool names must be unique")
+    seen[name] = i
+    key, schema = _raw_schema(tool, plain)
+    if schema is not None and (not isinstance(schema, dict) or schema.get("type", "object") != "object"):
+        got = repr(schema.get("type")) if isinstance(schema, dict) else type(schema).__name__
+        raise ValueError(f"tools[{i}]: {name!r}'s {key} must be a JSON schema of an object "
+                         f"({{\"type\": \"object\", ...}}), got {got:.80}")
+
+
+def check_tools(tools: Sequence[Any], described: Sequence[dict | None]) -> None:
+    """:func:`check_tool` for each tool of a harness's list (``described``: their :func:`describe_tool`)."""
     seen: dict[str, int] = {}
-    for i, tool in enumerate(described):
-        if tool is None:
-            continue
-        name = tool["name"]
-        if not name.strip():
-            raise ValueError(f"tools[{i}]: expected a tool name with a visible character, got {name!r}")
-        if name in seen:
-            raise ValueError(f"tools[{i}]: the name {name!r} is also tools[{seen[name]}]'s; tool names must be unique")
-        seen[name] = i
+    for i, (tool, plain) in enumerate(zip(tools, described)):
+        check_tool(i, tool, plain, seen)

@@ -188,8 +188,10 @@ class _Server:
 
 ADAPTERS = {"langchain": run_langchain, "openai_agents": run_openai_agents, "openai_responses": run_responses,
             "anthropic": run_anthropic, "mcp_proxy": run_mcp_proxy}
-#: Cases no adapter may take as they are: a named tool the model could not call, or two it could not tell apart.
-NEVER_TAKEN = {"blank-name", "duplicate-name"}
+#: Cases no adapter may take as they are: a tool the model could not call (a name that is not one, a schema that is
+#: not an object's) or two it could not tell apart; a dict with a bad name is not a provider's built-in.
+NEVER_TAKEN = {"empty-name", "blank-name", "int-name", "null-name", "duplicate-name", "schema-string", "schema-list",
+               "schema-not-object"}
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS)

@@ -21,6 +21,7 @@ import pytest
 from camdf.pipeline import bounds
 
 from .test_gates_hostile import _refused
+from .test_interpolation_gates_hostile import _outputs
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Seconds a refused stage process may take on a busy 2-core machine (imports and Hydra's own start included).
@@ -42,10 +43,6 @@ def _folder(tmp_path: Path, name: str, body: str | None) -> Path:
     if body is not None:
         (conf / "experiment" / f"{name}.yaml").write_text(body)
     return conf
-
-
-def _outputs(tmp_path: Path) -> list[str]:
-    return [f"paths.output_dir={tmp_path}/out", f"paths.data_dir={tmp_path}/data"]
 
 
 #: (case, YAML text of conf/experiment/evil.yaml, text the one line names besides the file).

@@ -223,3 +223,66 @@ def test_a_logging_config_on_the_search_path_never_empties_a_file(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert proc.stderr.startswith("error: hydra.job_logging.handlers.file.filename:"), proc.stderr
     assert victim.read_bytes() == BYTES
+
+
+# -- every value of a sweep, not only the first -----------------------------------------------------------------
+
+def _evil_logging(tmp_path: Path, victim: Path) -> str:
+    folder = tmp_path / "conf" / "hydra" / "job_logging"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "evil.yaml").write_text(
+        "version: 1\nhandlers:\n  file: " + _handler(victim, "w") + "\nroot:\n  handlers: [file]\n")
+    return f"hydra.searchpath=[file://{tmp_path / 'conf'}]"
+
+
+def _sweep_logging(tmp_path, victim):
+    return [_evil_logging(tmp_path, victim), "hydra/job_logging=default,evil"]
+
+
+def _sweep_experiment(tmp_path, victim):
+    searchpath, choice = _write_experiment(tmp_path, WRITES[0][1])
+    return [searchpath, "experiment=smoke," + choice.split("=")[1]]
+
+
+def _sweeper_params(tmp_path, victim):
+    searchpath = _evil_logging(tmp_path, victim)
+    folder = tmp_path / "conf" / "experiment"
+    folder.mkdir(parents=True)
+    (folder / "evil.yaml").write_text("# @package _global_\nhydra:\n  sweeper:\n    params:\n"
+                                      "      hydra/job_logging: default,evil\n")
+    return [searchpath, "experiment=evil"]
+
+
+def _sweep_subdir(tmp_path, victim):
+    return [f"hydra.sweep.subdir=a,{victim.parent}"]
+
+
+#: (name, the sweep's overrides given tmp_path and the victim file, the key named): the hostile value is never first.
+SWEEPS = [("logging-group", _sweep_logging, "hydra.job_logging.handlers.file.filename"),
+          ("experiment-group", _sweep_experiment, "hydra.job_logging.handlers.file.filename"),
+          ("sweeper-params", _sweeper_params, "hydra.job_logging.handlers.file.filename"),
+          ("sweep-subdir", _sweep_subdir, "hydra.sweep.subdir")]
+
+
+@pytest.mark.parametrize("name, overrides, key", SWEEPS, ids=[s[0] for s in SWEEPS])
+def test_every_value_of_a_sweep_is_checked_not_only_the_first(name, overrides, key, tmp_path, capsys):
+    victim = _victim(tmp_path)
+    _refused(capsys, "evaluate", ["-m", *overrides(tmp_path, victim), *_outputs(tmp_path)], f"error: {key}:",
+             "paths.output_dir")
+    assert victim.read_bytes() == BYTES
+
+
+def test_a_sweep_value_that_makes_a_node_is_refused_and_never_runs(tmp_path, capsys):
+    marker = tmp_path / "ran"
+    searchpath, choice = _config_folder(tmp_path, "experiment",
+                                        f"hydra:\n  callbacks:\n    evil: {dict(VARIANTS)['create'](marker)}\n")
+    _refused(capsys, "evaluate", ["-m", searchpath, "experiment=smoke," + choice.split("=")[1], *_outputs(tmp_path)],
+             "hydra.callbacks.evil")
+    assert not marker.exists()
+
+
+def test_a_sweep_of_the_shipped_configs_passes(tmp_path, capsys):
+    """Every value composed and checked: the shipped groups and the defaults' logging pass."""
+    out = preflight("evaluate", ["-m", "experiment=smoke,a18", "scorer=bm25,dense", "hydra/job_logging=default,none",
+                                 *_outputs(tmp_path)])
+    assert out == f"{tmp_path}/out" and capsys.readouterr().err == ""

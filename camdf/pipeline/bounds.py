@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -66,16 +65,14 @@ def _yaml_files(folder: Path) -> Iterator[Path]:
 def _check_file(path: Path) -> None:
     import yaml
 
-    try:
-        info = os.stat(path)
-    except OSError as err:
-        raise ConfigError(str(path), err.strerror or type(err).__name__, "a readable config file") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(str(path), "not a regular file", "a config file (a FIFO or a device would block the read)")
-    if info.st_size > MAX_BYTES:
-        raise ConfigError(str(path), f"{info.st_size:,} bytes", f"a config file of at most {MAX_BYTES:,} bytes")
-    with open(path, "rb") as fh:
-        text = fh.read(MAX_BYTES + 1)
+    from camdf.data.io.read import read_regular_file
+
+    problems: list[str] = []
+    text = read_regular_file(path, str(path), "a config file a read cannot block on", problems, limit=MAX_BYTES)
+    if text is None:
+        what = problems[0][len(f"{path}:1: "):]
+        raise ConfigError(str(path), what.split(" (expected")[0], f"a config file of at most {MAX_BYTES:,} bytes "
+                          "(a regular file: a FIFO or a device would block the read)")
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             anchor = getattr(event, "anchor", None)

@@ -121,8 +121,10 @@ def _structure_message(message: str, column: int) -> str:
     return f"{message} at column {column} ({_STRUCTURE_EXPECTED[message.split()[0]]})"
 
 
-def read_regular_file(path: Path, name: str, expected: str, problems: list[str]) -> bytes | None:
-    """The bytes of ``path``, or None with the reason appended to ``problems`` as ``name:1: ...``."""
+def read_regular_file(path: Path, name: str, expected: str, problems: list[str],
+                      limit: int = MAX_FILE_BYTES) -> bytes | None:
+    """The bytes of ``path`` (a regular file of at most ``limit`` bytes: a pipe or a device is never opened), or None
+    with the reason appended to ``problems`` as ``name:1: ...``."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -138,12 +140,12 @@ def read_regular_file(path: Path, name: str, expected: str, problems: list[str])
         problems.append(f"{name}:1: a folder, not a file (expected {expected})")
     elif not stat.S_ISREG(st.st_mode):  # a pipe or device would block or never end
         problems.append(f"{name}:1: not a regular file (expected {expected})")
-    elif st.st_size > MAX_FILE_BYTES:
-        problems.append(f"{name}:1: file of {st.st_size:,} bytes (expected at most {MAX_FILE_BYTES:,} bytes)")
+    elif st.st_size > limit:
+        problems.append(f"{name}:1: file of {st.st_size:,} bytes (expected at most {limit:,} bytes)")
     else:
         try:
             with open(path, "rb") as fh:
-                return fh.read()
+                return fh.read(limit + 1)
         except OSError as err:
             problems.append(f"{name}:1: cannot read: {err.strerror} (expected a file the reader may open)")
     return None

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from camdf.common.uri import safe_uri
+from camdf.pipeline.bounds import cap_memory, release_memory
 
 #: Exit code of bad input (config, data, request), of a fault of the machine or store, and of Ctrl-C.
 BAD_INPUT, FAULT, INTERRUPTED = 2, 1, 130
@@ -74,6 +75,10 @@ def explain(err: BaseException, uri: str | None = None) -> tuple[str, int]:
     if isinstance(err, KeyboardInterrupt):
         return ("interrupted (Ctrl-C): nothing unfinished was kept; rerun the same command to go on "
                 "(finished cells are reused)"), INTERRUPTED
+    from camdf.pipeline.bounds import MemoryShareExceeded, memory_line
+
+    if isinstance(err, (MemoryError, MemoryShareExceeded)):
+        return memory_line(err), FAULT
     if isinstance(err, BrokenPipeError):
         from camdf.common.process import closed_stdout
 
@@ -118,6 +123,17 @@ def _select(cfg: Any, key: str) -> Any:
     return OmegaConf.select(cfg, key, default=None, throw_on_resolution_failure=False)
 
 
+def _launcher() -> Any:
+    """The running job's resolved ``hydra.launcher`` node (None outside a Hydra job)."""
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    try:
+        return OmegaConf.to_container(HydraConfig.get().launcher, resolve=True) if HydraConfig.initialized() else None
+    except Exception:  # noqa: BLE001  a launcher node that does not resolve: counted as one worker
+        return None
+
+
 def stage(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """Wrap a stage's Hydra task function (under ``@hydra.main``): every failure becomes one line and an exit code.
 
@@ -132,7 +148,11 @@ def stage(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
         unborn = _unborn_store(_select(cfg, "tracking.uri"))
         try:
-            return task(cfg)
+            cap_memory(_launcher())  # this job's share of the machine (camdf.pipeline.bounds)
+            try:
+                return task(cfg)
+            finally:
+                release_memory()
         except SystemExit:
             raise
         except BaseException as err:  # noqa: BLE001  the boundary: every failure ends here

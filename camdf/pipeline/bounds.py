@@ -10,6 +10,10 @@
 - **Fan-out**: a local launcher's worker processes (``hydra.launcher.n_jobs`` of the joblib launcher,
   ``hydra/launcher=parallel``) at most this machine's cores (:func:`check_fanout`): ``n_jobs=100000`` had
   spawned 526 processes and 12 GB in 97 s. A cluster launcher's sizes are the cluster's to bound.
+- **Memory**: each stage job caps its own data memory (``RLIMIT_DATA``: heap and private mappings) at its share of
+  the machine, its physical memory over the local launcher's workers (:func:`cap_memory`, called by the stages'
+  boundary as a job starts, in the worker that runs it), so a cell that outgrows its share fails alone with one
+  line instead of the machine swapping or the kernel killing another worker; ``CAMDF_WORKER_MEMORY_MB`` lowers it.
 """
 
 from __future__ import annotations
@@ -117,3 +121,105 @@ def check_fanout(launcher: object) -> None:
         raise ConfigError("hydra.launcher.n_jobs", n,
                           f"1 to {limit} worker processes (this machine's cores; more only wait for a core, each "
                           f"holding a cell in memory) or -1 for every core")
+
+
+#: The environment variable that lowers a job's memory share (MiB).
+MEMORY_ENV = "CAMDF_WORKER_MEMORY_MB"
+
+
+def workers(launcher: object) -> int:
+    """The worker processes a (resolved) ``hydra.launcher`` node runs on this machine at once: the joblib
+    launcher's ``n_jobs`` (-1: every core), else 1 (Hydra's basic launcher runs one job at a time; a cluster's
+    jobs run elsewhere)."""
+    if not isinstance(launcher, dict) or launcher.get("_target_") != JOBLIB:
+        return 1
+    n = launcher.get("n_jobs")
+    if isinstance(n, bool) or not isinstance(n, int) or n == 0:
+        return 1
+    return cores() if n < 0 else min(n, cores())
+
+
+def memory_share(n_workers: int) -> int:
+    """The data memory (bytes) one of ``n_workers`` jobs may use: the machine's physical memory over the workers,
+    or less when :data:`MEMORY_ENV` says (ConfigError when it is not a positive whole number of MiB)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    share = total // max(1, n_workers)
+    text = os.environ.get(MEMORY_ENV)
+    if text is not None:
+        if not text.strip().isdigit() or int(text) <= 0:
+            raise ConfigError(MEMORY_ENV, text, "a positive whole number of MiB")
+        share = min(share, int(text) << 20)
+    return share
+
+
+class MemoryShareExceeded(BaseException):
+    """Raised in a job's main thread when its resident memory passed its share (:func:`cap_memory`); a
+    ``BaseException``, like Ctrl-C, so no library's ``except Exception`` swallows it on the way to the boundary."""
+
+    def __init__(self, used: int, share: int):
+        self.used, self.share = used, share
+        super().__init__(f"{used} bytes resident, share {share}")
+
+
+_WATCH: dict[str, object] = {"share": None, "thread": None, "fired": False}
+_POLL_S = 0.25
+
+
+def _resident() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _watch() -> None:
+    import _thread
+    import signal
+    import time
+
+    while True:
+        time.sleep(_POLL_S)
+        share, used = _WATCH["share"], _resident()
+        if share is not None and used is not None and used > share and not _WATCH["fired"]:
+            _WATCH["fired"] = True
+            _WATCH["used"] = used
+            _thread.interrupt_main(signal.SIGUSR1)
+
+
+def _exceeded(signum, frame) -> None:
+    raise MemoryShareExceeded(int(_WATCH.get("used") or 0), int(_WATCH["share"] or 0))
+
+
+def cap_memory(launcher: object) -> int | None:
+    """Hold this job's resident memory to :func:`memory_share` of the launcher's workers: a daemon thread reads it
+    (``/proc/self/statm``, every 0.25 s) and, once it passes the share, raises :class:`MemoryShareExceeded` in the
+    main thread (a long call into a library ends first). The share in bytes; None where it cannot be watched (no
+    ``/proc``, or not the main thread). Reserved but untouched memory is not counted (``RLIMIT_DATA`` would count
+    the gigabytes of address space thread pools reserve)."""
+    import signal
+    import threading
+
+    share = memory_share(workers(launcher))
+    if _resident() is None or threading.current_thread() is not threading.main_thread():
+        return None
+    signal.signal(signal.SIGUSR1, _exceeded)
+    _WATCH.update(share=share, fired=False)
+    if _WATCH["thread"] is None:
+        _WATCH["thread"] = threading.Thread(target=_watch, name="camdf-memory-share", daemon=True)
+        _WATCH["thread"].start()
+    return share
+
+
+def release_memory() -> None:
+    """Stop holding this process to a job's share (the job ended; a worker's next job sets its own)."""
+    _WATCH["share"] = None
+
+
+def memory_line(err: BaseException) -> str:
+    """The one line of a job that outgrew its memory share (:func:`cap_memory`) or that the system refused memory."""
+    share = getattr(err, "share", None) or _WATCH["share"]
+    used = f"{err.used / 2**30:.1f} GiB resident, " if getattr(err, "used", 0) else ""
+    limit = "all of it" if share is None else f"{share / 2**30:.1f} GiB"
+    return (f"out of memory: {used}this job may use {limit} (the machine's memory over hydra.launcher.n_jobs "
+            f"workers, or {MEMORY_ENV}); run fewer workers at once (hydra.launcher.n_jobs) or a smaller cell")

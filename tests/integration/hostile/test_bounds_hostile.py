@@ -122,3 +122,45 @@ def test_a_stage_process_refuses_within_seconds(case, tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "evil.yaml" in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
+
+
+# -- memory: each job held to its share of the machine -----------------------------------------------------------
+
+@pytest.mark.parametrize("launcher, n_jobs, expected", [
+    ({"_target_": bounds.JOBLIB, "n_jobs": 2}, None, min(2, bounds.cores())),
+    ({"_target_": bounds.JOBLIB, "n_jobs": -1}, None, bounds.cores()),
+    ({"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"}, None, 1),
+    (None, None, 1)])
+def test_a_job_s_memory_share_is_the_machine_over_its_workers(launcher, n_jobs, expected, monkeypatch):
+    monkeypatch.delenv(bounds.MEMORY_ENV, raising=False)
+    assert bounds.workers(launcher) == expected
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert bounds.memory_share(expected) == total // expected
+    monkeypatch.setenv(bounds.MEMORY_ENV, "512")
+    assert bounds.memory_share(expected) == min(512 << 20, total // expected)
+
+
+@pytest.mark.parametrize("value", ["", "abc", "0", "-5", "1.5", "1e3"])
+def test_a_memory_setting_that_is_not_mib_is_refused(value, monkeypatch):
+    monkeypatch.setenv(bounds.MEMORY_ENV, value)
+    with pytest.raises(bounds.ConfigError, match=f"^{bounds.MEMORY_ENV}: expected a positive whole number of MiB"):
+        bounds.memory_share(1)
+
+
+@pytest.mark.parametrize("stage", ["data", "evaluate-parallel"])
+def test_a_job_over_its_memory_share_stops_in_one_line(stage, tmp_path, data_dir):
+    """A share below what a job needs (150 MiB: its imports pass it) stops the job in the process that runs it
+    (the stage's, or a joblib worker's), with one line naming the share and the setting, and exit 1."""
+    args = (["pipelines.data", "domain=retail", *_outputs(tmp_path)] if stage == "data" else
+            ["pipelines.evaluate", "-m", "experiment=smoke", "hydra/launcher=parallel", "hydra.launcher.n_jobs=1",
+             f"paths.output_dir={tmp_path}/out", f"paths.data_dir={data_dir}"])
+    env = {**os.environ, bounds.MEMORY_ENV: "150"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    proc = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=BOUND * 3)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors and all(e == errors[0] for e in errors), proc.stderr[-2000:]
+    assert errors[0].startswith("error: out of memory: ") and "this job may use 0.1 GiB" in errors[0]
+    assert "hydra.launcher.n_jobs" in errors[0] and bounds.MEMORY_ENV in errors[0]
+    assert "Traceback" not in proc.stderr

@@ -235,15 +235,14 @@ def _load_with_mlflow(uri: str, tracking: str | None, where: str, hint: str):
     import mlflow
     import mlflow.artifacts
 
-    if tracking is not None:
-        mlflow.set_tracking_uri(tracking)
-        mlflow.set_registry_uri(tracking)
     from camdf.common.progress import no_download_bars
 
     with tempfile.TemporaryDirectory(prefix="camdf-policy-") as tmp:
         try:
             with no_download_bars():  # one line on failure, no bars on success
-                folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp))
+                # the store passed, not set: MLflow's global URIs are the caller's (a harness's own tracking)
+                folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp, tracking_uri=tracking,
+                                                                  registry_uri=tracking))
         except Exception as err:  # noqa: BLE001  the boundary: whatever MLflow raises, the URI is what is wrong
             text = str(err).strip()
             first = text.splitlines()[0] if text else type(err).__name__

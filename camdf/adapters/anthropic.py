@@ -30,6 +30,8 @@ the same task, and the search answers the model's query with its top ``search_k`
 
 from __future__ import annotations
 
+import operator
+from itertools import repeat
 from typing import Any, Sequence
 
 from camdf.runtime.search import SearchBackend
@@ -87,6 +89,22 @@ class ToolSearch(SearchBackend):
                          max_results=max_results)
         self.name = name
         self.search_k = search_k
+        self._last: tuple[list, list, list[dict]] | None = None
+
+    def _plains(self, tools: Sequence[dict]) -> list[dict]:
+        """:func:`_plains`, kept for the last list: a conversation sends the same tools on every turn, and reading
+        and checking 2,000 tools costs tens of milliseconds. The list is read again unless every tool is the same
+        object with the same name, description and schema objects (a C-level comparison, well under a millisecond)."""
+        if not isinstance(tools, (list, tuple)) or not all(type(t) is dict for t in tools):
+            return _plains(tools)
+        fields = [list(map(dict.get, tools, repeat(k))) for k in ("name", "description", "input_schema")]
+        last = self._last
+        if last is not None and len(last[0]) == len(tools) and all(map(operator.is_, last[0], tools)) \
+                and all(all(map(operator.is_, a, b)) for a, b in zip(last[1], fields)):
+            return last[2]
+        plain = _plains(tools)
+        self._last = (list(tools), fields, plain)
+        return plain
 
     def definition(self) -> dict:
         """The search tool's definition (a custom tool of the Messages API, ``ToolParam``)."""
@@ -99,7 +117,7 @@ class ToolSearch(SearchBackend):
         """The request's tools: the search tool, then ``tools`` with ``defer_loading: true`` except ``preload`` and
         ``always_include``. With ``task`` and a policy that defers: its preloaded tools are not deferred either
         (every tool is loaded when it fails: fail open). A ``preload`` name not among ``tools`` is a ValueError."""
-        plain = _plains(tools)
+        plain = self._plains(tools)
         named = {t["name"] for t in plain}
         missing = [n for n in self.preload if n not in named]
         if missing:
@@ -136,7 +154,7 @@ class ToolSearch(SearchBackend):
             raise ValueError(f"tool_use: expected a tool_use block calling {self.name!r}")
         query = (block.get("input") or {}).get("query")
         query = query if isinstance(query, str) else ""
-        plain = _plains(tools)
+        plain = self._plains(tools)
         up_front = self.up_front
         found: Sequence[str] | None = None
         if task is not None:

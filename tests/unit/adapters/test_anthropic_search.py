@@ -261,3 +261,24 @@ def test_a_deferring_policy_never_returns_a_preloaded_tool():
                           task=QUERY)
     names = [c["tool_name"] for c in block["content"]]
     assert names and first not in names and set(names) <= set(sel.deferred)
+
+
+def test_the_same_tools_are_read_once_and_a_changed_tool_is_read_again():
+    """The last list is kept (a conversation sends the same tools each turn); a tool changed in place, replaced, or a
+    list of another length is read again: the answer is always the one a fresh ToolSearch gives."""
+    search = ToolSearch()
+    call = {"type": "tool_use", "id": "toolu_x", "name": SEARCH_TOOL, "input": {"query": SEARCH_QUERY}}
+    tools = [dict(t) for t in TOOLS]
+    first = search.result(call, tools)
+    assert search._plains(tools) is search._plains(tools)  # kept
+    assert search.result(call, tools) == first
+    renamed = next(r["tool_name"] for r in first["content"])
+    at = next(i for i, t in enumerate(tools) if t["name"] == renamed)
+    tools[at]["name"] = "renamed_tool"  # in place: the same dict, another name
+    changed = search.result(call, tools)
+    assert changed == ToolSearch().result(call, tools) and renamed not in {r["tool_name"] for r in changed["content"]}
+    tools[at] = {**tools[at], "name": tools[0]["name"]}  # replaced by a duplicate: refused, not served from the cache
+    with pytest.raises(ValueError, match=r"tools\[\d+\]: the name .* is also tools\[0\]'s"):
+        search.result(call, tools)
+    tools[at] = {**tools[at], "name": "another_tool"}
+    assert search.result(call, tools[:-1]) == ToolSearch().result(call, tools[:-1])  # another length

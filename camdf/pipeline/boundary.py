@@ -205,7 +205,7 @@ def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None 
     """
     from camdf.common.process import flush_stdout, release_start
     from camdf.pipeline.choices import check_choices, check_keys
-    from camdf.pipeline.gates import preflight
+    from camdf.pipeline.preflight import preflight
 
     release_start()  # from here on, this boundary handles Ctrl-C
     try:

@@ -84,7 +84,7 @@ def test_a_tree_too_large_to_be_a_config_folder_is_refused(tmp_path, capsys, mon
 def test_a_plain_config_folder_passes(tmp_path, capsys):
     conf = _folder(tmp_path, "mine", "# @package _global_\ncost:\n  lam: 0.04\n")
     (conf / "experiment" / "notes.txt").write_text("&not *yaml")  # only YAML files are read
-    from camdf.pipeline.gates import preflight
+    from camdf.pipeline.preflight import preflight
 
     assert preflight("evaluate", [f"hydra.searchpath=[file://{conf}]", *_outputs(tmp_path)]) == f"{tmp_path}/out"
     assert capsys.readouterr().err == ""
@@ -100,7 +100,7 @@ def test_a_launcher_asking_for_more_workers_than_cores_is_refused(n_jobs, tmp_pa
 
 @pytest.mark.parametrize("n_jobs", ["1", str(bounds.cores()), "-1"])
 def test_a_launcher_within_the_cores_passes(n_jobs, tmp_path, capsys):
-    from camdf.pipeline.gates import preflight
+    from camdf.pipeline.preflight import preflight
 
     argv = ["-m", "experiment=smoke", "hydra/launcher=parallel", f"hydra.launcher.n_jobs={n_jobs}",
             *_outputs(tmp_path)]

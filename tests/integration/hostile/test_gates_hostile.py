@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from camdf.common.uri import safe_uri
-from camdf.pipeline.gates import preflight
+from camdf.pipeline.preflight import preflight
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from camdf.pipeline.gates import calls_node_resolver, check_tree, preflight
+from camdf.pipeline.gates import calls_node_resolver, check_tree
+from camdf.pipeline.preflight import preflight
 from camdf.pipeline.refusals import ConfigError
 
 from .test_gates_hostile import _refused

@@ -15,13 +15,34 @@ from camdf.data.io import CATALOG, TASKS
 DOMAIN_INPUT_KEYS = ("source", "inputs", "converter", "packages", "make_data", "make_needs")
 
 
+#: The top-level config keys that define a cell: every one is hashed into its key (:func:`cell_config`).
+CELL_KEYS = ("domain", "scorer", "cost", "method", "payoff", "seed", "label_noise", "folds", "stats", "label_source",
+             "candidates", "list_cost", "lambda_grid", "transfer")
+#: The top-level keys that do not define a cell, each with why; a key in neither tuple fails
+#: tests/unit/pipeline/test_identity.py, so a new setting is never silently left out of the key.
+NOT_CELL_KEYS = {
+    "paths": "where files go, not what is computed",
+    "tracking": "which store records the cell",
+    "hydra": "Hydra's own settings (folders, launcher, logging)",
+    "make_needs": "what `make` builds before the experiment",
+    "make_reproduce": "whether `make reproduce` runs the experiment",
+    "search": "hashed where the payoff reads it (recovery), below",
+}
+
+
+def _without_inputs(domain: Any) -> Any:
+    return {k: v for k, v in domain.items() if k not in DOMAIN_INPUT_KEYS} if isinstance(domain, dict) else domain
+
+
 def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The part of a resolved config that defines a cell (what the cell key hashes)."""
-    keep = ("domain", "scorer", "cost", "method", "payoff", "seed", "label_noise", "folds", "stats", "label_source",
-            "candidates", "list_cost")
-    out = {k: cfg[k] for k in keep if k in cfg}
-    if isinstance(out.get("domain"), dict):
-        out["domain"] = {k: v for k, v in out["domain"].items() if k not in DOMAIN_INPUT_KEYS}
+    """The part of a resolved config that defines a cell (what the cell key hashes): :data:`CELL_KEYS`, a domain's
+    input locations left out (their bytes stand for them), and ``search`` where the payoff reads it."""
+    out = {k: cfg[k] for k in CELL_KEYS if k in cfg}
+    if "domain" in out:
+        out["domain"] = _without_inputs(out["domain"])
+    if isinstance(out.get("transfer"), dict) and isinstance(out["transfer"].get("domains"), dict):
+        out["transfer"] = {**out["transfer"], "domains": {name: _without_inputs(d)
+                                                          for name, d in out["transfer"]["domains"].items()}}
     if cfg.get("payoff") == "recovery":  # the fallback defines the cell only where the payoff reads it
         out["search"] = cfg.get("search")
     return out

@@ -18,7 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from .test_pipeline import QUIET, ROOT
 
@@ -129,7 +128,6 @@ def _tracked() -> list[str]:
     return [p for p in out.decode().split("\0") if p and (ROOT / p).is_file()]
 
 
-@pytest.mark.slow  # ~4 min: data stage x2, the smoke grid, a cell, the train stage (make test-full)
 def test_each_addition_is_its_own_files(tmp_path, data_dir):
     co = tmp_path / "checkout"
     tracked = _tracked()
@@ -169,10 +167,10 @@ def test_each_addition_is_its_own_files(tmp_path, data_dir):
     assert manifest["summary"]["label_source"] == "derived"
 
     # A table on an existing experiment: its module, built by the tables stage.
-    run("pipelines.evaluate", "-m", "experiment=smoke")
+    run("pipelines.evaluate", "-m", "experiment=smoke", "cost.lam=0.12", "cost.d=1.0")  # one cell of the grid
     run("pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}")
     table = (out / "tables" / "one_file_table.md").read_text()
-    assert "| smoke grid |" in table
+    assert "| smoke grid | 1 |" in table
 
     # A rule with a per-cell dial: evaluated with method.dials, refused outside its range, shipped, served.
     cell = ["pipelines.evaluate", "method=one_file", "debug=tiny", "cost.lam=0.04"]
@@ -189,8 +187,8 @@ def test_each_addition_is_its_own_files(tmp_path, data_dir):
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"tools": [{"name": f"t{j}", "description": f"tool {j}"} for j in range(8)],
                                    "scores": [8.0 - j for j in range(8)]}))
-    select = ["camdf.cli", "select", "--input", str(request)]
-    assert json.loads(run(*select).stdout)["depth"] <= 2  # the shipped default: the cell's cap
+    select = ["camdf.cli", "select", "--policy", "models:/camdf-stopper@champion", "--input", str(request)]
+    assert json.loads(run(*select).stdout)["depth"] <= 2  # the shipped champion's default: the cell's cap
     assert json.loads(run(*select, "--dial", "cap=1").stdout)["depth"] == 1
     assert json.loads(run(*select, "--cap", "1").stdout)["depth"] == 1
 

@@ -80,13 +80,20 @@ def _results_check_recomputes_the_numbers(tmp_path: Path, out: Path, data: Path)
     assert bad.returncode == 1 and f"{changed} on the page, {number} from the store" in bad.stdout, bad.stdout
 
 
-def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, data_dir):
-    out = tmp_path / "out"
-    proc = _run(["pipelines.evaluate", "-m", "experiment=smoke"], out, data_dir)
-    assert proc.stdout.count("logged run") == 4
+def check_smoke_store(tmp_path: Path, out: Path, data_dir: Path, reference: dict[str, bytes]) -> None:
+    """The smoke grid's tables, given a store the grid was swept into (``make reproduce-smoke``, which the README's
+    walkthrough runs: tests/integration/test_readme_walkthrough.py calls this on its store): the same seed gives the
+    tables of the session's reference sweep (``reference``: another store, Hydra's basic launcher) byte for byte
+    but for run ids; they regenerate byte-identical, name their folds, are logged in one tables run per code
+    version, recompute in ``camdf results check``, and a rerun of the grid reuses every cell; another grid in the
+    same store is read only when asked."""
+    keys = _finished_keys(f"sqlite:///{out}/mlflow.db")
+    assert len(keys) == 4 and len(set(keys)) == 4
     _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0",
           "main.methods=${grid_methods.names}"], out, data_dir)
     first = _tables(out / "tables")
+    # The notes name the MLflow run id, which differs between stores by design; compare everything else.
+    assert _strip(first) == _strip(reference)
     assert "a18.md" in first and "a24.md" in first and "table2.md" in first
     assert (out / "tables" / "a18_heatmap.png").stat().st_size > 1000
     assert "claims.md" in first
@@ -115,9 +122,10 @@ def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, d
     _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1",
           "main.methods=${grid_methods.names}"], out, data_dir)
     assert _tables(out / "tables") == first
-    # Another grid (the smoke cells at 2 folds) lands in the same store, newer than every cell above:
+    # Another grid (the smoke grid's main cell at 2 folds) lands in the same store, newer than every cell above:
     # the tables read only the cells of their own experiments, so they stay byte-identical.
-    _run(["pipelines.evaluate", "-m", "experiment=smoke", "folds.n_folds=2"], out, data_dir)
+    _run(["pipelines.evaluate", "-m", "experiment=smoke", "folds.n_folds=2", "cost.lam=0.12", "cost.d=1.0"], out,
+         data_dir)
     args = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
     _run(args, out, data_dir)
     assert _tables(out / "tables") == first
@@ -126,15 +134,6 @@ def test_smoke_grid_tables_regenerate_byte_identical_and_rerun_skips(tmp_path, d
     assert "of 2 folds" in other["table2.md"].decode() and "of 3 folds" in first["table2.md"].decode()
     assert "2 repeated cross-fits" in first["table2.md"].decode()  # the smoke grid's R = 2, named in the note
     assert other["a18.md"] != first["a18.md"]
-
-
-def test_same_seed_gives_byte_identical_tables_in_two_stores(tmp_path, data_dir, smoke_reference):
-    # One store is the session's reference sweep (tests/integration/conftest.py), the other is made here.
-    out = tmp_path / "b"
-    _run(SMOKE, out, data_dir)
-    _run(TABLES, out, data_dir)
-    # The notes name the MLflow run id, which differs between stores by design; compare everything else.
-    assert _strip(smoke_reference.tables) == _strip(_tables(out / "tables"))
 
 
 def test_sigkill_mid_sweep_then_rerun_completes_with_one_finished_run_per_key(tmp_path, data_dir, smoke_reference):

@@ -15,7 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
+from .test_pipeline import check_smoke_store
 
 ROOT = Path(__file__).resolve().parents[2]
 LINKED = [".venv", "camdf", "conf", "pipelines", "Makefile", "pyproject.toml"]
@@ -64,8 +64,9 @@ def test_matcher_keeps_order_and_wildcards():
     assert missing_lines(["d"], out) == ["d"]
 
 
-@pytest.mark.slow  # ~2 min: the data stage, the smoke grid, the train stage (make test-full)
-def test_readme_walkthrough_prints_what_the_readme_shows(tmp_path):
+def test_readme_walkthrough_prints_what_the_readme_shows(tmp_path, smoke_reference):
+    """The walkthrough as written (~70 s), then the smoke grid's tables checked on the store it made (against the session's reference sweep) (the
+    walkthrough runs `make reproduce-smoke`: :func:`check_smoke_store`, ~100 s), so the grid is swept once."""
     steps = transcript((ROOT / "README.md").read_text(encoding="utf-8"))
     assert [cmd.split()[0] for cmd, _ in steps][:2] == ["make", ".venv/bin/python"]
     co = tmp_path / "checkout"
@@ -87,3 +88,5 @@ def test_readme_walkthrough_prints_what_the_readme_shows(tmp_path):
                                                      "printed:\n" + "\n".join(lines[-60:]))
     assert sorted(p.name for p in co.iterdir()) == sorted([*LINKED, *COPIED, "data", "outputs"])  # nothing else written
     assert (co / "outputs" / "mlflow.db").is_file() and (co / "data" / "retail" / "tasks.jsonl").is_file()
+    (tmp_path / "smoke").mkdir()
+    check_smoke_store(tmp_path / "smoke", co / "outputs", co / "data", smoke_reference.tables)

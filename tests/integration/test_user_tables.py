@@ -1,8 +1,6 @@
 """A user's own grid becomes a table: a held-out (``folds.protocol=split``) user-domain cell renders Table 2
 through the tables stage with overrides only."""
 
-import pytest
-
 from .test_pipeline import ROOT, _run
 
 #: The cells' overrides: the user's domain, its own train/test split, one ranking source, the main cell's d.
@@ -27,7 +25,6 @@ def test_a_split_user_domain_cell_renders_table2_from_overrides_only(tmp_path):
     assert "user_example" in table and "protocol split" in table, table[:2000]
 
 
-@pytest.mark.slow  # ~1 min: data, 2 cells, tables (make test-full); the fast check is tests/unit/pipeline/test_searchpath.py
 def test_a_domain_kept_outside_conf_via_hydra_searchpath_runs_through_every_stage(tmp_path):
     """A user's domain config in their own folder, found through Hydra's own ``hydra.searchpath``: the data
     stage, a multirun of evaluate (and its sweep check) and the tables stage all compose it, warning-free."""

@@ -72,7 +72,6 @@ def test_the_proxy_lists_the_selection_forwards_refuses_and_survives_a_crash(pol
                                    "--always-include", "crash", "--call-timeout", "20"), body)
 
 
-@pytest.mark.slow  # another proxy process (~9 s); the refusing mode runs in make test
 def test_forward_mode_records_a_miss_instead_of_refusing(policy_dir, expected, upstream_cmd):
     withheld = next(t["name"] for t in CATALOG if t["name"] not in expected)
 
@@ -99,7 +98,6 @@ def test_a_bad_upstream_or_policy_is_one_line_and_exit_2(policy_dir, upstream_cm
     assert re.search(says, lines[0]), lines[0]
 
 
-@pytest.mark.slow  # an HTTP server and a proxy (~15 s); the stdio upstream runs in make test
 def test_a_streamable_http_upstream_beside_a_stdio_one(policy_dir, upstream_cmd):
     import socket
     import time

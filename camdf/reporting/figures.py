@@ -226,30 +226,50 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
 
 
 def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str, width: float = 4.0,
-                     height: float = 3.8, sharey: bool = True) -> bytes:
-    """One row of panels sharing y, a log x axis each (A28's payoff against N, A29's against a search's price).
+                     height: float = 3.8, sharey: bool = True, ncols: int = 3) -> bytes:
+    """A grid of panels (``ncols`` a row), a log x axis each (A28's payoff against N, A29's against a search's
+    price); ``sharey=False`` gives each panel its own y scale.
 
-    ``draw(ax, panel)`` plots one panel's lines and returns its title; the legend is the last panel's, outside
-    it on the right; a line at payoff 0 and a light grid on every panel.
+    ``draw(ax, panel)`` plots one panel's lines and returns its title; one legend, on the right of the grid, names
+    every line any panel drew (a line one panel leaves out is still named); a line at payoff 0 and a light grid
+    on every panel.
     """
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(width * len(panels), height), dpi=110, sharey=sharey,
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ncols = max(1, min(ncols, len(panels)))
+    nrows = max(1, math.ceil(len(panels) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), dpi=110, sharey=sharey,
                              squeeze=False)
-    for ax, panel in zip(axes[0], panels):
+    flat = list(axes.ravel())
+    handles: dict[str, object] = {}
+    for i, (ax, panel) in enumerate(zip(flat, panels)):
         ax.set_title(draw(ax, panel), fontsize=9)
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 0.5, 1, 2, 5, 10, ... as plain numbers
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(xlabel)
         ax.axhline(0, color="0.7", linewidth=0.8)
         ax.grid(alpha=0.3)
-    for ax in axes[0] if not sharey else axes[0][:1]:
-        ax.set_ylabel(ylabel)
-    axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        if not sharey or i % ncols == 0:
+            ax.set_ylabel(ylabel)
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+    for ax in flat[len(panels):]:
+        ax.set_visible(False)
+    right = 1 - 2.3 / (width * ncols + 2.3)  # the legend's column: 2.3 inches beside the grid
+    fig.set_size_inches(width * ncols + 2.3, height * nrows)
+    fig.legend(list(handles.values()), list(handles), fontsize=7, loc="upper left", bbox_to_anchor=(right, 0.93),
+               frameon=False)
     fig.suptitle(title, fontsize=9)
-    return png_bytes(fig)
+    return png_bytes(fig, rect=(0, 0, right, 0.96))
 
 
 def interval_panels_png(panels: dict[str, list[tuple[str, float, float, float, str]]], *, title: str,

@@ -101,6 +101,19 @@ def _row(evidence: Evidence, run: pd.Series) -> dict:
     return row
 
 
+def off_scale(lines: dict[str, np.ndarray], at_most: int = 2) -> set[str]:
+    """The lines (at most ``at_most``, the lowest first) whose lowest value lies so far below the others that
+    drawing them would flatten the rest: more than twice the span of the middle line's low to the highest value
+    (at least 0.5) below that low (full access to a long list, or deferring everything at a high search price)."""
+    lows = {m: float(np.nanmin(v)) for m, v in lines.items() if np.isfinite(v).any()}
+    if len(lows) < 3:
+        return set()
+    middle = float(np.median(list(lows.values())))
+    top = max(float(np.nanmax(v)) for v in lines.values() if np.isfinite(v).any())
+    below = middle - 2 * max(top - middle, 0.5)
+    return set(sorted((m for m in lows if lows[m] < below), key=lows.get)[:at_most])
+
+
 def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
     """Mean payoff of each shown method against the price of a search round (log axis), one panel per
     (domain, ranker, k)."""
@@ -114,19 +127,19 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
                    & live["aware"]]
         sel = sel[sel["search_noise"] == sel["search_noise"].min()].sort_values("search_cost")
         shown = [m for m in SHOWN if f"m:{m}/payoff_mean" in sel]
-        others = sel[[f"m:{m}/payoff_mean" for m in shown if m != FULL_ACCESS]].to_numpy(dtype=float)
-        lo, hi = (float(np.nanmin(others)), float(np.nanmax(others))) if others.size else (0.0, 0.0)
-        full = sel[f"m:{FULL_ACCESS}/payoff_mean"] if FULL_ACCESS in shown else pd.Series(dtype=float)
-        # Full access to a long list can cost many times any success: drawn, it would flatten every other line.
-        off = not full.empty and float(full.min()) < lo - max(hi - lo, 0.5)
+        off = off_scale({m: sel[f"m:{m}/payoff_mean"].to_numpy(dtype=float) for m in shown})
+        notes = []
         for m in shown:
-            if m == FULL_ACCESS and off:
-                continue
             colour, marker = method_style(m)
-            ax.plot(sel["search_cost"], sel[f"m:{m}/payoff_mean"], marker=marker, color=colour, label=SHOWN[m],
-                    linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or m in ORACLES else "-")
-        note = f"\nfull access off scale ({float(full.min()):.1f} to {float(full.max()):.1f})" if off else ""
-        return f"{domain + ', ' if several else ''}{scorer}, k = {k}{note}"
+            style = dict(marker=marker, color=colour, linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or m in ORACLES
+                         else "-")
+            if m in off:  # in the legend, not on the axes: drawn, it would flatten every other line
+                ax.plot([], [], label=SHOWN[m], **style)
+                values = sel[f"m:{m}/payoff_mean"]
+                notes.append(f"{SHOWN[m]} off scale ({float(values.min()):.1f} to {float(values.max()):.1f})")
+                continue
+            ax.plot(sel["search_cost"], sel[f"m:{m}/payoff_mean"], label=SHOWN[m], **style)
+        return f"{domain + ', ' if several else ''}{scorer}, k = {k}" + "".join(f"\n{n}" for n in notes)
 
     return log_x_panels_png(panels, draw, title=title, xlabel="price of one search round (mean tools)",
                             ylabel="mean payoff (recovery)", sharey=not several)

@@ -129,3 +129,16 @@ def test_the_note_says_where_every_deployable_method_pays_less_than_nothing():
         poor.loc[catalog, col] = -0.3
     assert below_zero(poor) == ["stabletoolbench: every method but the oracle pays less than 0 (what exposing "
                                 "nothing and not searching pays) in 2 of 2 cells"]
+
+
+def test_off_scale_sets_aside_at_most_two_lines_far_below_the_rest():
+    import numpy as np
+
+    from camdf.reporting.tables.a29 import off_scale
+
+    close = {m: np.array([0.3, 0.1, -0.2 * i]) for i, m in enumerate("abcde")}
+    assert off_scale(close) == set()  # a spread of -0.8 to 0.3 is drawn whole
+    far = {**close, "full": np.array([-5.0, -5.0, -5.0]), "none": np.array([-2.0, -6.0, -10.0])}
+    assert off_scale(far) == {"full", "none"}  # two outliers found together, not each hidden by the other
+    assert off_scale({**far, "worse": np.array([-20.0])}) == {"worse", "none"}  # the lowest two
+    assert off_scale({"a": np.array([0.0]), "b": np.array([-9.0])}) == set()  # two lines: nothing to compare with

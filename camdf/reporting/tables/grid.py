@@ -70,15 +70,16 @@ def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> l
             f"< {DEGENERATE_TEXT}; largest headroom in the grid {long.headroom.max():.3f}), marked and left out of the "
             f"counts. Decisions: {protocol_note(sel.iloc[-1])}. Spread over the repeats: CAM-DF's repeat means span at "
             f"most {long.camdf_range.max():.3f} in any cell (median {long.camdf_range.median():.3f}).")
-    if rival != SUBJECT_A18 and bool(long.same_as.all()):
+    merged = rival != SUBJECT_A18 and bool(long.same_as.all())
+    if merged:  # its heatmap would be A18's, pixel for pixel: none is drawn (the reader looks at A18's)
         note = (f"This table equals A18 cell for cell: the tuned {rival} payoff equals predict-then-threshold's in "
                 f"all {len(long)} cells (both rules pick the same prefixes with this ranker), so it adds no finding "
-                "of its own. " + note)
+                "of its own and has no heatmap of its own (A18's is the same picture). " + note)
     elif rival != SUBJECT_A18:
         note += (f" The tuned {rival} payoff equals predict-then-threshold's in {int(long.same_as.sum())} of "
                  f"{len(long)} cells.")
     report = Report(name, title, frame, marks=marks, note=note)
-    return [report, Figure(f"{name}_heatmap.png", heatmap_png(long, report.title))]
+    return [report] if merged else [report, Figure(f"{name}_heatmap.png", heatmap_png(long, report.title))]
 
 
 def a18(evidence: Evidence, main: dict) -> list[Report | Figure]:

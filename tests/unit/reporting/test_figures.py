@@ -103,3 +103,24 @@ def test_a_param_the_scorer_determines_adds_no_facet():
     assert facet_keys(cells) == ["p:scorer.label"]
     files, _ = grid_heatmaps(cells, "sweep a21")
     assert len(files) == 3
+
+
+def test_a24_equal_to_a18_draws_no_heatmap_of_its_own():
+    """A24's heatmap was A18's pixel for pixel: when the grids are equal it is not drawn (its note says so)."""
+    from types import SimpleNamespace
+
+    from camdf.reporting.tables.grid import a18, a24
+
+    grid = pd.DataFrame([_cell("bm25", lam, d, 0.02, **{"folds.n_folds": "3", "folds.protocol": "kfold"})
+                         for lam in (0.04, 0.12) for d in (0.0, 1.0)])
+    grid = grid.assign(lam=grid["p:cost.lam"].astype(float), d=grid["p:cost.d"].astype(float))
+    for k in ("", "_ci_low", "_ci_high"):
+        grid[f"m:score_per_cost/diff_vs_ref{k}"] = grid[f"m:predict_threshold/diff_vs_ref{k}"]
+    grid["m:score_per_cost/payoff_mean"] = grid["m:predict_threshold/payoff_mean"]
+    main = {"domain": "retail"}
+    assert [type(o).__name__ for o in a18(SimpleNamespace(grid=grid), main)] == ["Report", "Figure"]
+    same = a24(SimpleNamespace(grid=grid), main)
+    assert [type(o).__name__ for o in same] == ["Report"] and "no heatmap of its own" in same[0].note
+    grid.loc[0, "m:score_per_cost/payoff_mean"] += 0.01
+    grid.loc[0, "m:score_per_cost/diff_vs_ref"] += 0.01
+    assert [type(o).__name__ for o in a24(SimpleNamespace(grid=grid), main)] == ["Report", "Figure"]

@@ -291,8 +291,8 @@ class Evidence:
         :func:`fallback_cells` (A29).
     transfer : DataFrame
         :func:`transfer_cells` (A30).
-    main, homogeneous : DataFrame
-        :func:`main_cells` at the main cell and at ``d = 0`` (the payoff-vs-tools figure).
+    main : DataFrame
+        :func:`main_cells` at the main cell (Table 2 and the payoff-vs-tools figures).
     ablations, grid, noise, rankers, label_sources, domains, risk, catalog : DataFrame
         :func:`ablation_cells`, :func:`grid_cells`, :func:`noise_cells`, :func:`ranker_cells`,
         :func:`label_source_cells`, :func:`domain_cells`, :func:`risk_cells`, :func:`catalog_cells`.
@@ -304,7 +304,6 @@ class Evidence:
     """
 
     main: pd.DataFrame = field(default_factory=pd.DataFrame)
-    homogeneous: pd.DataFrame = field(default_factory=pd.DataFrame)
     ablations: pd.DataFrame = field(default_factory=pd.DataFrame)
     grid: pd.DataFrame = field(default_factory=pd.DataFrame)
     noise: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -333,7 +332,7 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
     if artifacts is None and tracker is not None:
         artifacts = CellArtifacts.from_tracker(tracker)
     return Evidence(
-        main=main_cells(runs, main), homogeneous=main_cells(runs, {**main, "d": 0.0}),
+        main=main_cells(runs, main),
         ablations=ablation_cells(runs, main), grid=grid_cells(runs, main), noise=noise_cells(runs, main),
         rankers=ranker_cells(runs, main), label_sources=label_source_cells(runs, main),
         domains=domain_cells(runs, main), risk=risk_cells(runs, main),

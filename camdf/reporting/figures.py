@@ -120,7 +120,8 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
     The legend is grouped by family (:data:`FAMILIES`): our rules (the CAM-DF family) first, drawn
     larger with a black edge and on top; set rules hollow with dashed bars, oracles ringed in black.
     The payoff axis spans the non-peer methods (:func:`_payoff_limits`): a peer heuristic far below
-    (top5, bor_depth) is drawn as an arrow at the axis edge with its value written beside it, so it
+    (top5, bor_depth) is drawn as an arrow at the axis edge, in its own colour and marker, and named with
+    its value under the plot (names beside arrows collided where several peers sit at one depth), so it
     does not squash the differences that matter. Methods whose points coincide are numbered beside
     the point and listed under the plot.
     """
@@ -143,8 +144,6 @@ def payoff_vs_tools_png(table: pd.DataFrame, title: str) -> bytes:
             edge = ylo if row.payoff_mean < ylo else yhi
             ax.plot(row.n_exposed, edge, marker="v" if row.payoff_mean < ylo else "^", color=colour,
                     markersize=9, clip_on=False, zorder=5)
-            ax.annotate(f"{method} {row.payoff_mean:.2f}", (row.n_exposed, edge), xytext=(6, 6 if edge == ylo else -12),
-                        textcoords="offset points", fontsize=7, color="0.2", annotation_clip=False)
             handles[family].append(matplotlib.lines.Line2D([], [], linestyle="none", marker=marker, label=label,
                                                            **style))
             continue

@@ -37,7 +37,7 @@ def evidence():
     grid = pd.DataFrame([_run("bm25", g).to_dict() | {"lam": lam, "d": d}
                          for g, (lam, d) in zip((0.1, 0.0, -0.1, 0.05), [(0.1, 0.0), (0.1, 1.0), (0.2, 0.0), (0.2, 1.0)])])
     empty = pd.DataFrame()
-    return Evidence(main=main, homogeneous=empty, ablations=empty, grid=grid, noise=empty, rankers=empty,
+    return Evidence(main=main, ablations=empty, grid=grid, noise=empty, rankers=empty,
                     label_sources=empty, domains=empty, risk=empty)
 
 

@@ -45,7 +45,7 @@ def test_every_table(spec: TableSpec, main):
     assert isinstance(spec.order, int) and spec.experiments and set(spec.experiments) <= on_disk
     variants = spec.variants(main)
     assert variants and all(isinstance(v, dict) for v in variants)
-    empty = Evidence(*(pd.DataFrame() for _ in range(9)))
+    empty = Evidence(*(pd.DataFrame() for _ in range(8)))
     for variant in variants:
         with pytest.raises(LookupError):
             spec.build(empty, main, **variant)

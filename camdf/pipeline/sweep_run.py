@@ -71,6 +71,15 @@ def varying_keys(jobs: list[list[str]]) -> list[str]:
     return [k for k, v in values.items() if len(v) > 1]
 
 
+def sweep_domains(config: Any, jobs: list[list[str]]) -> str:
+    """The domain (or the domains, comma-separated) a sweep's cells are of: the swept ``domain=`` values, else the
+    config's ``domain.name``."""
+    swept = sorted({o.split("=", 1)[1] for job in jobs for o in job if o.split("=", 1)[0].lstrip("+~") == "domain"})
+    if swept:
+        return ",".join(swept)
+    return str(OmegaConf.select(config, "domain.name", default=None, throw_on_resolution_failure=False) or "no domain")
+
+
 def sweep_run_name(cfg: dict[str, Any]) -> str | None:
     """A cell's run name inside a sweep: what varies first, then where (``lam=0.12 d=1.0 | retail/bm25``), so
     the UI's run list shows the values that tell the cells apart; None outside a sweep."""
@@ -175,17 +184,20 @@ class SweepRun(Callback):
         jobs = expand([*sweep_params(config), *task])
         total = len(jobs)
         experiment = OmegaConf.select(config, "hydra.runtime.choices.experiment", default=None) or "ad hoc"
+        domain = sweep_domains(config, jobs)
         t = OmegaConf.to_container(config.tracking, resolve=True)
         root = OmegaConf.select(config, "paths.root_dir", default=None)
         self.tracker = Tracker(t["uri"], t["experiment"], t.get("artifact_root"), roots=(root,) if root else ())
         stamp = code_stamp()
         swept = [o for o in task if o.split("=", 1)[0].lstrip("+~") not in NOT_PARAMS]  # no machine paths
-        tags = {"experiment": experiment, "code_version": stamp, "sweep.overrides": " ".join(swept)[:5000],
-                "sweep.n_cells": str(total)}
+        tags = {"experiment": experiment, "domain": domain, "code_version": stamp,
+                "sweep.overrides": " ".join(swept)[:5000], "sweep.n_cells": str(total)}
         self.tracker.end_stale(SWEEP)
         live = self.tracker.runs(f"tags.kind = '{SWEEP}' and tags.experiment = '{experiment}' and "
-                                 f"tags.code_version = '{stamp}'", status="RUNNING")
-        self.run_id = self.tracker.open_kind_run(SWEEP, f"sweep {experiment}", tags, same=("experiment", "code_version"))
+                                 f"tags.domain = '{domain}' and tags.code_version = '{stamp}'", status="RUNNING")
+        # One parent per experiment, domain and code version: an airline grid of a18 is not retail's a18.
+        self.run_id = self.tracker.open_kind_run(SWEEP, f"sweep {experiment} ({domain})", tags,
+                                                 same=("experiment", "domain", "code_version"))
         # A reopened parent starts its job lines afresh, unless another sweep of it is running now: then the
         # two sweeps' lines are merged (same experiment and code version, same jobs), never overwritten.
         if not any(r.info.run_id == self.run_id for r in live):

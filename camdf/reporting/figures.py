@@ -189,7 +189,8 @@ def _cell_text(value: float, excludes0: bool) -> str:
 
 def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -> bytes:
     """Heatmap of a lambda x d grid of differences: † marks a CI excluding zero (as in the tables), grey
-    hatching a degenerate cell; the colorbar names the difference (``difference``, else ``long.attrs``)."""
+    hatching a degenerate cell; the colour scale spans the CI bounds (``lo``, ``hi``), not only the means; the
+    colorbar names the difference (``difference``, else ``long.attrs``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -201,7 +202,11 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
     degenerate = (long.pivot(index="lam", columns="d", values="degenerate").sort_index().fillna(False)
                   if "degenerate" in long else None)
     fig, ax = plt.subplots(figsize=(6, 5), dpi=110)
-    lim = float(np.nanmax(np.abs(grid.to_numpy()))) or 1.0
+    # The colour scale spans the CIs, not the means: a difference is full colour only as far out as the farthest
+    # CI bound, so a grid where no CI excludes 0 is never drawn saturated (the means alone always were).
+    bounds = np.abs(long[[c for c in ("diff", "lo", "hi") if c in long]].to_numpy(dtype=float))
+    lim = float(np.nanmax(bounds)) if np.isfinite(bounds).any() else 1.0
+    lim = lim or 1.0
     im = ax.imshow(grid.to_numpy(), cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto", origin="lower")
     ax.set_xticks(range(len(grid.columns)), [f"{v:g}" for v in grid.columns])
     ax.set_yticks(range(len(grid.index)), [f"{v:g}" for v in grid.index])

@@ -124,7 +124,9 @@ def sweep_report(tracker, experiment: str, run_ids: list[str]) -> tuple[dict[str
         files["sweep.csv"] = table.to_csv(float_format="%.6g", lineterminator="\n")
         files["sweep.md"] = "\n".join(markdown_table(["run", *shown.columns],
                                                      ([i, *r.tolist()] for i, r in shown.iterrows()))) + "\n"
-    heatmaps, heatmap_text = grid_heatmaps(cells, f"sweep {experiment}: CAM-DF minus predict-then-threshold")
+    domains = ", ".join(sorted(cells["p:domain.name"].dropna().astype(str).unique())) if "p:domain.name" in cells else ""
+    heatmaps, heatmap_text = grid_heatmaps(cells, f"sweep {experiment}{f' ({domains})' if domains else ''}: "
+                                                  "CAM-DF minus predict-then-threshold")
     files.update(heatmaps)
     n = len(table)
     text = (f"Sweep of experiment {experiment}: {n} cells. CAM-DF's 95% CI against its cell's best baseline lies "

@@ -53,8 +53,8 @@ DESCRIPTION = "mlflow.note.content"
 #: The experiment's description: where to look first (the UI shows it above the runs).
 EXPERIMENT_DESCRIPTION = (
     "camdf: one run per cell (domain x ranker x cost regime x lambda x d), grouped under one parent run per "
-    "sweep (`sweep a18`, `sweep table2`, ...).\n\n"
-    "- Compare CAM-DF with the baselines over lambda x d: open a sweep's parent run (e.g. `sweep a18`) -> "
+    "sweep and domain (`sweep a18 (retail)`, `sweep table2 (retail)`, ...).\n\n"
+    "- Compare CAM-DF with the baselines over lambda x d: open a sweep's parent run (e.g. `sweep a18 (retail)`) -> "
     "Artifacts -> `figures/heatmap*.png` (one heatmap per value of any other key the sweep varies) and `sweep.md`.\n"
     "- Table 2 and every other table: the `tables <fingerprint>` run -> Artifacts -> `tables/` and `figures/` "
     "(the same files as outputs/tables/ and docs/results.md).\n"

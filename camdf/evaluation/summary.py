@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import CARDS, FAMILY, FULL_ACCESS, ORACLES, REFERENCE
+from camdf.policies import CARDS, FAMILY, FULL_ACCESS, ORACLES, REFERENCE, best_tuned_baseline
 from camdf.evaluation.bootstrap import bootstrap_indices, bootstrap_mean_ci, paired_bootstrap
 from camdf.evaluation.classical import holm, mcnemar_exact, tost_paired
 from camdf.evaluation.permutation import sign_flip_test
@@ -201,13 +201,12 @@ def summarize_cell(
                     "p_holm_vs_ref": float(adjusted.get(m, np.nan)),
                 }
             )
-    # The paper's baselines: the field's peers (A27) are compared in the prefix-vs-set block below instead.
-    baselines = [m for m in methods if m not in FAMILY and m not in ORACLES and _family(m) != "peer"]
+    # The best tuned baseline of the cell (camdf.policies.best_tuned_baseline, the one definition: the paper's
+    # baselines and the field's peers, by mean payoff on these tasks, a choice that favours it), and every CAM-DF
+    # family member's paired difference to it.
+    best = best_tuned_baseline({m: rows[m]["payoff_mean"] for m in methods})
     family = [m for m in methods if m in FAMILY]
-    if baselines and family:
-        # The best baseline of the cell by mean payoff (picked on these tasks: a choice that favours the
-        # baseline), and every CAM-DF family member's paired difference to it.
-        best = max(baselines, key=lambda m: (rows[m]["payoff_mean"], -baselines.index(m)))
+    if best is not None and family:
         rows[best]["is_best_baseline"] = 1.0
         vs_best = paired_bootstrap({m: payoff[m].to_numpy() for m in [best, *family]}, reference=best,
                                    n_resamples=n_resamples, indices=idx).set_index("method")

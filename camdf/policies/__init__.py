@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from camdf.policies.registry import (
-    CARDS, FULL_ACCESS, NO_TOOLS, REFERENCE, Card, Dial, card, dial_specs, make_policy, methods, own_dials, register, registered, unregister,
+    CARDS, FULL_ACCESS, NO_TOOLS, REFERENCE, Card, Dial, best_tuned_baseline, card, dial_specs, make_policy, methods, own_dials, register, registered, unregister,
 )
 
 _LAZY = {"StateBatch": "camdf.policies.base", "StoppingRule": "camdf.policies.base"}
@@ -28,5 +28,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'camdf.policies' has no attribute {name!r}")
 
 
-__all__ = ["CARDS", "Card", "Dial", "FAMILY", "FULL_ACCESS", "NO_TOOLS", "REFERENCE", "METHODS", "ORACLES", "REGISTRY", "StateBatch",
+__all__ = ["CARDS", "Card", "Dial", "FAMILY", "best_tuned_baseline", "FULL_ACCESS", "NO_TOOLS", "REFERENCE", "METHODS", "ORACLES", "REGISTRY", "StateBatch",
            "StoppingRule", "card", "dial_specs", "make_policy", "methods", "own_dials", "register", "registered", "unregister"]

@@ -13,6 +13,7 @@ A new rule is one module (its class), one card (:func:`register`, or a line in
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -307,6 +308,19 @@ def methods(**facts: Any) -> tuple[str, ...]:
     """Registered method names in display order, filtered by card facts (``methods(shippable=True)``)."""
     ranked = sorted(enumerate(CARDS.values()), key=lambda ic: (ic[1].order, ic[0]))
     return tuple(c.name for _, c in ranked if all(getattr(c, k) == v for k, v in facts.items()))
+
+
+#: The card families of the rivals a result of ours is judged against: the paper's baselines and the field's peers.
+RIVAL_FAMILIES = ("baseline", "peer")
+
+
+def best_tuned_baseline(payoff: Mapping[str, float]) -> str | None:
+    """THE best tuned baseline, the one definition every table, note, claim and cell description uses: of the
+    methods in ``payoff`` (name -> mean payoff), the deployable one that is not ours (a card of the paper's
+    baselines or the field's peers: no oracle, no CAM-DF rule or ablation) with the highest mean payoff, the
+    earlier one in ``payoff``'s order on a tie; picked on the cell's own tasks, which favours it. None without one."""
+    found = [m for m in payoff if m in CARDS and CARDS[m].family in RIVAL_FAMILIES and math.isfinite(payoff[m])]
+    return max(found, key=lambda m: (payoff[m], -found.index(m))) if found else None
 
 
 def dial_specs() -> dict[str, Dial]:

@@ -18,7 +18,7 @@ from camdf.reporting.figures import log_x_panels_png
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import Figure, TableSpec
-from camdf.reporting.tables.notes import MDD_NOTE, ci_text
+from camdf.reporting.tables.notes import MDD_NOTE, best_tuned_baseline, ci_text
 from camdf.reporting.verdicts import Comparison, Judge, direction, reason
 
 #: Rules a catalog cell does not run, and why (named in the table, never dropped silently). Empty: every rule
@@ -48,8 +48,8 @@ def best_ours(run: pd.Series) -> str | None:
 
 
 def best_baseline(run: pd.Series) -> str | None:
-    """The cell's best tuned baseline (its ``is_best_baseline`` flag)."""
-    return next((m for m in methods_of(run) if run.get(f"m:{m}/is_best_baseline", np.nan) == 1.0), None)
+    """The cell's best tuned baseline (:func:`camdf.reporting.tables.notes.best_tuned_baseline`)."""
+    return best_tuned_baseline(run)
 
 
 def coverage_at(run: pd.Series, k: float) -> float:
@@ -150,7 +150,7 @@ def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:
         "by the list's length (exposing 1,000 APIs costs 1,000 APIs). Full access here means exposing all N listed "
         "APIs (the whole catalog, 1.74M characters of schemas, fits no context). Best of ours: the highest mean payoff "
         "among CAM-DF's family and our set rules (either kind); best tuned baseline: the cell's best of the paper's "
-        "baselines; both picked on the cell's own tasks; ours minus baseline is paired over tasks (95% bootstrap CI). "
+        "baselines and the field's peers (the one definition every table uses); both picked on the cell's own tasks; ours minus baseline is paired over tasks (95% bootstrap CI). "
         "BoR coverage@k: the share of queries whose G_x lies in the ranker's top k at k = the tools best of ours "
         "exposes on average (interpolated between integer depths), the field's measure of the same list. "
         f"Fold protocols: in-distribution = {anchor['p:folds.n_folds']}-fold over the queries; unseen tools and "

@@ -122,13 +122,15 @@ def fit_columns(evidence, run: pd.Series, method: str) -> dict[str, object]:
 
 
 def best_tuned_baseline(run: pd.Series) -> str | None:
-    """The deployable baseline of highest mean payoff in a cell, the field's peers included (picked on the cell's
-    own tasks, which favours the baseline); None without one."""
-    from camdf.policies import CARDS, ORACLES
+    """The cell's best tuned baseline (:func:`camdf.policies.best_tuned_baseline`, the one definition): the one its
+    evaluation flagged (``is_best_baseline``, ties broken in the cell's method order), else picked from its logged
+    payoffs; None without one."""
+    from camdf.policies import best_tuned_baseline as best
     from camdf.reporting.store import methods_of
 
-    base = [m for m in methods_of(run) if m in CARDS and m not in ORACLES and CARDS[m].family in ("baseline", "peer")]
-    return max(base, key=lambda m: run.get(f"m:{m}/payoff_mean", -np.inf)) if base else None
+    found = methods_of(run)
+    flagged = [m for m in found if run.get(f"m:{m}/is_best_baseline", np.nan) == 1.0]
+    return flagged[0] if flagged else best({m: float(run.get(f"m:{m}/payoff_mean", np.nan)) for m in found})
 
 
 def ours_deployable(run: pd.Series) -> list[str]:

@@ -75,10 +75,10 @@ def explain(err: BaseException, uri: str | None = None) -> tuple[str, int]:
     if isinstance(err, KeyboardInterrupt):
         return ("interrupted (Ctrl-C): nothing unfinished was kept; rerun the same command to go on "
                 "(finished cells are reused)"), INTERRUPTED
-    from camdf.pipeline.bounds import MemoryShareExceeded, memory_line
+    from camdf.pipeline.bounds import MemoryShareExceeded, memory_line, share_exceeded
 
-    if isinstance(err, (MemoryError, MemoryShareExceeded)):
-        return memory_line(err), FAULT
+    if isinstance(err, (MemoryError, MemoryShareExceeded)) or share_exceeded() is not None:
+        return memory_line(share_exceeded() or err), FAULT
     if isinstance(err, BrokenPipeError):
         from camdf.common.process import closed_stdout
 
@@ -149,19 +149,18 @@ def stage(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
         unborn = _unborn_store(_select(cfg, "tracking.uri"))
         try:
             cap_memory(_launcher())  # this job's share of the machine (camdf.pipeline.bounds)
-            try:
-                return task(cfg)
-            finally:
-                release_memory()
+            return task(cfg)
         except SystemExit:
             raise
         except BaseException as err:  # noqa: BLE001  the boundary: every failure ends here
             if _traceback_asked():
                 traceback.print_exc()
-            line, code = explain(err, _select(cfg, "tracking.uri"))
+            line, code = explain(err, _select(cfg, "tracking.uri"))  # before the share is released: it may be why
             if unborn is not None and (_is_store_error(err) or isinstance(err, OSError)):
                 _drop_if_empty(unborn)
             refuse(line, _select(cfg, "paths.output_dir"), code)
+        finally:
+            release_memory()
 
     return run
 

@@ -211,6 +211,14 @@ def cap_memory(launcher: object) -> int | None:
     return share
 
 
+def share_exceeded() -> MemoryShareExceeded | None:
+    """The stop of a job whose share ran out, if it fired: whatever a library made of the exception on its way (a
+    converter's error wrapped by Hydra's instantiate, a schema error of a compiled validator), the cause is memory."""
+    if not _WATCH["fired"] or _WATCH["share"] is None:
+        return None
+    return MemoryShareExceeded(int(_WATCH.get("used") or 0), int(_WATCH["share"]))
+
+
 def release_memory() -> None:
     """Stop holding this process to a job's share (the job ended; a worker's next job sets its own)."""
     _WATCH["share"] = None

@@ -105,30 +105,24 @@ def check_smoke_store(tmp_path: Path, out: Path, data_dir: Path, reference: dict
     logged = {a.path for a in client.list_artifacts(tables_run.info.run_id, "tables")}
     assert {"tables/claims.md", "tables/table2.md", "tables/a18.csv"} <= logged
     _results_check_recomputes_the_numbers(tmp_path, out, data_dir)
-    shutil.rmtree(out / "tables")
-    _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0",
-          "main.methods=${grid_methods.names}"], out, data_dir)
-    assert _tables(out / "tables") == first
-    # One tables run per code version: the second build updated it.
-    again = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("kind") == "tables"]
-    assert [r.info.run_id for r in again] == [tables_run.info.run_id] and again[0].data.tags["code_version"]
     again = _run(["pipelines.evaluate", "-m", "experiment=smoke"], out, data_dir)
     assert again.stdout.count("reused FINISHED run") == 4
     keys = _finished_keys(f"sqlite:///{out}/mlflow.db")
     assert len(keys) == 4 and len(set(keys)) == 4
-    # d=1 and d=1.0 are one value: one cell key, and the tables find the cell either way.
+    # d=1 and d=1.0 are one value: one cell key, and the tables find the cell either way (main.d=1 below).
     one = _run(["pipelines.evaluate", "experiment=smoke", "cost.lam=0.12", "cost.d=1"], out, data_dir)
     assert "reused FINISHED run" in one.stdout
-    _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1",
-          "main.methods=${grid_methods.names}"], out, data_dir)
-    assert _tables(out / "tables") == first
-    # Another grid (the smoke grid's main cell at 2 folds) lands in the same store, newer than every cell above:
-    # the tables read only the cells of their own experiments, so they stay byte-identical.
+    # Another grid (the smoke grid's main cell at 2 folds) lands in the same store, newer than every cell above.
     _run(["pipelines.evaluate", "-m", "experiment=smoke", "folds.n_folds=2", "cost.lam=0.12", "cost.d=1.0"], out,
          data_dir)
+    # Deleted and rebuilt, with d spelled 1: byte-identical (the tables read only the cells of their own
+    # experiments, not the newer 2-fold cell), and one tables run per code version (the build updated it).
+    shutil.rmtree(out / "tables")
     args = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
-    _run(args, out, data_dir)
+    _run([*args, "main.lam=0.12", "main.d=1"], out, data_dir)
     assert _tables(out / "tables") == first
+    again = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("kind") == "tables"]
+    assert [r.info.run_id for r in again] == [tables_run.info.run_id] and again[0].data.tags["code_version"]
     _run([*args, "cell_overrides=['folds.n_folds=2']"], out, data_dir)  # and that grid's tables read its cells
     other = _tables(out / "tables")
     assert "of 2 folds" in other["table2.md"].decode() and "of 3 folds" in first["table2.md"].decode()

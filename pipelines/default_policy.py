@@ -12,9 +12,7 @@ import hydra
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
-from camdf.pipeline.assembly import Paths
 from camdf.pipeline.boundary import run_stage, stage
-from camdf.pipeline.default_policy import fit_default_policy
 from camdf.pipeline.schema import checked, open_tracker
 
 
@@ -22,6 +20,10 @@ from camdf.pipeline.schema import checked, open_tracker
 @stage
 def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "default_policy")
+    # Heavy modules load after the config checks, so a refused run costs a fraction of a second.
+    from camdf.pipeline.assembly import Paths
+    from camdf.pipeline.default_policy import fit_default_policy
+
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
     folder, info = fit_default_policy(resolved, paths, open_tracker(resolved), Path(cfg.paths.root_dir))
     tasks = ", ".join(f"{k} {v}" for k, v in info["tasks"].items())

@@ -13,8 +13,6 @@ from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
-from camdf.pipeline.assembly import Paths
-from camdf.pipeline.cell_job import run_tracked_cell
 from camdf.pipeline.identity import cell_name
 from camdf.pipeline.schema import checked, open_tracker
 
@@ -23,6 +21,10 @@ from camdf.pipeline.schema import checked, open_tracker
 @stage
 def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "evaluate")
+    # Heavy modules load after the config checks, so a refused run costs a fraction of a second.
+    from camdf.pipeline.assembly import Paths
+    from camdf.pipeline.cell_job import run_tracked_cell
+
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
     tracker = open_tracker(resolved)
     hydra = HydraConfig.get()

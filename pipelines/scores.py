@@ -8,20 +8,23 @@ Make target: none yet; all scorers x domains:
 """
 
 import hydra
-import pandas as pd
 from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
 from camdf.pipeline.schema import checked
-from camdf.rankers import quality_table
-from camdf.pipeline.scores_stage import run_costs, run_scores
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="scores")
 @stage
 def main(cfg: DictConfig) -> dict:
     c = checked(cfg, "scores")
+    # Heavy modules load after the config checks, so a refused run costs a fraction of a second.
+    from camdf.pipeline.scores_stage import run_costs, run_scores
+    import pandas as pd
+
+    from camdf.rankers import quality_table
+
     where = dict(data_dir=c["paths"]["data_dir"], cache_dir=c["paths"]["cache_dir"], force=c["force"])
     record = run_scores(c["domain"], c["scorer"], c["folds"], random_state=c["random_state"], **where)
     cost = run_costs(c["domain"], c["cost"], **where)

@@ -13,17 +13,9 @@ from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
-from camdf.reporting.build import build_tables
-from camdf.reporting.evidence import anchor_hints, anchored
-from camdf.reporting.readme import splice_headline
-from camdf.reporting.store import cells_of
-from camdf.pipeline.table_hints import asked_tables, skip_lines, tables_hints
-from camdf.reporting.registry import experiments, tables as declared
 from camdf.pipeline.identity import CONF_DIR, code_stamp
 from camdf.pipeline.provenance import short_commit
 from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
-from camdf.pipeline.sweeps import experiment_keys, searchpath_overrides
-from camdf.tracking.experiments import store_has_experiment
 from camdf.tracking.probe import TrackingUnreachable
 
 
@@ -31,6 +23,16 @@ from camdf.tracking.probe import TrackingUnreachable
 @stage
 def main(cfg: DictConfig) -> None:
     c = checked(cfg, "tables")
+    # Heavy modules load after the config checks, so a refused run costs a fraction of a second.
+    from camdf.reporting.build import build_tables
+    from camdf.reporting.evidence import anchor_hints, anchored
+    from camdf.reporting.readme import splice_headline
+    from camdf.reporting.store import cells_of
+    from camdf.pipeline.table_hints import asked_tables, skip_lines, tables_hints
+    from camdf.reporting.registry import experiments, tables as declared
+    from camdf.pipeline.sweeps import experiment_keys, searchpath_overrides
+    from camdf.tracking.experiments import store_has_experiment
+
     paths = c["paths"]
     try:
         present = store_has_experiment(c["tracking"]["uri"], c["tracking"]["experiment"])

@@ -14,8 +14,6 @@ from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
-from camdf.pipeline.assembly import Paths
-from camdf.pipeline.policy_job import train_policy
 from camdf.pipeline.schema import checked, open_tracker
 
 
@@ -23,6 +21,10 @@ from camdf.pipeline.schema import checked, open_tracker
 @stage
 def main(cfg: DictConfig) -> None:
     resolved = checked(cfg, "train")
+    # Heavy modules load after the config checks, so a refused run costs a fraction of a second.
+    from camdf.pipeline.assembly import Paths
+    from camdf.pipeline.policy_job import train_policy
+
     tracker = open_tracker(resolved)
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
     uri, info = train_policy(resolved, paths, tracker, Path(cfg.paths.root_dir), unresolved=cfg)

@@ -11,6 +11,8 @@ import numpy as np
 from camdf.core.instances import Instances
 
 KINDS = ("exact", "partial")
+#: The payoff kinds a cell evaluates: the exact and partial payoffs, and the exact one with a search fallback.
+CELL_KINDS = (*KINDS, "recovery")
 
 
 def cumulative_costs(costs: np.ndarray) -> np.ndarray:

@@ -48,14 +48,13 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from camdf.costs import REGIMES
 from camdf.costs.measured import MeasuredRegime
 from camdf.costs.tokens import count_tokens, tool_definition
 from camdf.data.model import Domain
 
 #: Significant decimals (of the binary mantissa) of every dispersed cost c_j(d) (see :func:`disperse`).
 COST_DIGITS = 12
-#: The regimes computed here; the measured ones come with ``measures`` (declared by the integrations).
-REGIMES = ("uniform", "schema_tokens", "runtime_tokens", "tiers", "catalog", "permuted")
 #: Regimes whose base costs are the costs themselves (in their own unit), never dispersed to mean 1.
 UNSCALED = ("runtime_tokens",)
 

@@ -25,7 +25,7 @@ from camdf.core.reliability import calibration_rows, fold_calibrations
 from camdf.core.folds import fold_ids
 from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
-from camdf.core.payoff import prefix_payoffs
+from camdf.core.payoff import CELL_KINDS, prefix_payoffs
 from camdf.core.recovery import Search, recovery_outcomes, recovery_prefix_payoffs
 from camdf.core.sets import set_cost, set_partial, set_success
 from camdf.policies import CARDS, StateBatch, make_policy, own_dials
@@ -36,8 +36,6 @@ OUTCOME_COLUMNS = (
 #: The columns the recovery payoff adds (:mod:`camdf.core.recovery`): a search round was paid, it recovered
 #: the task, and the tools it loaded; ``n_exposed`` stays the preloaded tools and ``cost`` includes the search.
 RECOVERY_COLUMNS = ("searched", "recovered", "loaded")
-#: The payoff kinds a cell evaluates: the exact and partial payoffs, and the exact one with a search fallback.
-CELL_KINDS = ("exact", "partial", "recovery")
 
 
 @dataclass

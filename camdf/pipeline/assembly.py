@@ -12,9 +12,7 @@ import pandas as pd
 from camdf.core.folds import assign_folds
 from camdf.core.instances import Instances, build_instances
 from camdf.data import read_domain
-from camdf.data.model import Domain
-
-LABEL_SOURCES = ("data", "annotated", "partial")
+from camdf.data.model import CELL_LABEL_SOURCES, Domain
 
 
 @dataclass
@@ -44,8 +42,8 @@ def required_sets(domain: Domain, label_source: str) -> tuple[dict, dict]:
     task has it (the gold-action annotation), with no alternatives; ``partial``
     uses the ``data`` sets but trains on partial-payoff labels (see :func:`run_cell`).
     """
-    if label_source not in LABEL_SOURCES:
-        raise ValueError(f"label_source: expected one of {LABEL_SOURCES}, got {label_source!r}")
+    if label_source not in CELL_LABEL_SOURCES:
+        raise ValueError(f"label_source: expected one of {CELL_LABEL_SOURCES}, got {label_source!r}")
     req, alts = {}, {}
     for t in domain.tasks:
         if label_source == "annotated" and "annotated_required" in t.meta:

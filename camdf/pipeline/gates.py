@@ -45,7 +45,7 @@ from camdf.pipeline.refusals import ConfigError, _shown, get_dotted
 HYDRA_TARGETS = (
     "camdf.pipeline.sweeps.CheckSweep",
     "camdf.pipeline.sweep_run.SweepRun",
-    "camdf.pipeline.scores_stage.PrintQualityTable",
+    "camdf.pipeline.sweep_run.PrintQualityTable",
     "hydra._internal.core_plugins.basic_launcher.BasicLauncher",
     "hydra._internal.core_plugins.basic_sweeper.BasicSweeper",
     "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",

@@ -23,19 +23,17 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from camdf.core.payoff import KINDS
-from camdf.evaluation.cell import CELL_KINDS
-from camdf.costs.regimes import REGIMES
+from camdf.core.payoff import CELL_KINDS, KINDS
+from camdf.costs import REGIMES
 from camdf.data.io import DOMAIN_NAME
+from camdf.data.model import CELL_LABEL_SOURCES
 from camdf.integrations.registry import measured_regimes
-from camdf.pipeline.assembly import LABEL_SOURCES
 from camdf.pipeline.identity import CONF_DIR
 from camdf.pipeline.refusals import (  # noqa: F401  (ConfigError, _shown and the converters re-exported)
     BUILT_IN_CONVERTERS, MISSING, ConfigError, _shown, converters, get_dotted,
 )
-from camdf.policies import CARDS, methods
-from camdf.rankers.scoring import SCORERS
-from camdf.runtime.policy import policy_methods
+from camdf.policies import CARDS, methods, policy_methods
+from camdf.rankers import SCORER_FUNCTIONS
 
 PROTOCOLS = ("kfold", "split", "group")
 #: Every cost regime a config may name: the computed ones and the integrations' measured ones.
@@ -203,7 +201,7 @@ def count(lo: int) -> Number:
 
 CELL = {
     "domain.name": plain_name,
-    "scorer.name": OneOf(tuple(SCORERS)),
+    "scorer.name": OneOf(tuple(SCORER_FUNCTIONS)),
     "cost.regime": OneOf(COST_REGIMES),
     "cost.lam": LAM,
     "cost.d": Number(lo=0, hi=MAX_DISPERSION),
@@ -215,7 +213,7 @@ CELL = {
     "search.aware": flag,
     "seed": SEED,
     "label_noise": Number(lo=0, hi=1, hi_open=True),
-    "label_source": OneOf(LABEL_SOURCES),
+    "label_source": OneOf(CELL_LABEL_SOURCES),
     "lambda_grid": ListOf(LAM),
     "folds.n_folds": count(2),
     "folds.protocol": OneOf(PROTOCOLS),

@@ -15,7 +15,7 @@ Outputs, each cached by content key (resolved config + code version + bytes of
   cost of every acquirable tool (:func:`camdf.costs.regimes.costs`).
 
 :func:`gather_quality` collects the quality records of many jobs into one
-frame and :class:`PrintQualityTable` prints the scorer x domain table at the end
+frame and :class:`camdf.pipeline.sweep_run.PrintQualityTable` prints the scorer x domain table at the end
 of a Hydra multirun.  ``python -m camdf.pipeline.scores_stage`` prints it from the cache.
 """
 
@@ -220,31 +220,6 @@ def gather_quality(
         _s=frame["scorer"].map({s: i for i, s in enumerate(sc_order)}),
     )
     return frame.sort_values(["_d", "_s"]).drop(columns=["_d", "_s"]).reset_index(drop=True)
-
-
-try:
-    from hydra.experimental.callback import Callback
-except ImportError:  # pragma: no cover - hydra is a dependency; keep the library importable without it
-    Callback = object  # type: ignore[assignment,misc]
-
-
-class PrintQualityTable(Callback):
-    """Hydra callback: print the scorer x domain quality table of a multirun's jobs at its end."""
-
-    def __init__(self) -> None:
-        self.records: list[dict[str, Any]] = []
-
-    def on_job_end(self, config, job_return, **kwargs) -> None:
-        try:
-            value = job_return.return_value
-        except Exception:  # a failed job: Hydra reports it; the table shows the jobs that finished
-            return
-        if isinstance(value, dict) and "scorer" in value:
-            self.records.append(value)
-
-    def on_multirun_end(self, config, **kwargs) -> None:
-        if self.records:
-            print("\n" + quality_table(pd.DataFrame(self.records)))
 
 
 def main(argv: list[str] | None = None) -> int:

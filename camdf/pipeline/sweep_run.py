@@ -250,3 +250,27 @@ class SweepRun(Callback):
             except Exception:  # noqa: BLE001  the store is gone as well: nothing left to mark
                 pass
             self.run_id = None
+
+
+class PrintQualityTable(Callback):
+    """Hydra callback of the scores stage (``conf/scores.yaml``): print the scorer x domain quality table of a
+    multirun's jobs at its end (:func:`camdf.pipeline.scores_stage.run_scores` returns each job's record)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def on_job_end(self, config, job_return, **kwargs) -> None:
+        try:
+            value = job_return.return_value
+        except Exception:  # a failed job: Hydra reports it; the table shows the jobs that finished
+            return
+        if isinstance(value, dict) and "scorer" in value:
+            self.records.append(value)
+
+    def on_multirun_end(self, config, **kwargs) -> None:
+        if self.records:
+            import pandas as pd
+
+            from camdf.rankers import quality_table
+
+            print("\n" + quality_table(pd.DataFrame(self.records)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from camdf.policies.registry import (
-    CARDS, FULL_ACCESS, NO_TOOLS, REFERENCE, Card, Dial, best_tuned_baseline, card, dial_specs, make_policy, methods, own_dials, register, registered, unregister,
+    CARDS, FULL_ACCESS, NO_TOOLS, REFERENCE, Card, Dial, best_tuned_baseline, card, dial_specs, make_policy, methods, own_dials, policy_methods, register, registered, unregister,
 )
 
 _LAZY = {"StateBatch": "camdf.policies.base", "StoppingRule": "camdf.policies.base"}

@@ -310,6 +310,11 @@ def methods(**facts: Any) -> tuple[str, ...]:
     return tuple(c.name for _, c in ranked if all(getattr(c, k) == v for k, v in facts.items()))
 
 
+def policy_methods() -> tuple[str, ...]:
+    """The rules a StopPolicy can be (shippable cards): the train stage fits each and ships the best out of fold."""
+    return methods(shippable=True)
+
+
 #: The card families of the rivals a result of ours is judged against: the paper's baselines and the field's peers.
 RIVAL_FAMILIES = ("baseline", "peer")
 

@@ -12,6 +12,17 @@ from __future__ import annotations
 
 import importlib
 
+#: Scorer name -> ``"module:function"`` in this package; :data:`camdf.rankers.scoring.SCORERS` imports them.
+#: Named here without numpy or scikit-learn, so a config check reads the names in milliseconds.
+SCORER_FUNCTIONS = {
+    "bm25": "lexical:score_bm25",
+    "dense": "dense:score_dense",
+    "supervised": "supervised:score_supervised",
+    "hybrid": "fusion:score_hybrid",
+    "prior": "supervised:score_prior",
+    "noisy_oracle": "oracle:score_noisy_oracle",
+    "pairwise": "pairwise:score_pairwise",
+}
 _EXPORTS = {
     "SCORERS": "scoring", "score_domain": "scoring", "scorer_params": "scoring",
     "METRICS": "quality", "per_task_quality": "quality", "quality_table": "quality", "ranking_quality": "quality",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 
@@ -11,22 +12,11 @@ import pandas as pd
 from camdf.data.model import Domain
 from camdf.core.folds import fold_ids
 from camdf.rankers.problem import VIEW, Problem, is_learned, long_frame, rank_matrix
-from camdf.rankers.dense import score_dense
-from camdf.rankers.fusion import score_hybrid
-from camdf.rankers.lexical import score_bm25
-from camdf.rankers.oracle import score_noisy_oracle
-from camdf.rankers.pairwise import score_pairwise
-from camdf.rankers.supervised import score_prior, score_supervised
+from camdf.rankers import SCORER_FUNCTIONS
 
-SCORERS = {
-    "bm25": score_bm25,
-    "dense": score_dense,
-    "supervised": score_supervised,
-    "hybrid": score_hybrid,
-    "prior": score_prior,
-    "noisy_oracle": score_noisy_oracle,
-    "pairwise": score_pairwise,
-}
+#: Scorer name -> its function (:data:`camdf.rankers.SCORER_FUNCTIONS`).
+SCORERS = {name: getattr(importlib.import_module(f"camdf.rankers.{ref.partition(':')[0]}"), ref.partition(':')[2])
+           for name, ref in SCORER_FUNCTIONS.items()}
 COMMON = ("cache_dir", "random_state")
 
 

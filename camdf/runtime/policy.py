@@ -24,18 +24,12 @@ from camdf.core.features import state_features
 from camdf.core.instances import Instances
 from camdf.core.membership import MembershipModel, cross_fit
 from camdf.common.dials import dial_names
-from camdf.policies import StateBatch, card, make_policy, methods, own_dials
+from camdf.policies import StateBatch, card, make_policy, methods, own_dials, policy_methods  # noqa: F401 (re-exported)
 from camdf.policies.base import check_fitted
 from camdf.policies.plain import task_positions
 from camdf.runtime import tracing
 from camdf.runtime.door import FrontDoor
 from camdf.runtime.requests import Request, Selection
-
-
-def policy_methods() -> tuple[str, ...]:
-    """The rules a StopPolicy can be (shippable cards): the train stage fits each and ships the best out of fold."""
-    return methods(shippable=True)
-
 
 
 class StopPolicy(BaseEstimator):

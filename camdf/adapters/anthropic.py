@@ -91,7 +91,7 @@ class ToolSearch(SearchBackend):
         self.search_k = search_k
         self._last: tuple[list, list, list[dict]] | None = None
 
-    def _plains(self, tools: Sequence[dict]) -> list[dict]:
+    def _cached_plains(self, tools: Sequence[dict]) -> list[dict]:
         """:func:`_plains`, kept for the last list: a conversation sends the same tools on every turn, and reading
         and checking 2,000 tools costs tens of milliseconds. The list is read again unless every tool is the same
         object with the same name, description and schema objects (a C-level comparison, well under a millisecond)."""
@@ -117,7 +117,7 @@ class ToolSearch(SearchBackend):
         """The request's tools: the search tool, then ``tools`` with ``defer_loading: true`` except ``preload`` and
         ``always_include``. With ``task`` and a policy that defers: its preloaded tools are not deferred either
         (every tool is loaded when it fails: fail open). A ``preload`` name not among ``tools`` is a ValueError."""
-        plain = self._plains(tools)
+        plain = self._cached_plains(tools)
         named = {t["name"] for t in plain}
         missing = [n for n in self.preload if n not in named]
         if missing:
@@ -154,7 +154,7 @@ class ToolSearch(SearchBackend):
             raise ValueError(f"tool_use: expected a tool_use block calling {self.name!r}")
         query = (block.get("input") or {}).get("query")
         query = query if isinstance(query, str) else ""
-        plain = self._plains(tools)
+        plain = self._cached_plains(tools)
         up_front = self.up_front
         found: Sequence[str] | None = None
         if task is not None:

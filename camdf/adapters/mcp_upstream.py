@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
-from camdf.runtime.tooltext import check_tool, describe_tool
+from camdf.runtime.tooltext import check_tools, describe_tool
 
 #: What the SDK's stdio transport logs (with a traceback) for each stdout line that is not JSON-RPC; the proxy
 #: reports such a line itself, naming the upstream.
@@ -100,19 +100,12 @@ async def open_upstream(up: Upstream, stack: AsyncExitStack, env: dict[str, str]
 
 
 def check_names(up: Upstream, tools: Sequence[types.Tool]) -> None:
-    """Raise UpstreamError naming the upstream and the position of a tool with an empty or a repeated name."""
-    seen: dict[str, int] = {}
-    for i, tool in enumerate(tools):
-        if not tool.name.strip():
-            raise UpstreamError(f"{up.label}: lists a tool with an empty name (tools[{i}])")
-        if tool.name in seen:
-            raise UpstreamError(f"{up.label}: lists the tool {tool.name!r} twice (tools[{seen[tool.name]}] and "
-                                f"tools[{i}])")
-        try:  # its schema: an object's
-            check_tool(i, tool, describe_tool(tool), {})
-        except ValueError as err:
-            raise UpstreamError(f"{up.label}: {err}") from None
-        seen[tool.name] = i
+    """Raise UpstreamError naming the upstream and the position of a tool the clients could not call: an empty or a
+    repeated name, a schema that is not an object's (:func:`camdf.runtime.tooltext.check_tools`, as every adapter)."""
+    try:
+        check_tools(tools, [describe_tool(tool) for tool in tools])
+    except ValueError as err:
+        raise UpstreamError(f"{up.label}: lists {err}") from None
 
 
 def _start_failure(up: Upstream, err: Exception, call_timeout: float) -> str:

@@ -10,10 +10,11 @@
 - **Fan-out**: a local launcher's worker processes (``hydra.launcher.n_jobs`` of the joblib launcher,
   ``hydra/launcher=parallel``) at most this machine's cores (:func:`check_fanout`): ``n_jobs=100000`` had
   spawned 526 processes and 12 GB in 97 s. A cluster launcher's sizes are the cluster's to bound.
-- **Memory**: each stage job caps its own data memory (``RLIMIT_DATA``: heap and private mappings) at its share of
-  the machine, its physical memory over the local launcher's workers (:func:`cap_memory`, called by the stages'
-  boundary as a job starts, in the worker that runs it), so a cell that outgrows its share fails alone with one
-  line instead of the machine swapping or the kernel killing another worker; ``CAMDF_WORKER_MEMORY_MB`` lowers it.
+- **Memory**: each stage job is held to its share of the machine, its physical memory over the local launcher's
+  workers (:func:`cap_memory`, called by the stages' boundary as a job starts, in the worker that runs it): a
+  watchdog thread reads the job's resident memory and stops the job once it passes the share, so a cell that
+  outgrows it fails alone with one line instead of the machine swapping or the kernel killing another worker;
+  ``CAMDF_WORKER_MEMORY_MB`` lowers it.
 """
 
 from __future__ import annotations
@@ -111,14 +112,23 @@ def cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _n_jobs(launcher: object) -> int | None:
+    """A joblib launcher's ``n_jobs`` (a resolved ``hydra.launcher`` node) when it is a usable count (a non-zero
+    integer; -1: every core); None for another launcher or another value."""
+    if not isinstance(launcher, dict) or launcher.get("_target_") != JOBLIB:
+        return None
+    n = launcher.get("n_jobs")
+    return None if isinstance(n, bool) or not isinstance(n, int) or n == 0 else n
+
+
 def check_fanout(launcher: object) -> None:
     """Refuse a joblib launcher (a resolved ``hydra.launcher`` node) asking for more worker processes than
     :func:`cores` (or for none)."""
     if not isinstance(launcher, dict) or launcher.get("_target_") != JOBLIB:
         return
-    n, limit = launcher.get("n_jobs"), cores()
-    if isinstance(n, bool) or not isinstance(n, int) or n == 0 or not -limit <= n <= limit:
-        raise ConfigError("hydra.launcher.n_jobs", n,
+    n, limit = _n_jobs(launcher), cores()
+    if n is None or not -limit <= n <= limit:
+        raise ConfigError("hydra.launcher.n_jobs", launcher.get("n_jobs"),
                           f"1 to {limit} worker processes (this machine's cores; more only wait for a core, each "
                           f"holding a cell in memory) or -1 for every core")
 
@@ -131,10 +141,8 @@ def workers(launcher: object) -> int:
     """The worker processes a (resolved) ``hydra.launcher`` node runs on this machine at once: the joblib
     launcher's ``n_jobs`` (-1: every core), else 1 (Hydra's basic launcher runs one job at a time; a cluster's
     jobs run elsewhere)."""
-    if not isinstance(launcher, dict) or launcher.get("_target_") != JOBLIB:
-        return 1
-    n = launcher.get("n_jobs")
-    if isinstance(n, bool) or not isinstance(n, int) or n == 0:
+    n = _n_jobs(launcher)
+    if n is None:
         return 1
     return cores() if n < 0 else min(n, cores())
 

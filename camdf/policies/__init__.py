@@ -28,5 +28,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'camdf.policies' has no attribute {name!r}")
 
 
-__all__ = ["CARDS", "Card", "Dial", "FAMILY", "best_tuned_baseline", "FULL_ACCESS", "NO_TOOLS", "REFERENCE", "METHODS", "ORACLES", "REGISTRY", "StateBatch",
+__all__ = ["CARDS", "Card", "Dial", "FAMILY", "best_tuned_baseline", "policy_methods", "FULL_ACCESS", "NO_TOOLS", "REFERENCE", "METHODS", "ORACLES", "REGISTRY", "StateBatch",
            "StoppingRule", "card", "dial_specs", "make_policy", "methods", "own_dials", "register", "registered", "unregister"]

@@ -14,7 +14,7 @@ from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.a26 import MISS_LEVEL
 from camdf.reporting.tables.grid import grid_long, grids_equal
-from camdf.reporting.tables.notes import best_tuned_baseline, ours_deployable
+from camdf.reporting.tables.notes import baseline_of, ours_deployable
 from camdf.reporting.verdicts import wording
 
 
@@ -47,7 +47,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
             r = main_cell(evidence.main, "ours vs baselines", scorer)
         except LookupError:
             continue
-        base, ours = best_tuned_baseline(r), ours_deployable(r)
+        base, ours = baseline_of(r), ours_deployable(r)
         if base is None or not ours:
             continue
         top = max(ours, key=lambda m: r[f"m:{m}/payoff_mean"])

@@ -233,8 +233,8 @@ def check_tool(i: int, tool: Any, plain: dict | None, seen: dict[str, int]) -> N
     name -> position, updated), or a schema that is not a JSON schema of an object (providers take only
     ``{"type": "object", ...}`` for a function's parameters). ``plain``: the tool's :func:`describe_tool`; None (no
     name at all, such as a provider's built-in ``{"type": "web_search"}``) is the caller's to pass on or refuse."""
-    if plain is None:
-        spec = _dict_spec(tool) if isinstance(tool, dict) else {}
+    if plain is None:  # a name that is there (a dict's key, an object's attribute) but empty or not a string
+        spec = _dict_spec(tool) if isinstance(tool, dict) else {"name": tool.name} if hasattr(tool, "name") else {}
         if "name" in spec:
             raise ValueError(f"tools[{i}]: expected a tool name (a non-empty string), got {spec['name']!r:.80}")
         return

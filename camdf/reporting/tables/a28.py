@@ -18,7 +18,7 @@ from camdf.reporting.figures import log_x_panels_png
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import Figure, TableSpec
-from camdf.reporting.tables.notes import MDD_NOTE, best_tuned_baseline, ci_text
+from camdf.reporting.tables.notes import MDD_NOTE, baseline_of, ci_text
 from camdf.reporting.verdicts import Comparison, Judge, direction, reason
 
 #: Rules a catalog cell does not run, and why (named in the table, never dropped silently). Empty: every rule
@@ -47,11 +47,6 @@ def best_ours(run: pd.Series) -> str | None:
     return best_of(run, lambda m: m in FAMILY)
 
 
-def best_baseline(run: pd.Series) -> str | None:
-    """The cell's best tuned baseline (:func:`camdf.reporting.tables.notes.best_tuned_baseline`)."""
-    return best_tuned_baseline(run)
-
-
 def coverage_at(run: pd.Series, k: float) -> float:
     """BoR's coverage@k (G_x inside the top k) at a real k: linear between the logged integer depths (k >= 1)."""
     depths = sorted(int(c.rsplit("_", 1)[1]) for c in run.index
@@ -64,7 +59,7 @@ def coverage_at(run: pd.Series, k: float) -> float:
 
 def ours_vs_baseline(judge: Judge, run: pd.Series) -> tuple[str, str, Comparison] | None:
     """(best of ours, best tuned baseline, ours minus baseline) of one cell; None without both."""
-    ours, base = best_ours(run), best_baseline(run)
+    ours, base = best_ours(run), baseline_of(run)
     if ours is None or base is None:
         return None
     try:

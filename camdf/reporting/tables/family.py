@@ -9,7 +9,7 @@ from camdf.reporting.evidence import Evidence
 from camdf.reporting.report import Report
 from camdf.policies import methods
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import MDD_NOTE, best_tuned_baseline, ci_text, mdd_text
+from camdf.reporting.tables.notes import MDD_NOTE, baseline_of, ci_text, mdd_text
 from camdf.reporting.verdicts import RULE_TEXT, direction, fits_text, wording
 
 
@@ -27,7 +27,7 @@ def family_verdict(evidence: Evidence, main: dict) -> Report:
         raise LookupError("family verdict: no FINISHED main-cell run; run `experiment=table2` first")
     rows, directions = [], []
     for label, run in cells:
-        b = best_tuned_baseline(run)
+        b = baseline_of(run)
         if b is None:
             continue
         for m in family_main():

@@ -121,7 +121,7 @@ def fit_columns(evidence, run: pd.Series, method: str) -> dict[str, object]:
 
 
 
-def best_tuned_baseline(run: pd.Series) -> str | None:
+def baseline_of(run: pd.Series) -> str | None:
     """The cell's best tuned baseline (:func:`camdf.policies.best_tuned_baseline`, the one definition): the one its
     evaluation flagged (``is_best_baseline``, ties broken in the cell's method order), else picked from its logged
     payoffs; None without one."""

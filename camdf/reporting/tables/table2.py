@@ -11,7 +11,7 @@ from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import (
-    MDD_NOTE, NESTED_NOTE, best_tuned_baseline, diff_text, fit_columns, mdd_text, payoff_columns, protocol_note,
+    MDD_NOTE, NESTED_NOTE, baseline_of, diff_text, fit_columns, mdd_text, payoff_columns, protocol_note,
     vs_best_columns,
 )
 from camdf.reporting.verdicts import MOST_FITS, RULE_TEXT
@@ -26,7 +26,7 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     scorer = scorer or main["scorer"]
     run = main_cell(evidence.main, f"Table 2 ({scorer})", scorer)
     rows = []
-    best = best_tuned_baseline(run)
+    best = baseline_of(run)
     for m in methods_of(run):
         g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
         holm_p = g("p_holm_vs_ref")

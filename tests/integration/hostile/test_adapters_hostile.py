@@ -323,7 +323,7 @@ def test_a_hostile_upstream_is_one_line_naming_it_and_exit_2(tmp_path):
     (tmp_path / "garbage.py").write_text(GARBAGE)
     url = f"http://127.0.0.1:{_closed_port()}/mcp"
     cases = {  # upstream: what the one line must say
-        f"{sys.executable} {tmp_path / 'empty_name.py'}": r"empty_name\.py`: lists a tool with an empty name \(tools\[3\]\)",
+        f"{sys.executable} {tmp_path / 'empty_name.py'}": r"empty_name\.py`: lists tools\[3\]: expected a tool name \(a non-empty string\), got ''$",
         f"{sys.executable} {tmp_path / 'garbage.py'}": r"garbage\.py`: writes what is not JSON-RPC on its stdout .*'this is not json'",
         url: rf"upstream `{url}`: cannot reach {url}: connection refused$",
     }

@@ -270,7 +270,7 @@ def test_the_same_tools_are_read_once_and_a_changed_tool_is_read_again():
     call = {"type": "tool_use", "id": "toolu_x", "name": SEARCH_TOOL, "input": {"query": SEARCH_QUERY}}
     tools = [dict(t) for t in TOOLS]
     first = search.result(call, tools)
-    assert search._plains(tools) is search._plains(tools)  # kept
+    assert search._cached_plains(tools) is search._cached_plains(tools)  # kept
     assert search.result(call, tools) == first
     renamed = next(r["tool_name"] for r in first["content"])
     at = next(i for i, t in enumerate(tools) if t["name"] == renamed)

@@ -7,8 +7,7 @@ import pytest
 
 from camdf.evaluation.summary import summarize_cell
 from camdf.policies import best_tuned_baseline
-from camdf.reporting.tables.a28 import best_baseline
-from camdf.reporting.tables.notes import best_tuned_baseline as table2_baseline
+from camdf.reporting.tables.notes import baseline_of
 
 
 def _cell(pays: dict[str, float]) -> pd.Series:
@@ -28,7 +27,7 @@ def test_every_place_names_the_same_best_tuned_baseline(pays, best):
     run = _cell(pays)
     flagged = [m for m in pays if run.get(f"m:{m}/is_best_baseline") == 1.0]
     assert flagged == [best]
-    assert best_tuned_baseline(pays) == table2_baseline(run) == best_baseline(run) == best
+    assert best_tuned_baseline(pays) == baseline_of(run) == best
     assert "m:camdf/diff_vs_best_baseline" in run  # the family verdict's differences are against it
 
 

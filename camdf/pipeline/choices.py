@@ -129,6 +129,10 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
              and not is_group(o.key_or_group)]
     if not plain:
         return
+    from camdf.pipeline.preflight import composed_whole
+
+    if not any(o.is_add() or o.is_force_add() for o in plain) and composed_whole(config_name, args):
+        return  # every plain key composed (Hydra refuses one the config lacks): no second composition
     choices = []
     for o in overrides:
         if is_group(o.key_or_group) and not o.is_delete():

@@ -16,10 +16,9 @@ DOMAIN_INPUT_KEYS = ("source", "inputs", "converter", "packages", "make_data", "
 
 
 #: The top-level config keys that define a cell: every one is hashed into its key (:func:`cell_config`).
-CELL_KEYS = ("domain", "scorer", "cost", "method", "payoff", "seed", "label_noise", "folds", "stats", "label_source",
-             "candidates", "list_cost", "lambda_grid", "transfer")
-#: The top-level keys that do not define a cell, each with why; a key in neither tuple fails
-#: tests/unit/pipeline/test_identity.py, so a new setting is never silently left out of the key.
+#: The top-level keys that do not define a cell, each with why. Every other key of a cell's config does (the key is
+#: opt-out: a new setting is in it unless named here; tests/unit/pipeline/test_identity.py changes every defining
+#: leaf of every experiment's config and sees the cell config change).
 NOT_CELL_KEYS = {
     "paths": "where files go, not what is computed",
     "tracking": "which store records the cell",
@@ -35,9 +34,10 @@ def _without_inputs(domain: Any) -> Any:
 
 
 def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The part of a resolved config that defines a cell (what the cell key hashes): :data:`CELL_KEYS`, a domain's
-    input locations left out (their bytes stand for them), and ``search`` where the payoff reads it."""
-    out = {k: cfg[k] for k in CELL_KEYS if k in cfg}
+    """The part of a resolved config that defines a cell (what the cell key hashes): every key but
+    :data:`NOT_CELL_KEYS`, a domain's input locations left out (their bytes stand for them), and ``search`` where
+    the payoff reads it."""
+    out = {k: v for k, v in cfg.items() if k not in NOT_CELL_KEYS}
     if "domain" in out:
         out["domain"] = _without_inputs(out["domain"])
     if isinstance(out.get("transfer"), dict) and isinstance(out["transfer"].get("domains"), dict):

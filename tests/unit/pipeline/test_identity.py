@@ -47,19 +47,57 @@ def test_what_the_cell_computes_still_changes_its_config():
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 
 
+def _leaves(node, prefix=""):
+    """(dotted key, value) of every leaf of a resolved config (a list is one leaf)."""
+    for key, value in node.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            yield from _leaves(value, f"{name}.")
+        else:
+            yield name, value
+
+
+def _changed(value):
+    """Another value of the same kind."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, list):
+        return [*value, "x"]
+    return "x" if value is None else None
+
+
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
-def test_every_top_level_key_is_in_the_cell_key_or_named_as_not_defining_it(experiment):
-    """No setting is silently left out of the key: every top-level key an experiment's cell composes is one of
-    CELL_KEYS (hashed) or NOT_CELL_KEYS (with its reason). ``lambda_grid`` was in neither: changing it reused old
-    runs of camdf_lambda."""
-    from camdf.pipeline.identity import CELL_KEYS, NOT_CELL_KEYS
+def test_every_defining_leaf_changes_the_cell_config(experiment):
+    """The cell key is opt-out: changing any leaf of an experiment's composed cell config outside NOT_CELL_KEYS and
+    the domain's input locations changes what the key hashes (``lambda_grid`` was once left out of an opt-in list:
+    changing it reused old runs of camdf_lambda)."""
+    import copy
+
+    from camdf.pipeline.identity import DOMAIN_INPUT_KEYS, NOT_CELL_KEYS
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cfg = compose(config_name="evaluate", overrides=[f"experiment={experiment}", "paths.root_dir=/r"])
-    unclassified = set(cfg.keys()) - set(CELL_KEYS) - set(NOT_CELL_KEYS)
-    assert not unclassified, f"experiment={experiment}: {sorted(unclassified)} neither define the cell nor say why not"
-
-
+        cfg = OmegaConf.to_container(compose(config_name="evaluate", overrides=[f"experiment={experiment}",
+                                                                                   "paths.root_dir=/r"]), resolve=True)
+    base = cell_config(cfg)
+    checked = 0
+    for key, value in _leaves(cfg):
+        top, *rest = key.split(".")
+        inputs = (top == "domain" and rest and rest[0] in DOMAIN_INPUT_KEYS) or \
+            (top == "transfer" and rest[:1] == ["domains"] and len(rest) > 2 and rest[2] in DOMAIN_INPUT_KEYS)
+        if top in NOT_CELL_KEYS or inputs:  # where a domain's input lives: its data's bytes stand for it
+            continue
+        other = copy.deepcopy(cfg)
+        node = other
+        for part in key.split(".")[:-1]:
+            node = node[part]
+        node[key.split(".")[-1]] = _changed(value)
+        assert cell_config(other) != base, f"experiment={experiment}: changing {key} leaves the cell key as it was"
+        checked += 1
+    assert checked > 20  # the domain, scorer, cost, method, folds and stats settings at least
 @pytest.mark.parametrize("override", ["lambda_grid=[0.05,0.1]", "+transfer.max_tasks=10"])
 def test_a_setting_a_rule_reads_changes_the_cell_config(override):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):

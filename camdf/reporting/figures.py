@@ -17,11 +17,42 @@ _SPARE = ["#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7
 _SPARE_MARKERS = ["o", "v", "^", "<", ">", "s", "D", "P", "X"]
 
 
+def figure_problems(fig) -> list[str]:
+    """What a reader would miss in ``fig``: a title (the figure's or its panels'), an x label on every panel that
+    holds data, a y label (or named y ticks) on at least one, and a legend entry for every labelled line, point
+    or bar (a label starting with ``_`` is matplotlib's "no legend"). Empty when nothing is missing."""
+    problems = []
+    panels = [ax for ax in fig.axes if ax.get_visible() and getattr(ax, "_colorbar", None) is None  # (has a label)
+              and (ax.lines or ax.collections or ax.images or ax.patches)]
+    suptitle = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    if not suptitle.strip() and not any(ax.get_title().strip() for ax in panels):
+        problems.append("no title")
+    for ax in panels:
+        if not ax.get_xlabel().strip():
+            problems.append(f"panel {ax.get_title()!r} has no x label")
+    named_rows = [any(c.isalpha() for t in ax.get_yticklabels() for c in t.get_text()) for ax in panels]
+    if panels and not any(ax.get_ylabel().strip() or rows for ax, rows in zip(panels, named_rows)):
+        problems.append("no y label")  # named y ticks (a dot plot's rows) stand for one
+    named = {t.get_text() for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if legend is not None
+             for t in legend.get_texts()}
+    for ax in panels:
+        for artist in [*ax.lines, *ax.collections, *ax.containers]:
+            label = str(artist.get_label() or "")
+            if label and not label.startswith("_") and label not in named:
+                problems.append(f"{label!r} is drawn but not in a legend")
+    return sorted(set(problems))
+
+
 def png_bytes(fig, rect=None) -> bytes:
     """``fig`` laid out (``tight_layout``, within ``rect`` when given), as PNG bytes without the software stamp (so
-    the same figure gives the same bytes), and closed."""
+    the same figure gives the same bytes), and closed. A figure with a :func:`figure_problems` is refused
+    (ValueError): every figure the project draws has a title, labelled axes and a legend naming its lines."""
     import matplotlib.pyplot as plt
 
+    problems = figure_problems(fig)
+    if problems:
+        plt.close(fig)
+        raise ValueError("figure: " + "; ".join(problems))
     fig.tight_layout(**({} if rect is None else {"rect": rect}))
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"Software": None})

@@ -195,9 +195,10 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
         written.append(Path(readme))
     if figures or reports:
         files = {f"figures/{k}": v for k, v in figures.items()}
-        for report in reports:  # every table (the claims table among them) as markdown and CSV
+        for report in reports:  # every table (the claims table among them) as markdown, CSV and HTML
             files[f"tables/{report.name}.md"] = report.to_markdown().encode()
             files[f"tables/{report.name}.csv"] = report.to_csv().encode()
+            files[f"tables/{report.name}.html"] = report.to_html().encode()  # the UI renders it whole
         # One tables run per code version, updated by each build at that version (not one per build).
         with tracker.kind_run("tables", f"tables {stamp or ''}".strip(),
                               {"code_version": str(stamp or "unversioned")}, same=("code_version",)) as run:

@@ -1,4 +1,5 @@
-"""One table object rendered three ways: markdown for the README, CSV for machines, LaTeX for papers.
+"""One table object rendered four ways: markdown for the README, CSV for machines, LaTeX for papers, HTML for the
+MLflow UI (its artifact pane renders an HTML file whole, where a markdown table showed 3 of 22 rows).
 
 A :class:`Report` holds a DataFrame of already-formatted cells plus which column's
 best value to bold and which cells to mark as significant; rendering is pure
@@ -93,6 +94,23 @@ class Report:
             lines.append(" & ".join([esc(idx), *(c if c.startswith("\\textbf") else esc(c) for c in row)]) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}", f"\\label{{tab:{self.name}}}", r"\end{table}"]
         return "\n".join(lines) + "\n"
+
+    def to_html(self) -> str:
+        """A standalone page: the title, every row (bold best values, † marks) and the note, each cell escaped."""
+        import html
+
+        cells = self._cells("\x00{}\x01", " \u2020")
+        esc = lambda v: html.escape(str(v)).replace("\x00", "<b>").replace("\x01", "</b>")  # noqa: E731
+        head = "".join(f"<th>{esc(c)}</th>" for c in [self.frame.index.name or "", *cells.columns])
+        rows = "\n".join("<tr>" + f"<th>{esc(idx)}</th>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>"
+                         for idx, row in cells.iterrows())
+        style = ("body{font-family:sans-serif;font-size:13px} table{border-collapse:collapse} "
+                 "th,td{border:1px solid #ccc;padding:3px 6px;text-align:right} th{background:#f4f4f4} "
+                 "tr>th:first-child{text-align:left}")
+        note = f"<p>{esc(self.note)}</p>" if self.note else ""
+        return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{esc(self.title)}</title>"
+                f"<style>{style}</style></head>\n<body><h3>{esc(self.title)}</h3>\n<table>\n<tr>{head}</tr>\n{rows}\n"
+                f"</table>\n{note}\n</body></html>\n")
 
     def to_csv(self) -> str:
         return self.frame.to_csv(float_format=f"%.{max(self.digits, 6)}g", lineterminator="\n")

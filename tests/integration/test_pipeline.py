@@ -103,7 +103,7 @@ def check_smoke_store(tmp_path: Path, out: Path, data_dir: Path, reference: dict
     exp = client.get_experiment_by_name("camdf")
     (tables_run,) = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("kind") == "tables"]
     logged = {a.path for a in client.list_artifacts(tables_run.info.run_id, "tables")}
-    assert {"tables/claims.md", "tables/table2.md", "tables/a18.csv"} <= logged
+    assert {"tables/claims.md", "tables/table2.md", "tables/table2.html", "tables/a18.csv"} <= logged
     _results_check_recomputes_the_numbers(tmp_path, out, data_dir)
     again = _run(["pipelines.evaluate", "-m", "experiment=smoke"], out, data_dir)
     assert again.stdout.count("reused FINISHED run") == 4

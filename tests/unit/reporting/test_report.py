@@ -49,3 +49,18 @@ def test_select_keeps_the_latest_run_per_cell_key():
     })
     assert select(runs, cost__lam=0.12)["run_id"].tolist() == ["r2"]
     assert select(runs, missing__param=1).empty
+
+
+def test_html_holds_every_row_escaped_with_bold_and_marks():
+    """The MLflow UI's artifact pane showed 3 of Table 2's 22 rows of markdown; the HTML page holds them all."""
+    import re
+
+    frame = pd.DataFrame({"payoff": [0.1 * i for i in range(22)], "tools": [f"<{i}> & more" for i in range(22)]},
+                         index=pd.Index([f"method_{i}" for i in range(22)], name="method"))
+    marks = pd.DataFrame(False, index=frame.index, columns=frame.columns)
+    marks.iloc[3, 0] = True
+    page = Report("t", "Table <2>", frame, note="a & b", bold={"payoff": "max"}, marks=marks).to_html()
+    assert page.startswith("<!DOCTYPE html>") and "<title>Table &lt;2&gt;</title>" in page
+    assert len(re.findall(r"<tr><th>method_\d+</th>", page)) == 22
+    assert "<td><b>2.100</b></td>" in page and "<td>0.300 \u2020</td>" in page
+    assert "&lt;5&gt; &amp; more" in page and "<5>" not in page and "<p>a &amp; b</p>" in page

@@ -65,12 +65,14 @@ def test_an_unknown_dial_is_refused_with_its_name_and_the_rule(name, batches):
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_a_card_holds_what_its_rule_declares(name):
-    """The card's dials and kind are the class's (the lean loader reads the card without importing the rule)."""
+    """The card's dials, kind and deferring are the class's (the lean loader reads the card without importing the
+    rule)."""
     from camdf.policies import card
 
     rule = make_policy(name)
     assert card(name).dials == type(rule).dials  # name, range and default
     assert card(name).picks_prefix == type(rule).picks_prefix
+    assert card(name).defers == type(rule).defers  # a deferring rule's selection names the tools it defers
     params = rule.get_params()
     for dial in type(rule).dials:  # the dial's default is the rule's own
         assert params[dial.name] == dial.default and dial.check(dial.default) == dial.default

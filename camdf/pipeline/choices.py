@@ -129,9 +129,7 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
              and not is_group(o.key_or_group)]
     if not plain:
         return
-    from camdf.pipeline.preflight import composed_whole
-
-    if not any(o.is_add() or o.is_force_add() for o in plain) and composed_whole(config_name, args):
+    if not any(o.is_add() or o.is_force_add() for o in plain) and (config_name, tuple(args)) in composed_whole:
         return  # every plain key composed (Hydra refuses one the config lacks): no second composition
     choices = []
     for o in overrides:
@@ -156,6 +154,12 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
         if not add and optional:
             hint = f"an optional key: add it with +{key}=..."
         _refuse_key(f"{'+' if add else ''}{key}", f"no such config key ({hint})")
+
+
+#: (stage, command line) that :func:`camdf.pipeline.preflight.preflight` composed with every override (each sweep at
+#: its first value). Hydra refuses a key the config lacks unless ``+`` adds it, so each plain key of such a command
+#: line is a known one and :func:`check_keys` need not compose it again.
+composed_whole: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def _composed_keys(config_name: str, choices: list[str], conf_dir: Path) -> set[str] | None:

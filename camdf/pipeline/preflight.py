@@ -13,7 +13,7 @@ import sys
 from typing import Any, Sequence
 
 from camdf.pipeline.bounds import check_config_folders, check_fanout
-from camdf.pipeline.choices import hydra_overrides
+from camdf.pipeline.choices import composed_whole, hydra_overrides
 from camdf.pipeline.gates import (CONFIG_DIR_OPTIONS, GateError, _get, check_code, check_overrides, check_paths,
                                   check_writable)
 from camdf.pipeline.interpolation import as_hydra_runs, resolved_now
@@ -76,17 +76,6 @@ def _sweep_variants(parsed: Sequence[Any], groups: set[str]) -> list[list[str]]:
     return variants
 
 
-#: (stage, command line) whose overrides composed whole here, every sweep at its first value (:func:`composed_whole`).
-_COMPOSED: set[tuple[str, tuple[str, ...]]] = set()
-
-
-def composed_whole(config_name: str, argv: Sequence[str]) -> bool:
-    """Whether :func:`preflight` composed ``config_name`` with every override of ``argv`` (each sweep's first value):
-    Hydra refuses a key the config lacks unless ``+`` adds it, so each plain key of such a command line is a known
-    one and :func:`camdf.pipeline.choices.check_keys` need not compose again."""
-    return (config_name, tuple(argv)) in _COMPOSED
-
-
 def _compose(config_name: str, overrides: Sequence[str]):
     from hydra import compose, initialize_config_dir
 
@@ -135,7 +124,7 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> str | None
             cfg = _compose(config_name, first)
         except Exception:  # noqa: BLE001  not composable: Hydra's own run says why (nothing is instantiated)
             return None
-        _COMPOSED.add((config_name, tuple(args)))
+        composed_whole.add((config_name, tuple(args)))  # check_keys need not compose it again
         multirun = any(a in ("-m", "--multirun") for a in args) or \
             str(OmegaConf.select(cfg, "hydra.mode", default=None, throw_on_resolution_failure=False)) == "MULTIRUN"
         output_dir = _check_composed(cfg, multirun)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from camdf.policies.registry import (
-    CARDS, FULL_ACCESS, NO_TOOLS, REFERENCE, Card, Dial, best_tuned_baseline, card, dial_specs, make_policy, methods, own_dials, policy_methods, register, registered, unregister,
+    CARDS, FULL_ACCESS, NO_TOOLS, REFERENCE, Card, Dial, best_tuned_baseline, camdf_family, card, dial_specs, make_policy, methods, oracles, own_dials, policy_methods, register, registered, unregister,
 )
 
 _LAZY = {"StateBatch": "camdf.policies.base", "StoppingRule": "camdf.policies.base"}
@@ -20,13 +20,13 @@ def __getattr__(name: str):
     if name in ("METHODS", "REGISTRY"):
         return methods() if name == "METHODS" else {n: CARDS[n].factory for n in methods()}
     if name == "ORACLES":
-        return methods(family="oracle")
-    if name == "FAMILY":  # the CAM-DF family: its rules and their ablations; every other deployable method is a baseline
-        return tuple(m for m in methods() if CARDS[m].family in ("camdf", "ablation"))
+        return oracles()
+    if name == "FAMILY":
+        return camdf_family()
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'camdf.policies' has no attribute {name!r}")
 
 
-__all__ = ["CARDS", "Card", "Dial", "FAMILY", "best_tuned_baseline", "policy_methods", "FULL_ACCESS", "NO_TOOLS", "REFERENCE", "METHODS", "ORACLES", "REGISTRY", "StateBatch",
+__all__ = ["CARDS", "Card", "Dial", "FAMILY", "best_tuned_baseline", "camdf_family", "oracles", "policy_methods", "FULL_ACCESS", "NO_TOOLS", "REFERENCE", "METHODS", "ORACLES", "REGISTRY", "StateBatch",
            "StoppingRule", "card", "dial_specs", "make_policy", "methods", "own_dials", "register", "registered", "unregister"]

@@ -310,6 +310,17 @@ def methods(**facts: Any) -> tuple[str, ...]:
     return tuple(c.name for _, c in ranked if all(getattr(c, k) == v for k, v in facts.items()))
 
 
+def oracles() -> tuple[str, ...]:
+    """The oracle methods (they read the task's required set: references, never deployable), as registered now."""
+    return methods(family="oracle")
+
+
+def camdf_family() -> tuple[str, ...]:
+    """The CAM-DF family: its rules and their ablations, as registered now; every other deployable method is a
+    baseline."""
+    return tuple(m for m in methods() if CARDS[m].family in ("camdf", "ablation"))
+
+
 def policy_methods() -> tuple[str, ...]:
     """The rules a StopPolicy can be (shippable cards): the train stage fits each and ships the best out of fold."""
     return methods(shippable=True)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from camdf.common.markdown import signed
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
-from camdf.policies import CARDS, FAMILY
+from camdf.policies import CARDS, camdf_family
 
 # One colour and one marker per method (its registry card, read when drawn), fixed by name so that a method
 # looks the same in every figure; a card without them gets a spare pair chosen by name.
@@ -115,7 +115,7 @@ def _point_style(method: str) -> tuple:
     """How :func:`payoff_vs_tools_png` draws ``method``: its family, whether it is ours (the CAM-DF family, its
     ablations apart), a set rule, an oracle, its colour, marker, legend label and matplotlib style."""
     family = _family(method)
-    ours = method in FAMILY and family != "ablation"  # the CAM-DF family (its ablations apart)
+    ours = method in camdf_family() and family != "ablation"  # the CAM-DF family (its ablations apart)
     colour, marker = method_style(method)
     is_set = not _card_fact(method, "picks_prefix", True)
     oracle = family == "oracle"

@@ -65,8 +65,8 @@ def _family(method: str) -> str | None:
     return CARDS[method].family if method in CARDS else None
 
 
-def _a27(method: str) -> bool:
-    """A set rule or one of the field's peers (A27's methods)."""
+def _beyond_paper(method: str) -> bool:
+    """A method the paper did not compare: a set rule or one of the field's peers (read off its card)."""
     return method in CARDS and (not CARDS[method].picks_prefix or CARDS[method].family == "peer")
 
 
@@ -185,12 +185,12 @@ def summarize_cell(
         others = [m for m in methods if m != reference]
         pvals = {m: sign_flip_test(payoff[m].to_numpy(), payoff[reference].to_numpy(),
                                    n_resamples=n_resamples, random_state=random_state).pvalue for m in others}
-        # Holm within two families of hypotheses: the paper's comparisons, and A27's (the set rules and the
-        # field's peers), so that adding A27's methods to a cell leaves the paper's adjusted p-values as they were.
-        baselines = [m for m in others if m not in oracles() and not _a27(m)]
+        # Holm within two families of hypotheses: the paper's comparisons, and those beyond it (the set rules and
+        # the field's peers), so that adding the latter to a cell leaves the paper's adjusted p-values as they were.
+        baselines = [m for m in others if m not in oracles() and not _beyond_paper(m)]
         adjusted = dict(zip(baselines, holm([pvals[m] for m in baselines]))) if baselines else {}
-        a27 = [m for m in others if m not in oracles() and _a27(m)]
-        adjusted.update(dict(zip(a27, holm([pvals[m] for m in a27]))) if a27 else {})
+        beyond = [m for m in others if m not in oracles() and _beyond_paper(m)]
+        adjusted.update(dict(zip(beyond, holm([pvals[m] for m in beyond]))) if beyond else {})
         for m in others:
             rows[m].update(
                 {
@@ -247,8 +247,9 @@ def summarize_cell(
     if "verified" in outcomes:
         # Agreement of the G_x proxy with verified sufficiency over every set any method exposed.
         # Counted over every (task, method, repeat) decision.
-        # The paper's decisions only: A27's methods (set rules, peers) are left out, so adding them keeps the counts.
-        paper = ~raw["method"].map(_a27).to_numpy(dtype=bool)
+        # The paper's decisions only: the methods beyond it (set rules, peers) are left out, so adding them keeps
+        # the counts.
+        paper = ~raw["method"].map(_beyond_paper).to_numpy(dtype=bool)
         proxy, ver = raw["success"].astype(bool)[paper], raw["verified"].astype(bool)[paper]
         metrics.update({"agreement/both": float((proxy & ver).sum()), "agreement/proxy_only": float((proxy & ~ver).sum()),
                         "agreement/verified_only": float((~proxy & ver).sum()),

@@ -10,9 +10,9 @@ import numpy as np
 
 from camdf.core.instances import Instances
 
-KINDS = ("exact", "partial")
+PAYOFF_KINDS = ("exact", "partial")
 #: The payoff kinds a cell evaluates: the exact and partial payoffs, and the exact one with a search fallback.
-CELL_KINDS = (*KINDS, "recovery")
+CELL_KINDS = (*PAYOFF_KINDS, "recovery")
 
 
 def cumulative_costs(costs: np.ndarray) -> np.ndarray:
@@ -35,8 +35,8 @@ def prefix_payoffs(inst: Instances, lam: float, kind: str = "exact") -> np.ndarr
     ndarray, shape (T, N + 1)
         ``U[i, t] = v_t - lam * C_t``; ``-inf`` at unreachable depths ``t > n[i]``.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    if kind not in PAYOFF_KINDS:
+        raise ValueError(f"kind: expected one of {PAYOFF_KINDS}, got {kind!r}")
     if not np.isfinite(lam) or lam < 0:
         raise ValueError(f"lam: must be a finite number >= 0, got {lam}")
     value = inst.success.astype(float) if kind == "exact" else inst.partial

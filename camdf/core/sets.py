@@ -37,9 +37,8 @@ from typing import Sequence
 import numpy as np
 
 from camdf.core.features import sufficiency_curve
+from camdf.core.payoff import PAYOFF_KINDS
 from camdf.core.instances import sufficient_sets  # noqa: F401  (defined beside Instances, which builds them)
-
-KINDS = ("exact", "partial")
 
 
 # ---------------------------------------------------------------- sufficient sets and outcomes
@@ -131,8 +130,8 @@ def set_payoffs(
     -------
     float, shape (..., T)
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    if kind not in PAYOFF_KINDS:
+        raise ValueError(f"kind: expected one of {PAYOFF_KINDS}, got {kind!r}")
     if not np.isfinite(lam) or lam < 0:
         raise ValueError(f"lam: must be a finite number >= 0, got {lam}")
     if kind == "exact":
@@ -219,7 +218,7 @@ def plugin_values(
         base, w = partial_weights(p, valid, partial)
         value = base + np.where(mask, w, 0.0).sum(axis=-1)
     else:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+        raise ValueError(f"kind: expected one of {PAYOFF_KINDS}, got {kind!r}")
     return np.asarray(coverage) * value - lam * set_cost(mask, costs)
 
 
@@ -336,8 +335,8 @@ def plugin_set(
     ndarray of bool, shape (T, N)
         The chosen mask; never exposes padding.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    if kind not in PAYOFF_KINDS:
+        raise ValueError(f"kind: expected one of {PAYOFF_KINDS}, got {kind!r}")
     if not np.isfinite(lam) or lam < 0:
         raise ValueError(f"lam: must be a finite number >= 0, got {lam}")
     p, costs, valid = np.asarray(p, dtype=float), np.asarray(costs, dtype=float), np.asarray(valid, dtype=bool)

@@ -16,7 +16,7 @@ from typing import Iterable
 import numpy as np
 
 from camdf.data.io import read_domain
-from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS, KINDS, Domain, Task, Tool
+from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS, TOOL_KINDS, Domain, Task, Tool
 
 SEPARATOR = "__"
 
@@ -36,7 +36,7 @@ def _pool(dom: Domain, data_dir: Path, sources: list[str], never: tuple[str, ...
     seen = {_signature(t) for t in dom.tools}
     pool: list[tuple[str, Tool]] = []
     for source in sources:
-        for tool in read_domain(data_dir / source, KINDS).tools:
+        for tool in read_domain(data_dir / source, TOOL_KINDS).tools:
             sig = _signature(tool)
             if tool.name in never or sig in seen:
                 continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS = ("read", "write", "generic")
+TOOL_KINDS = ("read", "write", "generic")
 DEFAULT_ACQUIRABLE_KINDS = ("read", "generic")
 #: Where a cell reads each task's required set (its ``label_source``; :func:`camdf.pipeline.assembly.required_sets`).
 CELL_LABEL_SOURCES = ("data", "annotated", "partial")

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from camdf.common.fingerprint import code_version, defining_package, hash_json, hash_paths, package_versions
 from camdf.data.filters import apply_where, check_where
 from camdf.data.io import CATALOG, TASKS, check_domain_name, remove_stale_temporaries, write_domain
-from camdf.data.model import KINDS, Domain
+from camdf.data.model import TOOL_KINDS, Domain
 from camdf.data.overview import render_report, summarize
 
 MANIFEST = "manifest.json"
@@ -205,8 +205,8 @@ def _task_filter(config: dict[str, Any], derived: bool) -> dict:
     before anything is converted."""
     where = check_where(config.get("where"))  # a bad filter is refused before anything is converted
     kinds = config.get("acquirable_kinds")
-    if kinds is not None and (not isinstance(kinds, (list, tuple)) or not set(map(str, kinds)) <= set(KINDS)):
-        raise ValueError(f"domain.acquirable_kinds: expected a list of tool kinds from {', '.join(KINDS)}, "
+    if kinds is not None and (not isinstance(kinds, (list, tuple)) or not set(map(str, kinds)) <= set(TOOL_KINDS)):
+        raise ValueError(f"domain.acquirable_kinds: expected a list of tool kinds from {', '.join(TOOL_KINDS)}, "
                          f"got {kinds!r}")
     keep = config.get("keep_non_executable", False)
     if not isinstance(keep, bool):

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from camdf.core.payoff import CELL_KINDS, KINDS
+from camdf.core.payoff import CELL_KINDS, PAYOFF_KINDS
 from camdf.costs import REGIMES
 from camdf.data.io import DOMAIN_NAME
 from camdf.data.model import CELL_LABEL_SOURCES
@@ -233,7 +233,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
                                     "folds.n_folds", "folds.protocol", "folds.group_by")} | {"random_state": SEED},
     "evaluate": CELL,
     # The shipped policy is fitted under the exact or partial payoff; a fallback-aware one is method fallback_set.
-    "train": CELL | {"payoff": OneOf(KINDS), "policy.method": OneOf(lambda: ("auto", *policy_methods())),
+    "train": CELL | {"payoff": OneOf(PAYOFF_KINDS), "policy.method": OneOf(lambda: ("auto", *policy_methods())),
                      "policy.candidates": ListOf(OneOf(policy_methods)),
                      "policy.lam_grid": Optional(ListOf(LAM)),
                      "policy.registered_name": Optional(plain_name), "policy.alias": plain_name},
@@ -241,7 +241,7 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
     "tables": {
         "main.domain": plain_name, "main.scorer": plain_name, "main.regime": OneOf(COST_REGIMES), "main.lam": LAM,
         "main.d": Number(lo=0, hi=MAX_DISPERSION), "main.seed": SEED, "main.table2_scorers": ListOf(plain_name),
-        "main.payoff": OneOf(KINDS), "main.protocol": OneOf(PROTOCOLS),
+        "main.payoff": OneOf(PAYOFF_KINDS), "main.protocol": OneOf(PROTOCOLS),
         "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
         **{f"main.{k}": ListOf(OneOf(methods)) for k in ("methods", "grid_methods", "noise_methods",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 #: JSON kinds and the Python types json.loads gives them (a bool is no integer or number here).
-KINDS = {"number": (int, float), "integer": (int,), "string": (str,), "boolean": (bool,), "list": (list,),
+JSON_TYPES = {"number": (int, float), "integer": (int,), "string": (str,), "boolean": (bool,), "list": (list,),
          "object": (dict,)}
 #: Bounds no model-folder number goes beyond (coefficients, costs, lambda): a larger one is refused.
 BIG = 1e9
@@ -72,7 +72,7 @@ def _methods() -> tuple[str, ...]:
 
 
 def _kinds() -> tuple[str, ...]:
-    from camdf.core.payoff import KINDS as PAYOFF_KINDS
+    from camdf.core.payoff import PAYOFF_KINDS
 
     return tuple(PAYOFF_KINDS)
 
@@ -165,7 +165,7 @@ def _check_value(f: Field, value: Any, where: str, fail: Callable[[str, str], No
         if not f.nullable:
             fail(where, f.expected())
         return False
-    if not isinstance(value, KINDS[f.kind]) or (isinstance(value, bool) and f.kind != "boolean"):
+    if not isinstance(value, JSON_TYPES[f.kind]) or (isinstance(value, bool) and f.kind != "boolean"):
         fail(where, f.expected())
     if f.kind in ("number", "integer"):
         if isinstance(value, float) and not math.isfinite(value):

@@ -26,7 +26,7 @@ from camdf.data.io.validate import (
     _SURROGATE_ESCAPE, _SURROGATE_EXPECTED, CATALOG, TASKS, DomainFormatError, _catalog_contents, _json_type,
     _lone_surrogate, _name, task_from_json,
 )
-from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS, KINDS, Domain, Task, Tool
+from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS, TOOL_KINDS, Domain, Task, Tool
 
 # Limits of the task format (docs/task-format.md, "Limits"); MAX_DEPTH and MAX_NUMBER_CHARS are the
 # untrusted-JSON guard's (camdf.common.jsonguard), shared with the runtime's request reader.
@@ -318,9 +318,9 @@ def read_domain(
     acquirable_kinds = tuple(acquirable_kinds)
     never_acquirable = tuple(never_acquirable)
     problems: list[str] = []
-    bad_kinds = [k for k in acquirable_kinds if k not in KINDS]
+    bad_kinds = [k for k in acquirable_kinds if k not in TOOL_KINDS]
     if bad_kinds:
-        raise ValueError(f"acquirable_kinds: unknown kind(s) {bad_kinds}, expected a subset of {list(KINDS)}")
+        raise ValueError(f"acquirable_kinds: unknown kind(s) {bad_kinds}, expected a subset of {list(TOOL_KINDS)}")
     try:
         is_dir = stat.S_ISDIR(os.stat(folder).st_mode)
     except OSError as err:

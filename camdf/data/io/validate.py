@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from camdf.data.model import KINDS, Task, Tool
+from camdf.data.model import TOOL_KINDS, Task, Tool
 
 CATALOG = "catalog.json"
 TASKS = "tasks.jsonl"
@@ -162,8 +162,8 @@ def _catalog_contents(doc: Any, path: Path, name: str, problems: list[str]) -> t
             problems.append(f"{where}: {label}: field `parameters` must be a JSON schema object")
             ok = False
         kind = raw.get("kind")
-        if not isinstance(kind, str) or kind not in KINDS:
-            problems.append(f"{where}: {label}: field `kind` must be one of {', '.join(KINDS)}, got {_show(kind)}")
+        if not isinstance(kind, str) or kind not in TOOL_KINDS:
+            problems.append(f"{where}: {label}: field `kind` must be one of {', '.join(TOOL_KINDS)}, got {_show(kind)}")
             ok = False
         cost = raw.get("cost")
         if cost is not None and not _positive_finite(cost):

@@ -31,7 +31,7 @@ from camdf.pipeline.identity import cell_key, cell_name, code_stamp, data_finger
 from camdf.pipeline.transfer import leaves_out, transfer_instances
 from camdf.policies import FULL_ACCESS, REFERENCE, oracles
 from camdf.reporting.figures import payoff_vs_tools_png
-from camdf.tracking.client import METRICS_TABLE
+from camdf.tracking.client import HEADLINE, METRICS_TABLE
 
 #: The depths k of the logged coverage curve ``ranking/coverage_at_depth_<k>`` (BoR's coverage@k, A28).
 COVERAGE_DEPTHS = tuple(range(1, 11))
@@ -188,7 +188,7 @@ def compared_metrics(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def headline_metrics(metrics: dict[str, float]) -> dict[str, float]:
-    """A cell's headline as metrics the UI charts and compares (``headline/...``): for CAM-DF, the cell's
+    """A cell's headline as metrics the UI charts and compares (``Headline/...``, :data:`camdf.tracking.client.HEADLINE`): for CAM-DF, the cell's
     best baseline and its best deployable rule, the mean payoff with its 95% CI and the tools exposed, and
     CAM-DF minus the best baseline with its CI (everything else: :func:`metrics_table`)."""
     baseline = next((k.split("/")[0] for k, v in metrics.items() if k.endswith("/is_best_baseline") and v == 1.0),
@@ -201,11 +201,11 @@ def headline_metrics(metrics: dict[str, float]) -> dict[str, float]:
         for what, key in (("payoff", "payoff_mean"), ("payoff_ci_low", "payoff_ci_low"),
                           ("payoff_ci_high", "payoff_ci_high"), ("tools", "n_exposed")):
             if method is not None and f"{method}/{key}" in metrics:
-                out[f"headline/{role}_{what}"] = metrics[f"{method}/{key}"]
+                out[f"{HEADLINE}{role}_{what}"] = metrics[f"{method}/{key}"]
     diff = f"{REFERENCE}/diff_vs_best_baseline"
     for suffix in ("", "_ci_low", "_ci_high"):
         if diff + suffix in metrics:
-            out[f"headline/camdf_minus_best_baseline{suffix}"] = metrics[diff + suffix]
+            out[f"{HEADLINE}camdf_minus_best_baseline{suffix}"] = metrics[diff + suffix]
     return out
 
 

@@ -47,6 +47,9 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 PROVENANCE = "provenance.json"
 #: A cell run's every metric (``metric``, ``value``): the run logs only the few a person compares
 #: across cells; the tables read this table (:func:`camdf.reporting.store.runs_frame`).
+#: The prefix of a cell's headline metrics (:func:`camdf.pipeline.cell_job` logs them): capitalised, so the chart
+#: view, which sorts its sections by name, shows them first, and logged first, so Compare opens on them.
+HEADLINE = "Headline/"
 METRICS_TABLE = "metrics.parquet"
 #: The tag MLflow's UI shows as a run's (and an experiment's) description.
 DESCRIPTION = "mlflow.note.content"
@@ -58,7 +61,7 @@ EXPERIMENT_DESCRIPTION = (
     "Artifacts -> `figures/heatmap*.png` (one heatmap per value of any other key the sweep varies) and `sweep.md`.\n"
     "- Table 2 and every other table: the `tables <fingerprint>` run -> Artifacts -> `tables/` and `figures/` "
     "(the same files as outputs/tables/ and docs/results.md).\n"
-    "- In the chart and compare views, the `headline/` metrics hold each cell's result: payoff with its 95% CI "
+    "- In the chart and compare views, the `Headline/` metrics hold each cell's result: payoff with its 95% CI "
     "and tools exposed for CAM-DF, the cell's best baseline and its best rule, and CAM-DF minus the best "
     "baseline with its CI. Every other metric of a cell is in its `metrics.parquet` artifact.\n"
     "- The shipped stopper: Models -> `camdf-stopper` (its description says how to use it).")
@@ -334,7 +337,9 @@ class Tracker(ClaimsMixin):
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)  # when it was logged (the UI shows it); values are what results read
-        items = [Metric(k, float(v), now, 0) for k, v in sorted(metrics.items())]
+        # The headline first: the UI's Compare view opens on the first metric the store returns (their logged order).
+        items = [Metric(k, float(v), now, 0)
+                 for k, v in sorted(metrics.items(), key=lambda kv: (not kv[0].startswith(HEADLINE), kv[0]))]
         for i in range(0, len(items), 500):
             self.client.log_batch(run_id, metrics=items[i:i + 500])
 

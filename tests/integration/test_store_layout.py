@@ -58,12 +58,12 @@ def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(
         assert methods and max(methods.values()) <= 4
         assert sum(n for p, n in prefixes.items() if p not in methods and p != "headline") <= 10
         # The headline as metrics the chart and compare views show: payoff, its CI and tools of each role.
-        headline = {k for k in cell.data.metrics if k.startswith("headline/")}
-        assert {f"headline/{role}_{what}" for role in ("camdf", "best_baseline", "best_rule")
+        headline = {k for k in cell.data.metrics if k.startswith("Headline/")}
+        assert {f"Headline/{role}_{what}" for role in ("camdf", "best_baseline", "best_rule")
                 for what in ("payoff", "payoff_ci_low", "payoff_ci_high", "tools")} <= headline
         m = cell.data.metrics
-        assert m["headline/camdf_payoff_ci_low"] <= m["headline/camdf_payoff"] <= m["headline/camdf_payoff_ci_high"]
-        assert m["headline/best_rule_payoff"] >= max(m["headline/camdf_payoff"], m["headline/best_baseline_payoff"])
+        assert m["Headline/camdf_payoff_ci_low"] <= m["Headline/camdf_payoff"] <= m["Headline/camdf_payoff_ci_high"]
+        assert m["Headline/best_rule_payoff"] >= max(m["Headline/camdf_payoff"], m["Headline/best_baseline_payoff"])
         assert METRICS_TABLE in {f.path for f in client.list_artifacts(cell.info.run_id)}
         every = cell_metrics(reader, cell)
         assert {"camdf/payoff_ci_low", "predict_threshold/p_holm_vs_ref", "camdf/payoff_repeat_max"} <= set(every)

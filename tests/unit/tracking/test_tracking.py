@@ -479,3 +479,21 @@ def test_a_sweep_callback_holding_its_parent_run_pickles_for_a_launcher_worker(s
     assert copy.tracker is None and copy.run_id is None and copy.progress is None
     assert callback.tracker is t and callback.run_id  # the parent keeps its live state
     t.close_kind_run(callback.run_id)
+
+
+def test_a_cells_headline_is_logged_first(store, exp):
+    """MLflow's Compare view opens on the first metric the store returns, in the order they were logged: the
+    headline, not `best_prefix/diff_vs_ref` (alphabetically first)."""
+    import sqlite3
+
+    from camdf.tracking.client import HEADLINE
+
+    tracker = _tracker(store, exp)
+    with tracker.kind_run("tables", "order", {}) as run:
+        tracker.log_metrics(run.info.run_id, {"best_prefix/diff_vs_ref": 0.1, f"{HEADLINE}camdf_payoff": 0.2,
+                                              "camdf/payoff_mean": 0.3, f"{HEADLINE}best_rule_payoff": 0.4})
+    with sqlite3.connect(store / "mlflow.db") as db:
+        keys = [k for (k,) in db.execute("SELECT key FROM metrics WHERE run_uuid = ? ORDER BY rowid",
+                                         (run.info.run_id,))]
+    assert keys == [f"{HEADLINE}best_rule_payoff", f"{HEADLINE}camdf_payoff", "best_prefix/diff_vs_ref",
+                    "camdf/payoff_mean"]

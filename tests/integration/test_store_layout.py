@@ -54,7 +54,7 @@ def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(
     for cell in cells:
         # Few metrics logged (at most 4 per method, 10 for the cell); every metric in the metrics table.
         prefixes = Counter(k.split("/", 1)[0] for k in cell.data.metrics)
-        methods = {p: n for p, n in prefixes.items() if p not in ("cell", "ranking", "agreement", "headline")}
+        methods = {p: n for p, n in prefixes.items() if p not in ("cell", "ranking", "agreement", "Headline")}
         assert methods and max(methods.values()) <= 4
         assert sum(n for p, n in prefixes.items() if p not in methods and p != "headline") <= 10
         # The headline as metrics the chart and compare views show: payoff, its CI and tools of each role.

@@ -56,7 +56,7 @@ def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(
         prefixes = Counter(k.split("/", 1)[0] for k in cell.data.metrics)
         methods = {p: n for p, n in prefixes.items() if p not in ("cell", "ranking", "agreement", "Headline")}
         assert methods and max(methods.values()) <= 4
-        assert sum(n for p, n in prefixes.items() if p not in methods and p != "headline") <= 10
+        assert sum(n for p, n in prefixes.items() if p not in methods and p != "Headline") <= 10
         # The headline as metrics the chart and compare views show: payoff, its CI and tools of each role.
         headline = {k for k in cell.data.metrics if k.startswith("Headline/")}
         assert {f"Headline/{role}_{what}" for role in ("camdf", "best_baseline", "best_rule")

@@ -244,39 +244,47 @@ def build_instances(
     """
     import pandas as pd  # imported here: the run-time stopper loads Instances without pandas
 
-    df = scores.sort_values(["task_id", "rank"], kind="stable")
+    # Column operations over every (task, candidate) row at once (a catalog cell holds ~10^6 of them); only the
+    # sufficient sets, a few tools per task, are walked task by task.
     order = pd.unique(scores["task_id"])  # keep the caller's task order
-    groups = {tid: g for tid, g in df.groupby("task_id", sort=False)}
     T = len(order)
-    n = np.array([len(groups[t]) for t in order], dtype=np.int64)
+    row_task = pd.Index(order).get_indexer(scores["task_id"])
+    df = scores.assign(_row=row_task).sort_values(["_row", "rank"], kind="stable")
+    rows = df["_row"].to_numpy(np.int64)
+    n = np.bincount(rows, minlength=T).astype(np.int64)
     N = int(n.max()) if T else 0
+    cols = np.arange(len(rows)) - np.repeat(np.cumsum(n) - n, n)  # each row's position within its task
+    names = df["tool"].to_numpy(dtype=object)
     tools = np.full((T, N), "", dtype=object)
+    tools[rows, cols] = names
     sc = np.full((T, N), np.nan)
+    sc[rows, cols] = df["score"].to_numpy(dtype=float)
+    cost_of = pd.Series(costs, dtype=float) if not isinstance(costs, pd.Series) else costs.astype(float)
+    unpriced = ~pd.Index(names).isin(cost_of.index)
+    if unpriced.any():
+        raise KeyError(names[np.flatnonzero(unpriced)[0]])
     cost = np.zeros((T, N))
-    member = np.zeros((T, N), dtype=bool)
-    folds = np.zeros(T, dtype=np.int64)
-    vocab: dict[str, int] = {name: i for i, name in enumerate(vocab)}  # type: ignore[no-redef]
+    cost[rows, cols] = cost_of.reindex(names).to_numpy(dtype=float)
+    folds = df["fold"].to_numpy()[np.cumsum(n) - n].astype(np.int64)  # each task's first (best-ranked) row
+    ids: dict[str, int] = {name: i for i, name in enumerate(vocab)}
+    for name in pd.unique(names):  # first-seen order, task by task, rank by rank
+        ids.setdefault(name, len(ids))
     tool_ids = np.full((T, N), -1, dtype=np.int64)
-    sets_pos: list[list[np.ndarray | None]] = []
-    cost_of = dict(costs)
+    tool_ids[rows, cols] = pd.Series(names, dtype=object).map(ids).to_numpy(dtype=np.int64)
+    vocab = list(ids)
     alternatives = alternatives or {}
+    # The position of every (task, tool) a sufficient set names (the last when a tool is listed twice).
+    wanted = {(i, r) for i, tid in enumerate(order)
+              for s in [required.get(tid, ()), *alternatives.get(tid, ())] for r in s}
+    hit = pd.MultiIndex.from_arrays([rows, names]).isin(list(wanted)) if wanted else np.zeros(len(rows), bool)
+    pos = {(int(i), name): int(j) for i, name, j in zip(rows[hit], names[hit], cols[hit])}
+    member = np.zeros((T, N), dtype=bool)
+    sets_pos: list[list[np.ndarray | None]] = []
     for i, tid in enumerate(order):
-        g = groups[tid]
-        names = g["tool"].to_numpy()
-        k = len(names)
-        tools[i, :k] = names
-        sc[i, :k] = g["score"].to_numpy(dtype=float)
-        cost[i, :k] = [cost_of[name] for name in names]
-        folds[i] = int(g["fold"].iloc[0])
-        pos_of = {name: j for j, name in enumerate(names)}
         req = list(required.get(tid, ()))
-        member[i, [pos_of[r] for r in req if r in pos_of]] = True
-        sets = []
-        for s in [req, *alternatives.get(tid, ())]:
-            sets.append(None if any(r not in pos_of for r in s) else np.array([pos_of[r] for r in s], dtype=int))
-        sets_pos.append(sets)
-        for j, name in enumerate(names):
-            tool_ids[i, j] = vocab.setdefault(name, len(vocab))
+        member[i, [pos[(i, r)] for r in req if (i, r) in pos]] = True
+        sets_pos.append([None if any((i, r) not in pos for r in s) else np.array([pos[(i, r)] for r in s], dtype=int)
+                         for s in [req, *alternatives.get(tid, ())]])
     success, partial = curves_from_sets(member, sets_pos, n)
     sets, present = sufficient_sets(sets_pos, N)
     texts = texts or {}

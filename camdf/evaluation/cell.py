@@ -28,6 +28,7 @@ from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import CELL_KINDS, prefix_payoffs
 from camdf.core.recovery import Search, recovery_outcomes, recovery_prefix_payoffs
 from camdf.core.sets import set_cost, set_partial, set_success
+from camdf.evaluation.fit_memo import fitted
 from camdf.policies import CARDS, StateBatch, make_policy, own_dials
 
 OUTCOME_COLUMNS = (
@@ -201,7 +202,7 @@ def evaluate_cell(
                     if across is None:
                         across = StateBatch.across_lambdas(tr_inst, p_tr, lam_grid or [lam], train_value,
                                                            search=train_search).head(fit_depth)
-                    policy.fit(across)
+                    policy = fitted(policy, across)  # the same states in every cell of a lambda sweep
                 else:
                     policy.fit(train)
                 exposed = policy.select(truth if policy.needs_truth else test)

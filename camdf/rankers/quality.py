@@ -38,7 +38,9 @@ def per_task_quality(scores: pd.DataFrame, domain: Domain) -> pd.DataFrame:
     missing = set(scores["task_id"].unique()) - set(required)
     if missing:
         raise ValueError(f"scores: task ids not in domain `{domain.name}`: {sorted(missing)[:5]}")
-    rel = np.fromiter((tool in required[tid] for tid, tool in zip(scores["task_id"], scores["tool"])), bool, len(scores))
+    pairs = [(tid, tool) for tid, tools in required.items() for tool in tools]
+    rel = pd.MultiIndex.from_arrays([scores["task_id"], scores["tool"]]).isin(pairs) if pairs \
+        else np.zeros(len(scores), dtype=bool)
     rank = scores["rank"].to_numpy(np.float64)
     frame = pd.DataFrame(
         {

@@ -33,7 +33,7 @@ FAST = ["folds.repeats=1", "stats.n_resamples=100"]
 def _env(base: Path, extra: dict | None = None) -> dict:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, "MLFLOW_TRACKING_URI": f"sqlite:///{base}/out/mlflow.db",
-            "HF_HUB_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": str(base / "tmp"), **(extra or {})}
+            "HF_HUB_OFFLINE": "1", "TMPDIR": str(base / "tmp"), **(extra or {})}
 
 
 def _cmd(stage: str, overrides: list[str], base: Path) -> list[str]:

@@ -57,7 +57,7 @@ def build(parent: Path) -> Path:
 def _env(out: Path) -> dict:
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, "MLFLOW_TRACKING_URI": f"sqlite:///{out}/mlflow.db",
-            "HF_HUB_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+            "HF_HUB_OFFLINE": "1"}
 
 
 def run_stage(overrides: list[str], base: Path, timeout: float = TIMEOUT) -> subprocess.CompletedProcess:

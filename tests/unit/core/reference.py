@@ -106,3 +106,46 @@ def fit_platt_groups_ref(z, y, groups, n_groups, prior, precision, max_iter=100,
         if np.abs(step).max() < tol:
             break
     return theta
+
+
+def build_instances_ref(scores, required, costs, alternatives=None, vocab=()):
+    """:func:`camdf.core.instances.build_instances` as first written: task by task, candidate by candidate.
+
+    Returns the arrays it built (tools, scores, costs, member, n, folds, tool_ids, vocab) and each task's
+    sufficient sets' positions (None for a set with a tool off the list)."""
+    import numpy as np
+    import pandas as pd
+
+    df = scores.sort_values(["task_id", "rank"], kind="stable")
+    order = pd.unique(scores["task_id"])
+    groups = {tid: g for tid, g in df.groupby("task_id", sort=False)}
+    T = len(order)
+    n = np.array([len(groups[t]) for t in order], dtype=np.int64)
+    N = int(n.max()) if T else 0
+    tools = np.full((T, N), "", dtype=object)
+    sc = np.full((T, N), np.nan)
+    cost = np.zeros((T, N))
+    member = np.zeros((T, N), dtype=bool)
+    folds = np.zeros(T, dtype=np.int64)
+    ids = {name: i for i, name in enumerate(vocab)}
+    tool_ids = np.full((T, N), -1, dtype=np.int64)
+    sets_pos = []
+    cost_of = dict(costs)
+    alternatives = alternatives or {}
+    for i, tid in enumerate(order):
+        g = groups[tid]
+        names = g["tool"].to_numpy()
+        k = len(names)
+        tools[i, :k] = names
+        sc[i, :k] = g["score"].to_numpy(dtype=float)
+        cost[i, :k] = [cost_of[name] for name in names]
+        folds[i] = int(g["fold"].iloc[0])
+        pos_of = {name: j for j, name in enumerate(names)}
+        req = list(required.get(tid, ()))
+        member[i, [pos_of[r] for r in req if r in pos_of]] = True
+        sets_pos.append([None if any(r not in pos_of for r in s) else [pos_of[r] for r in s]
+                         for s in [req, *alternatives.get(tid, ())]])
+        for j, name in enumerate(names):
+            tool_ids[i, j] = ids.setdefault(name, len(ids))
+    return {"tools": tools, "scores": sc, "costs": cost, "member": member, "n": n, "folds": folds,
+            "tool_ids": tool_ids, "vocab": list(ids)}, sets_pos

@@ -55,3 +55,48 @@ def test_truncate_at_or_beyond_the_longest_list_changes_nothing(inst, top_k):
 def test_truncate_names_the_setting_when_top_k_is_not_a_positive_integer(inst, top_k):
     with pytest.raises(ValueError, match="candidates.top_k"):
         truncate(inst, top_k)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_build_instances_equals_the_task_by_task_reference(seed):
+    """The column-wise build equals the loop it replaced: shuffled rows, tied ranks, lists of different lengths,
+    a tool listed twice, required tools off the list, alternatives, a given vocabulary and tasks with no G_x."""
+    from camdf.core.instances import curves_from_sets, sufficient_sets
+
+    from .reference import build_instances_ref
+
+    rng = np.random.default_rng(seed)
+    catalog = [f"tool_{j}" for j in range(12)]
+    rows, required, alternatives = [], {}, {}
+    for t in range(int(rng.integers(1, 9))):
+        tid = f"task-{rng.integers(0, 10**6)}-{t}"
+        names = list(rng.choice(catalog, size=int(rng.integers(1, 10)), replace=False))
+        if seed % 2 and len(names) > 2:
+            names.append(names[0])  # the same tool twice in one list
+        ranks = rng.integers(1, 4, size=len(names))  # ties
+        rows += [{"task_id": tid, "tool": name, "score": float(rng.normal()), "rank": int(r), "fold": t % 3 - 1}
+                 for name, r in zip(names, ranks)]
+        required[tid] = list(rng.choice(catalog, size=int(rng.integers(0, 4)), replace=False))
+        alternatives[tid] = [list(rng.choice(catalog, size=2, replace=False)) for _ in range(int(rng.integers(0, 3)))]
+    scores = pd.DataFrame(rows).sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    costs = {name: float(rng.uniform(0.1, 3.0)) for name in catalog}
+    vocab = list(rng.choice(catalog, size=3, replace=False)) if seed % 3 else []
+    inst = build_instances(scores, required, costs, alternatives, vocab=vocab)
+    ref, sets_pos = build_instances_ref(scores, required, costs, alternatives, vocab=vocab)
+    for field in ("tools", "scores", "costs", "member", "n", "folds", "tool_ids"):
+        np.testing.assert_array_equal(getattr(inst, field), ref[field], err_msg=field)
+    assert inst.vocab == ref["vocab"]
+    as_arrays = [[None if s is None else np.array(s, dtype=int) for s in task] for task in sets_pos]
+    success, partial = curves_from_sets(ref["member"], as_arrays, ref["n"])
+    np.testing.assert_array_equal(inst.success, success)
+    np.testing.assert_array_equal(inst.partial, partial)
+    sets, present = sufficient_sets(as_arrays, inst.N)
+    np.testing.assert_array_equal(inst.sets, sets)
+    np.testing.assert_array_equal(inst.present, present)
+
+
+def test_build_instances_names_a_tool_without_a_cost():
+    scores = pd.DataFrame({"task_id": ["a", "a"], "tool": ["x", "y"], "score": [2.0, 1.0], "rank": [1, 2],
+                           "fold": [0, 0]})
+    with pytest.raises(KeyError, match="y"):
+        build_instances(scores, {"a": ["x"]}, {"x": 1.0})

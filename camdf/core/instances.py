@@ -220,6 +220,26 @@ def sufficient_sets(positions_of_sets: Sequence[Sequence[np.ndarray | None]], N:
     return sets, present
 
 
+def _set_positions(order, rows, cols, names, required, alternatives, N: int):
+    """G_x as a (T, N) mask over the ranked positions, and each task's sufficient sets' positions (None for a set
+    with a tool off its list), from the rows (task row, position, tool name) of every candidate."""
+    import pandas as pd
+
+    # The position of every (task, tool) a sufficient set names (the last when a tool is listed twice).
+    wanted = {(i, r) for i, tid in enumerate(order) for s in [required.get(tid, ()), *alternatives.get(tid, ())]
+              for r in s}
+    hit = pd.MultiIndex.from_arrays([rows, names]).isin(list(wanted)) if wanted else np.zeros(len(rows), bool)
+    pos = {(int(i), name): int(j) for i, name, j in zip(rows[hit], names[hit], cols[hit])}
+    member = np.zeros((len(order), N), dtype=bool)
+    sets_pos: list[list[np.ndarray | None]] = []
+    for i, tid in enumerate(order):
+        req = list(required.get(tid, ()))
+        member[i, [pos[(i, r)] for r in req if (i, r) in pos]] = True
+        sets_pos.append([None if any((i, r) not in pos for r in s) else np.array([pos[(i, r)] for r in s], dtype=int)
+                         for s in [req, *alternatives.get(tid, ())]])
+    return member, sets_pos
+
+
 def build_instances(
     scores: pd.DataFrame,
     required: dict[str, Sequence[str]],
@@ -272,19 +292,7 @@ def build_instances(
     tool_ids = np.full((T, N), -1, dtype=np.int64)
     tool_ids[rows, cols] = pd.Series(names, dtype=object).map(ids).to_numpy(dtype=np.int64)
     vocab = list(ids)
-    alternatives = alternatives or {}
-    # The position of every (task, tool) a sufficient set names (the last when a tool is listed twice).
-    wanted = {(i, r) for i, tid in enumerate(order)
-              for s in [required.get(tid, ()), *alternatives.get(tid, ())] for r in s}
-    hit = pd.MultiIndex.from_arrays([rows, names]).isin(list(wanted)) if wanted else np.zeros(len(rows), bool)
-    pos = {(int(i), name): int(j) for i, name, j in zip(rows[hit], names[hit], cols[hit])}
-    member = np.zeros((T, N), dtype=bool)
-    sets_pos: list[list[np.ndarray | None]] = []
-    for i, tid in enumerate(order):
-        req = list(required.get(tid, ()))
-        member[i, [pos[(i, r)] for r in req if (i, r) in pos]] = True
-        sets_pos.append([None if any((i, r) not in pos for r in s) else np.array([pos[(i, r)] for r in s], dtype=int)
-                         for s in [req, *alternatives.get(tid, ())]])
+    member, sets_pos = _set_positions(order, rows, cols, names, required, alternatives or {}, N)
     success, partial = curves_from_sets(member, sets_pos, n)
     sets, present = sufficient_sets(sets_pos, N)
     texts = texts or {}

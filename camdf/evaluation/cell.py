@@ -28,7 +28,7 @@ from camdf.core.membership import fold_probabilities
 from camdf.core.payoff import CELL_KINDS, prefix_payoffs
 from camdf.core.recovery import Search, recovery_outcomes, recovery_prefix_payoffs
 from camdf.core.sets import set_cost, set_partial, set_success
-from camdf.evaluation.fit_memo import fitted
+from camdf.common.fit_memo import fitted
 from camdf.policies import CARDS, StateBatch, make_policy, own_dials
 
 OUTCOME_COLUMNS = (

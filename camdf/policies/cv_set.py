@@ -39,6 +39,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from camdf.common.fit_memo import shared_fits
 from camdf.core.calibration import ToolCalibrator
 from camdf.core.score_calibration import ScoreCalibrator, score_feature
 from camdf.core.vector_calibration import MAX_VECTOR_VOCAB, VectorCalibrator
@@ -66,6 +67,13 @@ POOL: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("neighbours/15", "neighbours", {"k": 15}),
 )
 _BY_NAME = {name: (model, settings) for name, model, settings in POOL}
+
+
+def _member_fits(batch: StateBatch) -> dict:
+    """The pool members' shared fits on ``batch``, kept for the process's later cells with the same inputs
+    (:func:`camdf.common.fit_memo.shared_fits`): what every member's fit reads, none of it lambda or a cost."""
+    inst = batch.inst
+    return shared_fits("cv_set.members", inst.scores, inst.member, inst.tool_ids, inst.valid, len(inst.vocab), batch.p)
 
 
 class _Member:
@@ -198,7 +206,7 @@ class CVSet(StoppingRule):
             te = fold == f
             train, test = batch.subset(~te), batch.subset(te)
             q = list_coverage(train.inst, batch.kind)
-            shared: dict = {}
+            shared = _member_fits(train)
             for m in pool:
                 masks[m][te] = _Member(m).fit(train, shared).select(test, q)
         sets, present = inst.sufficient()
@@ -210,7 +218,7 @@ class CVSet(StoppingRule):
                 best = m
         self.choice_ = best
         self.coverage_ = list_coverage(inst, batch.kind)
-        self.member_ = _Member(best).fit(batch)
+        self.member_ = _Member(best).fit(batch, _member_fits(batch))
         self.membership_ = MembershipModel().fit(inst, inst.member) if self.carry_membership else None
         return self
 

@@ -1,4 +1,4 @@
-"""The fit memo (camdf.evaluation.fit_memo): a lambda sweep's cells reuse the lambda-conditioned rule fitted on
+"""The fit memo (camdf.common.fit_memo): a lambda sweep's cells reuse the lambda-conditioned rule fitted on
 the same training states, and every outcome is the same bytes as fitting it again."""
 
 import dataclasses
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from camdf.evaluation import fit_memo
+from camdf.common import fit_memo
 from camdf.evaluation.cell import evaluate_cell
 
 from ..core.test_features import _random_instances
@@ -62,3 +62,20 @@ def test_the_memo_keeps_at_most_its_capacity(monkeypatch, inst):
     fit_memo.clear()
     _cells(inst, [0.1])
     assert len(fit_memo._KEPT) == 2
+
+
+def test_cv_set_members_fitted_in_one_cell_serve_a_cell_of_other_costs_and_lambda(inst):
+    """The pool members' calibrators and set models read no cost and no lambda: a second cell (another d, another
+    lambda) finds every one of them kept, and decides as a process that fitted them afresh."""
+    fit_memo.clear()
+    evaluate_cell(inst, 0.1, ["cv_set"], inner_folds=3)
+    kept = {key: dict(fits) for key, fits in fit_memo._SHARED.items()}
+    assert kept and all(kept.values())
+    other = dataclasses.replace(inst, costs=inst.costs * 1.5)
+    second = evaluate_cell(other, 0.25, ["cv_set"], inner_folds=3).outcomes
+    assert set(fit_memo._SHARED) == set(kept)  # the same inputs: no new training batch
+    for key, fits in kept.items():  # the fits made then are the ones used now (the whole batch's best member,
+        assert all(fit_memo._SHARED[key][name] is fit for name, fit in fits.items())  # another d may add one)
+    assert sum(map(len, fit_memo._SHARED.values())) - sum(map(len, kept.values())) <= len(kept)
+    fit_memo.clear()
+    pd.testing.assert_frame_equal(second, evaluate_cell(other, 0.25, ["cv_set"], inner_folds=3).outcomes)

@@ -105,4 +105,4 @@ def test_a_domain_may_set_its_own_repeats_and_the_command_line_still_wins():
         retail = compose(config_name="evaluate", overrides=["domain=retail"])
         telecom = compose(config_name="evaluate", overrides=["domain=telecom"])
         asked = compose(config_name="evaluate", overrides=["domain=telecom", "folds.repeats=3"])
-    assert (retail.folds.repeats, telecom.folds.repeats, asked.folds.repeats) == (5, 2, 3)
+    assert (retail.folds.repeats, telecom.folds.repeats, asked.folds.repeats) == (5, 1, 3)

@@ -1,4 +1,5 @@
-"""A fitted rule kept for the process's next cell that hands it the same training states (:func:`fitted`).
+"""A fitted rule kept for the process's next cell that hands it the same training states (:func:`fitted`,
+:func:`shared_fits`).
 
 A lambda-conditioned rule (``camdf_lambda``) learns from the training tasks at every lambda of the grid, not at
 the cell's own, so the cells of a lambda sweep (A18: ten lambdas at each d, run one after another in one process)
@@ -22,6 +23,7 @@ import numpy as np
 CAPACITY = 256
 
 _KEPT: OrderedDict[str, object] = OrderedDict()
+_SHARED: OrderedDict[str, dict] = OrderedDict()
 #: ``fits`` (rules fitted) and ``reused`` (fits handed back), for tests and progress lines.
 COUNTS = {"fits": 0, "reused": 0}
 
@@ -29,6 +31,7 @@ COUNTS = {"fits": 0, "reused": 0}
 def clear() -> None:
     """Forget every kept rule (and the counts)."""
     _KEPT.clear()
+    _SHARED.clear()
     COUNTS.update(fits=0, reused=0)
 
 
@@ -91,3 +94,19 @@ def fitted(policy, batch):
     while len(_KEPT) > CAPACITY:
         _KEPT.popitem(last=False)
     return rule
+
+
+def shared_fits(*parts) -> dict:
+    """The dict of fits made on the inputs ``parts`` in this process (empty the first time): a caller stores
+    there, by their settings, fits that depend on these inputs alone and reads them back in a later cell
+    (:class:`camdf.policies.cv_set.CVSet`'s pool members: calibrators and set models read the scores, labels and
+    membership probabilities, never lambda or the costs, so the cells of a d or payoff sweep share them).
+    Raises TypeError when a part cannot be keyed (:func:`digest`)."""
+    key = digest(parts)
+    if key in _SHARED:
+        _SHARED.move_to_end(key)
+        return _SHARED[key]
+    _SHARED[key] = kept = {}
+    while len(_SHARED) > CAPACITY:
+        _SHARED.popitem(last=False)
+    return kept

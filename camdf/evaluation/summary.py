@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import CARDS, FULL_ACCESS, REFERENCE, best_tuned_baseline, camdf_family, oracles
+from camdf.policies import CARDS, FULL_ACCESS, REFERENCE, best_tuned_baseline, in_camdf_family, is_oracle
 from camdf.evaluation.bootstrap import bootstrap_indices, bootstrap_mean_ci, paired_bootstrap
 from camdf.evaluation.classical import holm, mcnemar_exact, tost_paired
 from camdf.evaluation.permutation import sign_flip_test
@@ -77,7 +77,7 @@ def _prefix_vs_set(payoff: pd.DataFrame, rows: dict, idx: np.ndarray, n_resample
     cell's order) among the non-oracle methods of its kind (the card's ``picks_prefix``); the rows of
     the two get ``is_best_prefix_rule`` / ``is_best_set_rule`` = 1. Empty without both kinds.
     """
-    deployable = [m for m in payoff.columns if m in CARDS and m not in oracles()]
+    deployable = [m for m in payoff.columns if m in CARDS and not is_oracle(m)]
     prefix = [m for m in deployable if CARDS[m].picks_prefix]
     sets = [m for m in deployable if not CARDS[m].picks_prefix]
     if not prefix or not sets:
@@ -94,7 +94,7 @@ def _prefix_vs_set(payoff: pd.DataFrame, rows: dict, idx: np.ndarray, n_resample
 
 def deployable_kinds(methods) -> tuple[list[str], list[str]]:
     """The deployable (non-oracle) prefix rules and set rules among ``methods``, in their order."""
-    deployable = [m for m in methods if m in CARDS and m not in oracles()]
+    deployable = [m for m in methods if m in CARDS and not is_oracle(m)]
     return [m for m in deployable if CARDS[m].picks_prefix], [m for m in deployable if not CARDS[m].picks_prefix]
 
 
@@ -187,9 +187,9 @@ def summarize_cell(
                                    n_resamples=n_resamples, random_state=random_state).pvalue for m in others}
         # Holm within two families of hypotheses: the paper's comparisons, and those beyond it (the set rules and
         # the field's peers), so that adding the latter to a cell leaves the paper's adjusted p-values as they were.
-        baselines = [m for m in others if m not in oracles() and not _beyond_paper(m)]
+        baselines = [m for m in others if not is_oracle(m) and not _beyond_paper(m)]
         adjusted = dict(zip(baselines, holm([pvals[m] for m in baselines]))) if baselines else {}
-        beyond = [m for m in others if m not in oracles() and _beyond_paper(m)]
+        beyond = [m for m in others if not is_oracle(m) and _beyond_paper(m)]
         adjusted.update(dict(zip(beyond, holm([pvals[m] for m in beyond]))) if beyond else {})
         for m in others:
             rows[m].update(
@@ -205,7 +205,7 @@ def summarize_cell(
     # baselines and the field's peers, by mean payoff on these tasks, a choice that favours it), and every CAM-DF
     # family member's paired difference to it.
     best = best_tuned_baseline({m: rows[m]["payoff_mean"] for m in methods})
-    family = [m for m in methods if m in camdf_family()]
+    family = [m for m in methods if in_camdf_family(m)]
     if best is not None and family:
         rows[best]["is_best_baseline"] = 1.0
         vs_best = paired_bootstrap({m: payoff[m].to_numpy() for m in [best, *family]}, reference=best,

@@ -208,9 +208,10 @@ def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None 
 
     release_start()  # from here on, this boundary handles Ctrl-C
     try:
-        output_dir = preflight(config_name, argv)  # code, paths and secrets of the composed config, Hydra's too
+        composed: list[bool] = []
+        output_dir = preflight(config_name, argv, composed)  # code, paths and secrets of the composed config, Hydra's
         check_choices(argv)  # a config-group choice naming no file: one line, exit 2
-        check_keys(config_name, argv)  # a key no config has (`cost.lamda`, `+cost.lamda`): one line, exit 2
+        check_keys(config_name, argv, composed_whole=bool(composed))  # a key no config has (`cost.lamda`): exit 2
         _hydra_reports_through_us(output_dir)
         main()
     except KeyboardInterrupt as err:

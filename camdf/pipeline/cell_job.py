@@ -29,7 +29,7 @@ from camdf.pipeline.assembly import Paths, cell_costs, cell_instances, load_doma
 from camdf.pipeline.data_stage import read_manifest
 from camdf.pipeline.identity import cell_key, cell_name, code_stamp, data_fingerprint
 from camdf.pipeline.transfer import leaves_out, transfer_instances
-from camdf.policies import FULL_ACCESS, REFERENCE, oracles
+from camdf.policies import FULL_ACCESS, REFERENCE, is_oracle
 from camdf.reporting.figures import payoff_vs_tools_png
 from camdf.tracking.client import HEADLINE, METRICS_TABLE
 
@@ -194,7 +194,7 @@ def headline_metrics(metrics: dict[str, float]) -> dict[str, float]:
     baseline = next((k.split("/")[0] for k, v in metrics.items() if k.endswith("/is_best_baseline") and v == 1.0),
                     None)
     rules = {k.split("/")[0]: v for k, v in metrics.items()
-             if k.endswith("/payoff_mean") and k.split("/")[0] not in oracles() and k.split("/")[0] not in NOT_METHODS}
+             if k.endswith("/payoff_mean") and not is_oracle(k.split("/")[0]) and k.split("/")[0] not in NOT_METHODS}
     best = max(rules, key=lambda m: (rules[m], m)) if rules else None
     out: dict[str, float] = {}
     for role, method in (("camdf", REFERENCE), ("best_baseline", baseline), ("best_rule", best)):
@@ -247,7 +247,7 @@ def cell_description(cfg: dict[str, Any], metrics: dict[str, float]) -> str:
             f"{c['regime']} costs at lambda={float(c['lam']):g}, d={float(c['d']):g}, {cfg['folds']['protocol']} "
             f"folds, {cfg['payoff']} payoff ({metrics.get('cell/n_tasks', float('nan')):.0f} tasks).")
     payoffs = {k.split("/")[0]: v for k, v in metrics.items() if k.endswith("/payoff_mean")}
-    real = {m: v for m, v in payoffs.items() if m not in oracles()}
+    real = {m: v for m, v in payoffs.items() if not is_oracle(m)}
     if real:
         best = max(real, key=real.get)
         text += f" Best method: {best} (mean payoff {real[best]:.3f})."

@@ -91,7 +91,8 @@ def _keys(node, prefix: str = "") -> set[str]:
     return out
 
 
-def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Path = CONF_DIR) -> None:
+def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Path = CONF_DIR,
+               composed_whole: bool = False) -> None:
     """Refuse a command-line key that no config of the stage has, before Hydra composes.
 
     ``cost.lamda=0.5`` would end in Hydra's composition error (several lines, exit 1) and
@@ -100,7 +101,9 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
     group choices (a swept group: its first value); every other key must be one of its
     keys, and ``+`` may add only the optional keys the stages read (:data:`OPTIONAL_KEYS`).
     Otherwise one line ``error: <key>: no such config key (closest known key: ...)`` and exit 2.
-    Skipped when the command line points Hydra at other config folders.
+    Skipped when the command line points Hydra at other config folders, and for plain keys when
+    ``composed_whole`` (:func:`camdf.pipeline.preflight.preflight` composed the stage with every override, each
+    sweep at its first value, and Hydra refuses a key the config lacks unless ``+`` adds it).
     """
     import difflib
     from fnmatch import fnmatchcase
@@ -129,7 +132,7 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
              and not is_group(o.key_or_group)]
     if not plain:
         return
-    if not any(o.is_add() or o.is_force_add() for o in plain) and (config_name, tuple(args)) in composed_whole:
+    if composed_whole and not any(o.is_add() or o.is_force_add() for o in plain):
         return  # every plain key composed (Hydra refuses one the config lacks): no second composition
     choices = []
     for o in overrides:
@@ -154,12 +157,6 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
         if not add and optional:
             hint = f"an optional key: add it with +{key}=..."
         _refuse_key(f"{'+' if add else ''}{key}", f"no such config key ({hint})")
-
-
-#: (stage, command line) that :func:`camdf.pipeline.preflight.preflight` composed with every override (each sweep at
-#: its first value). Hydra refuses a key the config lacks unless ``+`` adds it, so each plain key of such a command
-#: line is a known one and :func:`check_keys` need not compose it again.
-composed_whole: set[tuple[str, tuple[str, ...]]] = set()
 
 
 def _composed_keys(config_name: str, choices: list[str], conf_dir: Path) -> set[str] | None:

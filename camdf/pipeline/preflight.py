@@ -13,7 +13,7 @@ import sys
 from typing import Any, Sequence
 
 from camdf.pipeline.bounds import check_config_folders, check_fanout
-from camdf.pipeline.choices import composed_whole, hydra_overrides
+from camdf.pipeline.choices import hydra_overrides
 from camdf.pipeline.gates import (CONFIG_DIR_OPTIONS, GateError, _get, check_code, check_overrides, check_paths,
                                   check_writable)
 from camdf.pipeline.interpolation import as_hydra_runs, resolved_now
@@ -85,7 +85,7 @@ def _compose(config_name: str, overrides: Sequence[str]):
         return compose(config_name, overrides=list(overrides), return_hydra_config=True)
 
 
-def preflight(config_name: str, argv: Sequence[str] | None = None) -> str | None:
+def preflight(config_name: str, argv: Sequence[str] | None = None, composed: list | None = None) -> str | None:
     """Check the command line and its composed config (Hydra's node included) before Hydra acts on either.
 
     Hydra instantiates callbacks, the launcher and the sweeper and makes the job folder
@@ -98,7 +98,9 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> str | None
     left to Hydra's own message. An output folder that cannot be written is one line and exit 1
     (:func:`check_writable`).
 
-    Returns the resolved ``paths.output_dir`` (None when it is not known here).
+    Returns the resolved ``paths.output_dir`` (None when it is not known here). ``composed``, when given, gets
+    True appended once the stage composed with every override (:func:`camdf.pipeline.choices.check_keys` need not
+    compose it again).
     """
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -124,7 +126,8 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> str | None
             cfg = _compose(config_name, first)
         except Exception:  # noqa: BLE001  not composable: Hydra's own run says why (nothing is instantiated)
             return None
-        composed_whole.add((config_name, tuple(args)))  # check_keys need not compose it again
+        if composed is not None:
+            composed.append(True)  # check_keys need not compose it again
         multirun = any(a in ("-m", "--multirun") for a in args) or \
             str(OmegaConf.select(cfg, "hydra.mode", default=None, throw_on_resolution_failure=False)) == "MULTIRUN"
         output_dir = _check_composed(cfg, multirun)

@@ -321,6 +321,19 @@ def camdf_family() -> tuple[str, ...]:
     return tuple(m for m in methods() if CARDS[m].family in ("camdf", "ablation"))
 
 
+def is_oracle(method: str) -> bool:
+    """Whether ``method`` is a registered oracle (:func:`oracles`; False for any other name): one card read, for
+    the per-method tests of loops."""
+    card = CARDS.get(method)
+    return card is not None and card.family == "oracle"
+
+
+def in_camdf_family(method: str) -> bool:
+    """Whether ``method`` belongs to the CAM-DF family (:func:`camdf_family`; False for any other name)."""
+    card = CARDS.get(method)
+    return card is not None and card.family in ("camdf", "ablation")
+
+
 def policy_methods() -> tuple[str, ...]:
     """The rules a StopPolicy can be (shippable cards): the train stage fits each and ships the best out of fold."""
     return methods(shippable=True)

@@ -15,8 +15,13 @@ from camdf.rankers.problem import VIEW, Problem, is_learned, long_frame, rank_ma
 from camdf.rankers import SCORER_FUNCTIONS
 
 #: Scorer name -> its function (:data:`camdf.rankers.SCORER_FUNCTIONS`).
-SCORERS = {name: getattr(importlib.import_module(f"camdf.rankers.{ref.partition(':')[0]}"), ref.partition(':')[2])
-           for name, ref in SCORER_FUNCTIONS.items()}
+def _function(ref: str):
+    """The function a ``"module:function"`` reference of :data:`camdf.rankers.SCORER_FUNCTIONS` names."""
+    module, _, function = ref.partition(":")
+    return getattr(importlib.import_module(f"camdf.rankers.{module}"), function)
+
+
+SCORERS = {name: _function(ref) for name, ref in SCORER_FUNCTIONS.items()}
 COMMON = ("cache_dir", "random_state")
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from camdf.common.markdown import signed
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
-from camdf.policies import CARDS, camdf_family
+from camdf.policies import CARDS, in_camdf_family
 
 # One colour and one marker per method (its registry card, read when drawn), fixed by name so that a method
 # looks the same in every figure; a card without them gets a spare pair chosen by name.
@@ -24,7 +24,7 @@ def figure_problems(fig) -> list[str]:
     problems = []
     panels = [ax for ax in fig.axes if ax.get_visible() and getattr(ax, "_colorbar", None) is None  # (has a label)
               and (ax.lines or ax.collections or ax.images or ax.patches)]
-    suptitle = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    suptitle = fig.get_suptitle()
     if not suptitle.strip() and not any(ax.get_title().strip() for ax in panels):
         problems.append("no title")
     for ax in panels:
@@ -115,7 +115,7 @@ def _point_style(method: str) -> tuple:
     """How :func:`payoff_vs_tools_png` draws ``method``: its family, whether it is ours (the CAM-DF family, its
     ablations apart), a set rule, an oracle, its colour, marker, legend label and matplotlib style."""
     family = _family(method)
-    ours = method in camdf_family() and family != "ablation"  # the CAM-DF family (its ablations apart)
+    ours = in_camdf_family(method) and family != "ablation"  # the CAM-DF family (its ablations apart)
     colour, marker = method_style(method)
     is_set = not _card_fact(method, "picks_prefix", True)
     oracle = family == "oracle"

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
-from camdf.policies import FULL_ACCESS, REFERENCE, oracles
+from camdf.policies import FULL_ACCESS, REFERENCE, is_oracle
 from camdf.reporting.evidence import Evidence, main_cell, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -36,7 +36,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
                    f"{g(FULL_ACCESS, 'payoff_mean'):.3f}; CAM-DF minus full {signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]"
                    f"{power}: CAM-DF {wording(c, 'full access')} here, exposing "
                    f"{g(REFERENCE, 'n_exposed'):.2f} of {g(FULL_ACCESS, 'n_exposed'):.0f} tools.")
-        best = max((m for m in methods_of(run) if m not in oracles()),
+        best = max((m for m in methods_of(run) if not is_oracle(m)),
                    key=lambda m: g(m, "payoff_mean"))
         out.append(f"Best deployable method at the main cell: `{best}` ({g(best, 'payoff_mean'):.3f}).")
     except LookupError:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
-from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, camdf_family, oracles
+from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_oracle
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.figures import log_x_panels_png
 from camdf.reporting.report import Report
@@ -26,11 +26,11 @@ from camdf.reporting.verdicts import Comparison, Judge, direction, reason
 NOT_RUN: dict[str, str] = {}
 #: The figure's families: the best method of each, by mean payoff, per cell.
 FAMILIES = {
-    "ours, prefix": lambda m: m in camdf_family() and CARDS[m].picks_prefix,
-    "ours, set": lambda m: m in camdf_family() and not CARDS[m].picks_prefix,
+    "ours, prefix": lambda m: in_camdf_family(m) and CARDS[m].picks_prefix,
+    "ours, set": lambda m: in_camdf_family(m) and not CARDS[m].picks_prefix,
     "tuned baselines": lambda m: CARDS[m].family == "baseline" and m not in (FULL_ACCESS, NO_TOOLS),
     "peers (top5, bor_depth)": lambda m: CARDS[m].family == "peer",
-    "oracles": lambda m: m in oracles(),
+    "oracles": is_oracle,
 }
 PROTOCOLS = {"kfold": "in-distribution (k-fold)", "group:tool_group": "unseen tools",
              "group:category_group": "unseen categories"}
@@ -44,7 +44,7 @@ def best_of(run: pd.Series, keep) -> str | None:
 
 def best_ours(run: pd.Series) -> str | None:
     """Our best deployable rule of either kind (CAM-DF's family, the set rules included) by mean payoff."""
-    return best_of(run, lambda m: m in camdf_family())
+    return best_of(run, in_camdf_family)
 
 
 def coverage_at(run: pd.Series, k: float) -> float:

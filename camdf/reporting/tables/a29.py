@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import FULL_ACCESS, NO_TOOLS, oracles
+from camdf.policies import FULL_ACCESS, NO_TOOLS, is_oracle
 from camdf.reporting.evidence import Evidence, cuts_to_top_n, is_degenerate
 from camdf.reporting.figures import log_x_panels_png, method_style
 from camdf.reporting.report import Report
@@ -72,7 +72,7 @@ def _where(cells: pd.DataFrame) -> str:
 def below_zero(cells: pd.DataFrame) -> list[str]:
     """Per domain where it happens: in how many of its cells every shown method but the oracles pays less than 0,
     what neither exposing nor searching anything pays (the search's price and the tools outweigh the success)."""
-    deployable = [m for m in SHOWN if m not in oracles()]
+    deployable = [m for m in SHOWN if not is_oracle(m)]
     out = []
     for domain, group in cells.groupby("p:domain.name", sort=False):
         best = group[[f"m:{m}/payoff_mean" for m in deployable if f"m:{m}/payoff_mean" in group]].max(axis=1)
@@ -131,7 +131,7 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
         notes = []
         for m in shown:
             colour, marker = method_style(m)
-            style = dict(marker=marker, color=colour, linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or m in oracles()
+            style = dict(marker=marker, color=colour, linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or is_oracle(m)
                          else "-")
             if m in off:  # in the legend, not on the axes: drawn, it would flatten every other line
                 ax.plot([], [], label=SHOWN[m], **style)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from camdf.common.markdown import signed
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
-from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, camdf_family, oracles
+from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_oracle
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.figures import interval_panels_png, method_style
 from camdf.reporting.report import Report
@@ -48,7 +48,7 @@ def best_transferred_baseline(run: pd.Series) -> str | None:
 
 def champion(run: pd.Series) -> str | None:
     """The in-domain cell's best rule of ours by mean payoff (the ceiling of what transfer could reach)."""
-    found = [m for m in methods_of(run) if m in camdf_family()]
+    found = [m for m in methods_of(run) if in_camdf_family(m)]
     return max(found, key=lambda m: (_g(run, m, "payoff_mean"), -found.index(m))) if found else None
 
 
@@ -86,8 +86,8 @@ def _rows(judge: Judge, domain: str, out_run: pd.Series, in_run: pd.Series | Non
     best = champion(in_run) if in_run is not None else None
     ceiling = _g(in_run, best, "payoff_mean") if best is not None else np.nan
     rival = best_transferred_baseline(out_run)
-    listed = [m for m in methods_of(out_run) if m not in oracles()]
-    ours = [m for m in listed if m in camdf_family()]
+    listed = [m for m in methods_of(out_run) if not is_oracle(m)]
+    ours = [m for m in listed if in_camdf_family(m)]
     order = [SUBJECT_TRANSFER] + [m for m in ours if m != SUBJECT_TRANSFER] + tuned_baselines(out_run) + \
         [m for m in SUBJECT_SEARCHES if m in listed] + [FULL_ACCESS, NO_TOOLS]
     rows: dict[tuple[str, str], dict] = {}
@@ -97,7 +97,7 @@ def _rows(judge: Judge, domain: str, out_run: pd.Series, in_run: pd.Series | Non
                "success": _g(out_run, m, "success"), "tools": _g(out_run, m, "n_exposed"),
                "share of the champion's gain": _share(_g(out_run, m, "payoff_mean"), floor, ceiling),
                "minus best transferred baseline": "", "MDD": np.nan}
-        if m in camdf_family() and rival is not None:
+        if in_camdf_family(m) and rival is not None:
             pair = transfer_vs_baseline(judge, out_run, m)
             if pair is not None:
                 c = pair[1]

@@ -24,7 +24,7 @@ from camdf.evaluation.fits import paired_differences
 from camdf.evaluation.picks import pick_counts, picked_outcomes
 from camdf.evaluation.power import seed_intervals
 from camdf.evaluation.summary import deployable_kinds
-from camdf.policies import CARDS, FULL_ACCESS, REFERENCE, camdf_family, oracles
+from camdf.policies import CARDS, FULL_ACCESS, REFERENCE, in_camdf_family, is_oracle
 from camdf.reporting.evidence import Evidence, is_degenerate, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -131,7 +131,7 @@ def ours() -> tuple[str, ...]:
 def claim_a(run: pd.Series, judge: Judge | None = None) -> tuple[str, str, Comparison]:
     """Claim (a) at one main cell: the verdict, its statistic and the comparison that decided it."""
     judge = judge or Judge()
-    deployable = [m for m in methods_of(run) if m not in oracles() and m != REFERENCE]
+    deployable = [m for m in methods_of(run) if not is_oracle(m) and m != REFERENCE]
     diffs = {m: judge.compare(run, REFERENCE, m) for m in deployable}
     dirs = {m: direction(c) for m, c in diffs.items()}
     if all(d > 0 for d in dirs.values()):
@@ -280,7 +280,7 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
                 verdict = UNSURE  # no noise-free gain to keep: robustness of it is vacuous
             stat = "clean minus noisy: " + "; ".join(f"epsilon {e:g} {_ci(c)}" for e, c in drops)
             mdd, effect = max(c.mdd for _, c in drops), worst.mean
-            rivals = [m for m in methods_of(clean) if m not in camdf_family() and m not in oracles()]
+            rivals = [m for m in methods_of(clean) if not in_camdf_family(m) and not is_oracle(m)]
             if rivals:  # does the best baseline lose as much? (the same paired drop)
                 b = max(rivals, key=lambda m: clean[f"m:{m}/payoff_mean"])
                 at = dict(noise_drops(evidence, scorer, method=b, judge=judge))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import oracles
+from camdf.policies import is_oracle
 from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence, is_degenerate, main_cell, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of
@@ -44,7 +44,7 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
             **vs_best_columns(evidence, run, m, best),
         })
     frame = pd.DataFrame(rows).set_index("method")
-    mdds = frame.loc[[m for m in frame.index if m not in oracles()], "MDD"]
+    mdds = frame.loc[[m for m in frame.index if not is_oracle(m)], "MDD"]
     return Report(
         "table2" if scorer == main["scorer"] else f"table2_{scorer}",
         f"Table 2: {main['domain']} main cell (lambda = {main['lam']}, d = {main['d']}, scorer {scorer}, "

@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from camdf.common.fit_memo import shared_fits
 from camdf.core.conformal import ALPHA, portable_scores, read_scores
 from camdf.core.calibration import ToolCalibrator, cross_calibrate
 from camdf.core.membership import MembershipModel, cross_fit
@@ -283,11 +284,17 @@ class RiskSetRule(StoppingRule):
         inst = batch.inst
         cal = calibration_split(inst.T, self.alpha, self.calibration, self.random_state, type(self).__name__)
         part = inst.subset(~cal)
-        self.membership_ = MembershipModel().fit(part, part.member)
-        self.calibrator_ = None
-        if self.calibrate and part.T >= 2:
-            oof = cross_fit(part, part.member, n_folds=3, random_state=self.random_state)
-            self.calibrator_ = ToolCalibrator().fit(oof, part.member, part.tool_ids, part.valid)
+        # The membership model and its calibrator read the fit part's rankings and labels, no cost and no lambda:
+        # the cells of a lambda x d grid share them (kept for the process, camdf.common.fit_memo.shared_fits).
+        kept = shared_fits("risk_set.membership", part.scores, part.n, part.tool_ids, part.member, len(part.vocab),
+                           bool(self.calibrate), self.random_state)
+        if "fit" not in kept:
+            membership, calibrator = MembershipModel().fit(part, part.member), None
+            if self.calibrate and part.T >= 2:
+                oof = cross_fit(part, part.member, n_folds=3, random_state=self.random_state)
+                calibrator = ToolCalibrator().fit(oof, part.member, part.tool_ids, part.valid)
+            kept["fit"] = (membership, calibrator)
+        self.membership_, self.calibrator_ = kept["fit"]
         held = inst.subset(cal)
         sets, present = held.sufficient()
         self.risk_ = RiskSet(float(self.alpha), randomised=True, random_state=self.random_state).fit(

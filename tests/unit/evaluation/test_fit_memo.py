@@ -79,3 +79,15 @@ def test_cv_set_members_fitted_in_one_cell_serve_a_cell_of_other_costs_and_lambd
     assert sum(map(len, fit_memo._SHARED.values())) - sum(map(len, kept.values())) <= len(kept)
     fit_memo.clear()
     pd.testing.assert_frame_equal(second, evaluate_cell(other, 0.25, ["cv_set"], inner_folds=3).outcomes)
+
+
+def test_the_risk_rules_membership_serves_a_cell_of_other_costs_and_lambda(inst):
+    fit_memo.clear()
+    evaluate_cell(inst, 0.1, ["risk_set"], inner_folds=3)
+    kept = dict(fit_memo._SHARED)
+    assert len(kept) == len(np.unique(inst.folds))  # one membership model (and calibrator) per fold
+    other = dataclasses.replace(inst, costs=inst.costs * 0.5)
+    second = evaluate_cell(other, 0.3, ["risk_set"], inner_folds=3).outcomes
+    assert fit_memo._SHARED == kept
+    fit_memo.clear()
+    pd.testing.assert_frame_equal(second, evaluate_cell(other, 0.3, ["risk_set"], inner_folds=3).outcomes)

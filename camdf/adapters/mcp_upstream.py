@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
+from camdf.common.waits import deadline
 from camdf.runtime.tooltext import check_tools, describe_tool
 
 #: What the SDK's stdio transport logs (with a traceback) for each stdout line that is not JSON-RPC; the proxy
@@ -87,7 +88,7 @@ async def open_upstream(up: Upstream, stack: AsyncExitStack, env: dict[str, str]
                 params = StdioServerParameters(command=argv[0], args=argv[1:], env=env)
                 read, write = await own.enter_async_context(stdio_client(params, errlog=sys.stderr))
             up.session = await own.enter_async_context(ClientSession(read, write, message_handler=on_message))
-            with starting, anyio.fail_after(call_timeout):
+            with starting, deadline(call_timeout):
                 await up.session.initialize()
                 tools = await list_all(up.session)
             if up.junk is not None:
@@ -199,7 +200,7 @@ async def list_all(session: ClientSession) -> list[types.Tool]:
 async def forward(up: Upstream, name: str, args: dict, call_timeout: float) -> types.CallToolResult:
     """A call forwarded to the upstream that offers ``name``; a timeout or a dead upstream is an MCP error."""
     try:
-        with anyio.fail_after(call_timeout):
+        with deadline(call_timeout):
             return await up.session.call_tool(name, args)
     except TimeoutError:
         raise MCPError(types.INTERNAL_ERROR, f"{up.label}: no answer to {name!r} within "

@@ -1,4 +1,5 @@
-"""The ``camdf`` command line: ``camdf data validate PATH``, ``data summary``, ``select``, ``export``, ``fit``
+"""The ``camdf`` command line: ``camdf data validate PATH``, ``data summary``, ``select``, ``serve``
+(:mod:`camdf.cli.serve`), ``export``, ``fit``
 (:mod:`camdf.cli.fit`), ``preload`` (:mod:`camdf.cli.preload`), ``mcp-proxy``, ``results check``.
 
 Exit codes: 0 on success, 2 on bad input (every problem listed on stderr), 1 on a fault of the
@@ -17,6 +18,7 @@ from pathlib import Path
 from camdf.cli.fit import add_fit_command
 from camdf.cli.options import flag_lam, parse_dial, policy_options
 from camdf.cli.preload import add_preload_command
+from camdf.cli.serve import add_serve_command
 from camdf.common.markdown import markdown_table
 from camdf.data.io import DomainFormatError, read_domain
 from camdf.data.model import DEFAULT_ACQUIRABLE_KINDS
@@ -25,6 +27,10 @@ from camdf.policies.registry import dial_specs
 
 # No usage telemetry from MLflow (read when mlflow is imported, which the commands do lazily; a user's setting wins).
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+
+#: Bytes of one ``--input`` file of ``camdf select`` (a request or a batch of them).
+MAX_REQUEST_BYTES = 256 * 2**20
 
 
 def _names(text: str) -> list[str]:
@@ -70,15 +76,13 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _request_bytes(path: str) -> bytes:
-    """The bytes of ``--input`` (``-``: stdin); ValueError naming the path when it cannot be read."""
+    """The bytes of ``--input`` (``-``: stdin), a regular file of at most :data:`MAX_REQUEST_BYTES` (a FIFO is never
+    waited on); ValueError naming the path when it cannot be read."""
+    from camdf.common.waits import read_regular
+
     if path == "-":
         return sys.stdin.buffer.read()
-    if Path(path).is_dir():
-        raise ValueError(f"--input {path}: is a folder (expected a JSON request file, or - for stdin)")
-    try:
-        return Path(path).read_bytes()
-    except OSError as err:
-        raise ValueError(f"--input {path}: cannot read: {err.strerror or err}") from None
+    return read_regular(path, MAX_REQUEST_BYTES, "a JSON request file, or - for stdin", name=f"--input {path}")
 
 
 def _alias(name: str, text: str) -> tuple[str, float]:
@@ -220,6 +224,7 @@ EPILOG = """examples:
   camdf data summary data                  the built domains, one row each
   camdf select --input request.json        the prefix to expose for one request (or a list)
   echo '{"query": "...", "tools": [...]}' | camdf select
+  camdf serve -p 5001                      the champion as a service on loopback (mlflow models serve)
   camdf export models:/camdf-stopper@champion policy/   the policy as a self-contained folder
   camdf fit --tools tools.json --tasks tasks.jsonl --out policy/
                                            a policy fitted on your own tools and logged tasks
@@ -347,9 +352,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Cost-aware tool acquisition: check domain folders, ask the fitted stopper how many\n"
                     "tools to expose, check the README Results.",
         epilog=EPILOG)
-    sub = parser.add_subparsers(dest="group", required=True, metavar="{data,select,export,fit,preload,mcp-proxy,results}")
-    for add in (_data_commands, _select_command, _export_command, add_fit_command, add_preload_command,
-                _proxy_command, _results_commands):
+    sub = parser.add_subparsers(dest="group", required=True,
+                                metavar="{data,select,serve,export,fit,preload,mcp-proxy,results}")
+    for add in (_data_commands, _select_command, add_serve_command, _export_command, add_fit_command,
+                add_preload_command, _proxy_command, _results_commands):
         add(sub)
     return parser
 

@@ -178,10 +178,12 @@ def _drop_if_empty(db: Path) -> None:
     creation failed half-way (a full disk during MLflow's migrations) is left behind by nothing."""
     import sqlite3
 
+    from camdf.common.waits import open_sqlite
+
     if not db.exists():
         return
     try:
-        with sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True) as con:
+        with open_sqlite(db, read_only=True) as con:
             if con.execute("select count(*) from runs").fetchone()[0]:
                 return  # runs were recorded (each FAILED one with its failure tag): kept
     except sqlite3.Error:

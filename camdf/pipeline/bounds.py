@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from camdf.common.waits import NotRegular, cores, memory_bytes, read_regular
 from camdf.pipeline.refusals import ConfigError
 
 #: Bytes of one config file (the project's largest is a few KB).
@@ -70,12 +71,10 @@ def _yaml_files(folder: Path) -> Iterator[Path]:
 def _check_file(path: Path) -> None:
     import yaml
 
-    from camdf.data.io.read import read_regular_file
-
-    problems: list[str] = []
-    text = read_regular_file(path, str(path), "a config file a read cannot block on", problems, limit=MAX_BYTES)
-    if text is None:
-        what = problems[0][len(f"{path}:1: "):]
+    try:
+        text = read_regular(path, MAX_BYTES, "a config file a read cannot block on")
+    except NotRegular as err:
+        what = str(err)[len(f"{path}:1: "):]
         raise ConfigError(str(path), what.split(" (expected")[0], f"a config file of at most {MAX_BYTES:,} bytes "
                           "(a regular file: a FIFO or a device would block the read)")
     try:
@@ -102,14 +101,6 @@ def check_config_folders(overrides: Iterable[str]) -> None:
 
 #: The launcher whose ``n_jobs`` worker processes run on this machine.
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
-
-
-def cores() -> int:
-    """The cores this process may run on (its CPU affinity where the platform says, else the machine's)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def _n_jobs(launcher: object) -> int | None:
@@ -150,8 +141,7 @@ def workers(launcher: object) -> int:
 def memory_share(n_workers: int) -> int:
     """The data memory (bytes) one of ``n_workers`` jobs may use: the machine's physical memory over the workers,
     or less when :data:`MEMORY_ENV` says (ConfigError when it is not a positive whole number of MiB)."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    share = total // max(1, n_workers)
+    share = memory_bytes() // max(1, n_workers)
     text = os.environ.get(MEMORY_ENV)
     if text is not None:
         if not text.strip().isdigit() or int(text) <= 0:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from typing import Any
+
+from camdf.common.waits import GIT, WaitExpired, run
 
 
 def git_commit(root: str | os.PathLike) -> str:
     """HEAD's commit (suffixed ``-dirty`` when tracked files differ), or ``unknown`` outside git."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
+        head = run(["git", "rev-parse", "HEAD"], GIT, "git rev-parse", cwd=root, capture_output=True, text=True)
+        dirty = run(["git", "status", "--porcelain", "--untracked-files=no"], GIT, "git status", cwd=root,
+                    capture_output=True, text=True)
+    except (OSError, WaitExpired):
+        return "unknown"
+    if head.returncode or dirty.returncode:
         return "unknown"
     return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 

@@ -111,15 +111,18 @@ def check_numbers(page: Path, overrides: list[str] | None = None) -> list[str]:
     LookupError when there is nothing to recompute from."""
     import json
     import os
-    import subprocess
     import sys
 
+    from camdf.common.waits import RECOMPUTE, WaitExpired, run
     from camdf.pipeline.identity import CONF_DIR
 
     root = CONF_DIR.parent
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(Path(page).resolve()), *(overrides or [])], cwd=root,
-                          env=env, capture_output=True, text=True)
+    try:
+        proc = run([sys.executable, "-c", _CHILD, str(Path(page).resolve()), *(overrides or [])], RECOMPUTE,
+                   "recomputing the Results", cwd=root, env=env, capture_output=True, text=True)
+    except WaitExpired as err:
+        raise LookupError(str(err)) from None
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"recomputing the Results failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")

@@ -9,12 +9,11 @@ approximates. Ablations switch the weighting, feature groups (:data:`NO_COST`, .
 
 from __future__ import annotations
 
-import os
-
 import lightgbm as lgb
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from camdf.common.waits import cores
 from camdf.core.features import COST_FEATURES, FEATURES, MEMBERSHIP_FEATURES, TASK_FEATURES
 from camdf.core.targets import walk
 from camdf.core.payoff import at_depth
@@ -122,7 +121,7 @@ class CamDF(StateBooster):
         # parameter handling, which dominates on the run-time stopper's small inputs.
         threads = 1
         if len(X) >= PARALLEL_ROWS:
-            threads = (os.cpu_count() or 1) if self.predict_jobs == -1 else max(1, self.predict_jobs)
+            threads = cores() if self.predict_jobs == -1 else max(1, self.predict_jobs)
         return booster_of(model).predict(X, raw_score=True, num_threads=threads) >= 0
 
     def decide_task(self, task: OneTask) -> int:

@@ -23,10 +23,11 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from camdf.common.waits import read_regular
 
 #: The manifest's file name and the layout it describes (a reader refuses another).
 MANIFEST = "manifest.json"
@@ -40,7 +41,7 @@ MAX_BYTES = 256 * 2**20
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_regular(path, MAX_BYTES, f"a file of at most {MAX_BYTES >> 20} MB")).hexdigest()
 
 
 def _split_boosters(value: Any, out: list[str]) -> Any:
@@ -148,19 +149,17 @@ def check_booster_file(path: Path) -> str:
     from camdf.policies.tree_text import parse_model
 
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, MAX_BYTES, "LightGBM's text model format").decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path}: expected LightGBM's text model format (UTF-8 text)") from None
-    except OSError as err:
-        raise ValueError(f"{path}: cannot read: {err.strerror or type(err).__name__}") from None
     parse_model(text, str(path))
     return text
 
 
 def is_export(folder: Path) -> bool:
     """Whether ``folder`` looks like an exported policy (it has a manifest and no MLflow ``MLmodel``)."""
-    manifest = folder / MANIFEST  # a link (a loop among them) too: read_export then says what is wrong with it
-    return (manifest.is_symlink() or manifest.is_file()) and not (folder / "MLmodel").exists()
+    manifest = folder / MANIFEST  # a link (a loop among them), a FIFO too: read_export then says what is wrong with it
+    return os.path.lexists(manifest) and not (folder / "MLmodel").exists()
 
 
 def read_export(folder: str | os.PathLike, lean: bool = False):
@@ -176,15 +175,7 @@ def read_export(folder: str | os.PathLike, lean: bool = False):
     folder = Path(folder)
     where = folder / MANIFEST
     try:
-        info = where.stat()
-    except OSError as err:  # a symlink loop among them
-        raise ValueError(f"{where}: cannot read: {err.strerror or type(err).__name__}") from None
-    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-        raise ValueError(f"{where}: expected a regular file of at most {MAX_BYTES >> 20} MB")
-    try:
-        manifest = json.loads(where.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ValueError(f"{where}: cannot read: {err.strerror or type(err).__name__}") from None
+        manifest = json.loads(read_regular(where, MAX_BYTES, f"a regular file of at most {MAX_BYTES >> 20} MB"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise ValueError(f"{where}: not JSON") from None
     except RecursionError:
@@ -203,18 +194,16 @@ def read_export(folder: str | os.PathLike, lean: bool = False):
             raise ValueError(f"{where}: files: {rel!r} leads outside the folder")
     for rel, digest in files.items():
         path = _resolved(folder / rel, folder / rel)
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise ValueError(f"{folder / rel}: missing (the manifest lists it)")
-        if path.stat().st_size > MAX_BYTES:
-            raise ValueError(f"{folder / rel}: larger than {MAX_BYTES >> 20} MB, not part of a camdf policy")
-        if _sha256(path) != digest:
+        if _sha256(path) != digest:  # a regular file of at most MAX_BYTES, or refused naming it
             raise ValueError(f"{folder / rel}: its SHA-256 differs from the manifest's (altered or damaged)")
     # A checksum anyone can rewrite says nothing of the content: every model text is parsed and bounded by
     # the project (tree_text.parse_model) before anything else reads it - LightGBM's parser aborts the process
     # on some texts (num_leaves=2000000000).
     texts = {rel: check_booster_file(folder / rel) for rel in sorted(files) if rel.startswith(f"{_BOOSTERS}/")}
     try:
-        numbers = json.loads((folder / POLICY_FILE).read_text(encoding="utf-8"))
+        numbers = json.loads(read_regular(folder / POLICY_FILE, MAX_BYTES, "a camdf policy's JSON"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ValueError(f"{folder / POLICY_FILE}: not JSON") from None
     from camdf.runtime.folder_schema import POLICY_FIELDS, check_fields

@@ -17,7 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from camdf.common.waits import read_regular
 from camdf.runtime.requests import shown, tool_name, tool_view
+
+#: Bytes of one file ``camdf fit`` reads (a catalog or a log of tasks).
+MAX_FILE_BYTES = 1 << 30
 
 #: The fewest logged tasks an inner cross-validation can compare policies on.
 MIN_TASKS = 10
@@ -91,12 +95,8 @@ def _json_file(path: Path) -> Any:
 
 
 def _bytes(path: Path) -> bytes:
-    if path.is_dir():
-        raise ValueError(f"{path}: is a folder (expected a file)")
-    try:
-        return path.read_bytes()
-    except OSError as err:
-        raise ValueError(f"{path}: cannot read: {err.strerror or type(err).__name__}") from None
+    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES` (ValueError naming it otherwise)."""
+    return read_regular(path, MAX_FILE_BYTES, "a regular JSON or JSON-lines file")
 
 
 def _task(value: Any, where: str, known: set[str]) -> LoggedTask:

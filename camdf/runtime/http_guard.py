@@ -17,7 +17,8 @@ from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 
 from camdf.runtime.jsonio import parse_json
-from camdf.runtime.serve_limits import Admission, BodyTimeout, ServeLimits, serve_limits, within
+from camdf.common.waits import WaitExpired, within
+from camdf.runtime.serve_limits import Admission, ServeLimits, serve_limits
 
 
 class InvalidRequest(MlflowException, ValueError):
@@ -150,9 +151,9 @@ def _guard_handler(handler):
                           "the limit (CAMDF_SERVE_MAX_INFLIGHT); retry shortly", {"Retry-After": "1"})
         try:
             _check_content_type(request.headers.get("content-type"))
-            body = await within(_read_body(request), _limits.read_timeout)
+            body = await within(_read_body(request), _limits.read_timeout, "request body")
             return await handler(_replayed(request, body))  # MLflow decides it in a worker thread
-        except BodyTimeout:  # the connection is closed: a stalled client holds nothing longer than this
+        except WaitExpired:  # the connection is closed: a stalled client holds nothing longer than this
             return _error(408, "REQUEST_TIMEOUT", f"request body: not received within {_limits.read_timeout:g} s "
                           "(CAMDF_SERVE_READ_TIMEOUT)", {"Connection": "close"})
         except _Refused as err:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from camdf.common.dials import dial_names
+from camdf.common.waits import read_regular
 from camdf.core.membership import membership_task
 from camdf.policies.plain import task_positions
 from camdf.policies.registry import CARDS
@@ -45,6 +46,8 @@ from camdf.runtime.requests import Selection
 #: The artifact name of the lean numbers in a logged model.
 LEAN_ARTIFACT = "lean"
 LEAN_FILE = "lean.json"
+#: Bytes of a lean.json that is read (a shipped one is a few hundred KB).
+MAX_LEAN_BYTES = 256 * 2**20
 #: Format 4 carries the checksums, 5 the policy's membership model, whether it is portable and its cost unit; a lean.json
 #: of another format is not read (the full policy decides).
 FORMAT = 5
@@ -160,7 +163,7 @@ class LeanPolicy:
         from camdf.runtime.finite import _paths
 
         try:
-            numbers = json.loads(path.read_text(encoding="utf-8"))
+            numbers = json.loads(read_regular(path, MAX_LEAN_BYTES, "a lean policy's JSON").decode("utf-8"))
         except (OSError, ValueError):
             return None
         for where in _paths(numbers):  # a NaN here would decide silently: refused, not passed over

@@ -50,6 +50,8 @@ def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> tuple[
     SQLite store and its version, read with the standard library (read-only: a missing store is not created)."""
     import sqlite3
 
+    from camdf.common.waits import open_sqlite
+
     if not tracking.startswith("sqlite:///"):
         raise _UseMlflow
     spec = uri[len("models:/"):]
@@ -68,7 +70,7 @@ def _registered_folder(uri: str, tracking: str, where: str, hint: str) -> tuple[
     if not db.is_file():
         raise ValueError(f"policy: cannot load {uri!r}{where}: the store does not exist{hint}")
     try:
-        with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True) as conn:
+        with open_sqlite(db, read_only=True) as conn:
             row = conn.execute(query, args).fetchone()
     except sqlite3.Error:
         raise _UseMlflow from None  # another schema, a locked file: MLflow decides
@@ -109,14 +111,18 @@ def _read_policy(folder: Path, uri: str, lean: bool = False):
     Only JSON is read (:mod:`camdf.runtime.policy_file`): a pickle in the folder is refused, never loaded."""
     import yaml
 
+    from camdf.common.waits import NotRegular, read_regular
+
     mlmodel = folder / "MLmodel"
-    if not mlmodel.is_file():
+    if not os.path.lexists(mlmodel):
         raise ValueError(f"policy: cannot load {uri!r}: {folder} holds no MLmodel file")
     try:
-        meta = yaml.safe_load(mlmodel.read_text(encoding="utf-8"))
+        meta = yaml.safe_load(read_regular(mlmodel, 1 << 20, "an MLmodel file").decode("utf-8"))
         artifacts = meta["flavors"]["python_function"]["artifacts"]
         if not isinstance(artifacts, dict) or "policy" not in artifacts:
             raise KeyError("policy")
+    except NotRegular as err:
+        raise ValueError(f"policy: cannot load {uri!r}: {err}") from None
     except (yaml.YAMLError, KeyError, TypeError, UnicodeDecodeError):
         raise ValueError(f"policy: cannot load {uri!r}: {mlmodel} does not describe a camdf policy model") from None
     from camdf.runtime.policy_file import POLICY_ARTIFACT

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from camdf.common.waits import read_regular
 from camdf.runtime.folder_schema import POLICY_FIELDS, check_fields
 
 #: The artifact name of the policy's numbers in a logged model, and its file name.
@@ -101,9 +102,7 @@ def read_policy(path: Path):
     (unreadable, too large, not JSON - a pickle, say -, or not a policy's numbers). Nothing in it is run."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            raise ValueError(f"{path}: larger than {MAX_BYTES >> 20} MB, not a camdf policy")
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path, MAX_BYTES, f"a camdf policy's JSON of at most {MAX_BYTES >> 20} MB").decode("utf-8")
         numbers = json.loads(text)
         _refuse_non_finite(numbers, path)
         check_fields(numbers, POLICY_FIELDS, str(path))

@@ -11,11 +11,11 @@ pickled into it.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from camdf.common.waits import BUILD, run
 from camdf.runtime.signature import INPUT_COLUMNS, signature
 
 #: The models-from-code file MLflow copies into a logged model and runs on load (not imported here: it sets
@@ -40,8 +40,8 @@ def build_wheel(dst: Path) -> Path:
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (root / name).is_file():
                 shutil.copy2(root / name, src / name)
-        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                               "-q", "-w", str(dst), str(src)], capture_output=True, text=True)
+        proc = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                    "-q", "-w", str(dst), str(src)], BUILD, "camdf wheel: pip wheel", capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"camdf wheel: pip wheel exited {proc.returncode}: {proc.stderr[-2000:]}")
     wheels = sorted(dst.glob("camdf-*.whl"))

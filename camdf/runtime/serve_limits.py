@@ -19,12 +19,11 @@ anywhere else (a model loaded in Python) with that line as a ValueError.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import Awaitable, Mapping, TypeVar
+from typing import Mapping
 
 INFLIGHT_ENV = "CAMDF_SERVE_MAX_INFLIGHT"
 READ_TIMEOUT_ENV = "CAMDF_SERVE_READ_TIMEOUT"
@@ -39,8 +38,6 @@ DEFAULT_READ_TIMEOUT = 30.0
 #: Bounds on the settings themselves (a typo of 10**6 is refused, not taken).
 MAX_INFLIGHT = 4096
 MAX_READ_TIMEOUT = 3600.0
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -103,15 +100,3 @@ class Admission:
 
     def leave(self) -> None:
         self.inflight -= 1
-
-
-class BodyTimeout(Exception):
-    """The request body did not arrive within the read timeout."""
-
-
-async def within(awaitable: Awaitable[T], seconds: float) -> T:
-    """``awaitable``'s result, or :class:`BodyTimeout` once ``seconds`` have passed (the read is cancelled)."""
-    try:
-        return await asyncio.wait_for(awaitable, seconds)
-    except asyncio.TimeoutError:
-        raise BodyTimeout from None

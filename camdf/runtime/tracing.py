@@ -33,11 +33,11 @@ What a span may cost, and hold:
   ``mlflow.set_tracking_uri``), MLflow would create ``./mlflow.db`` wherever the caller runs:
   tracing turns itself off instead, with one warning saying how to set the URI.
 - **Bounded waits.** The store is checked once per tracking URI before the first span (a server is
-  asked one read, :func:`camdf.tracking.probe.check_server`, within :data:`PROBE_TIMEOUT` x 2.5 s; a
-  SQLite file is opened; a folder store's folder is made). A store that fails costs one warning and
+  asked one read, :func:`camdf.tracking.probe.check_server`, within ``waits.STORE_CHECK`` x 2.5 s; a
+  SQLite file is opened if it is a regular file; a folder store's folder is made). A store that fails costs one warning and
   turns tracing off; no decision waits on it again. MLflow's HTTP calls get a timeout and no retries
-  (:func:`camdf.tracking.probe.bound_waits`), and the flush of the traces still queued at exit is
-  bounded to :data:`EXIT_FLUSH` seconds (one warning when traces are dropped), in place of MLflow's
+  (:func:`camdf.common.waits.http_waits`), and the flush of the traces still queued at exit is
+  bounded to ``waits.EXIT_FLUSH`` seconds (one warning when traces are dropped), in place of MLflow's
   unbounded one.
 """
 
@@ -52,15 +52,13 @@ import time
 import warnings
 from typing import Any, Callable
 
+from camdf.common.waits import EXIT_FLUSH, STORE_CHECK, WaitExpired, call, http_waits, open_sqlite
+
 #: Whether decisions are traced (read by the decision paths; change it with :func:`enable`).
 ON = os.environ.get("CAMDF_TRACING", "").strip().lower() in {"1", "true", "yes", "on"}
 SPAN_NAME = "camdf.select"
 SPAN_TYPE = "TOOL_SELECTION"
 _INSIDE: contextvars.ContextVar[bool] = contextvars.ContextVar("camdf_tracing_inside", default=False)
-#: Seconds the check of a tracking server waits to connect and for its answer (the whole check: 2.5 times that).
-PROBE_TIMEOUT = 1.5
-#: Seconds the traces still queued at exit may take to reach the store before they are dropped.
-EXIT_FLUSH = 5.0
 #: Tracking URI -> whether its store answered the check (each URI is checked once per process).
 _STORES: dict[str, bool] = {}
 _STORES_LOCK = threading.Lock()
@@ -95,20 +93,18 @@ def _check_store(uri: str) -> None:
     """Raise when the store at ``uri`` cannot take traces, within seconds (no MLflow client, no retries)."""
     from urllib.parse import unquote, urlparse
 
-    from camdf.tracking.probe import bound_waits, check_server
+    from camdf.tracking.probe import check_server
 
-    bound_waits()  # the exporter's HTTP calls: a timeout each, no retries
+    http_waits()  # the exporter's HTTP calls: a timeout each, no retries
     scheme = urlparse(uri).scheme.lower()
     if scheme in ("http", "https"):
-        check_server(uri, timeout=PROBE_TIMEOUT)
+        check_server(uri, timeout=STORE_CHECK)
     elif scheme == "sqlite":
-        import sqlite3
-
         path = unquote(uri[len("sqlite:///"):].split("?")[0]) if uri.lower().startswith("sqlite:///") else ""
         if path and path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)  # as MLflow does
             # One open and one read: MLflow's own engine retries a file it cannot open for 100 s.
-            db = sqlite3.connect(path, timeout=PROBE_TIMEOUT)
+            db = open_sqlite(path)
             try:
                 db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
             finally:
@@ -187,12 +183,15 @@ def _drain(queue: Any) -> None:
 def _flush_at_exit(queue: Any) -> None:
     # Registered after MLflow's tracer provider, so this runs before its shutdown: the batched spans are
     # exported here, within the bound, and the provider's own shutdown finds nothing left to send.
-    flusher = threading.Thread(target=_drain, args=(queue,), name="camdf-trace-flush", daemon=True)
-    flusher.start()
-    flusher.join(EXIT_FLUSH)
-    if flusher.is_alive():
+    try:
+        call(lambda: _drain(queue), EXIT_FLUSH, "the trace flush at exit")
+    except WaitExpired:
         print(f"camdf: traces not yet in the trace store after {EXIT_FLUSH:g} s at exit were dropped "
               "(is the tracking server answering?)", file=sys.stderr, flush=True)
+    except Exception as err:  # noqa: BLE001 - at exit: one line, not a traceback
+        from camdf.common.uri import safe_uri
+
+        print(f"camdf: traces queued at exit were dropped ({safe_uri(_one_line(err))})", file=sys.stderr, flush=True)
 
 
 def inside() -> bool:

@@ -96,12 +96,14 @@ def relocate_store(uri: str) -> bool:
     """
     import sqlite3
 
+    from camdf.common.waits import open_sqlite
+
     db = sqlite_path(uri)
     if db is None or not db.is_file():
         return False
     here = db.resolve().parent / "mlartifacts"
     changed = False
-    with sqlite3.connect(db) as conn:
+    with open_sqlite(db) as conn:
         try:
             rows = conn.execute("SELECT name, artifact_location FROM experiments").fetchall()
         except sqlite3.Error:

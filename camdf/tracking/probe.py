@@ -11,26 +11,18 @@ import errno
 import logging
 import os
 import socket
-import threading
-from typing import Any, Iterator
+from typing import Iterator
 
 from camdf.common.uri import safe_uri
+from camdf.common.waits import PROBE, WaitExpired, http_get, http_waits
 
 PROBE_PATH = "/api/2.0/mlflow/experiments/search?max_results=1"  # a read every MLflow server answers
-PROBE_TIMEOUT = 3.0    # seconds to connect, and to wait for the answer, when checking a server
-
-
-#: Seconds MLflow's HTTP client waits to connect and for each answer, and how often it retries a failed request,
-#: unless the environment sets them: MLflow's own defaults (120 s, 7 retries with back-off) hang a command for
-#: minutes on a server that stalls. ``MLFLOW_HTTP_REQUEST_TIMEOUT`` / ``..._MAX_RETRIES`` override them.
-HTTP_TIMEOUT = "5"
-HTTP_RETRIES = "0"
+PROBE_TIMEOUT = PROBE  # seconds to connect, and to wait for the answer, when checking a server
 
 
 def bound_waits() -> None:
-    """Bound every MLflow HTTP call of this process (connect and read timeout, retries); idempotent."""
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", HTTP_TIMEOUT)
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", HTTP_RETRIES)
+    """Bound every MLflow HTTP call of this process (:func:`camdf.common.waits.http_waits`); idempotent."""
+    http_waits()
 
 
 def quiet_mlflow() -> None:
@@ -123,32 +115,19 @@ def check_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
     if not uri.lower().startswith(("http://", "https://")):
         return
     bound_waits()
-    import requests
-
     from_env = os.environ.get("MLFLOW_TRACKING_URI") == uri
     unset = "unset MLFLOW_TRACKING_URI" if from_env else "point tracking.uri at another store"
     url = uri.rstrip("/") + PROBE_PATH
     shown = safe_uri(uri)  # messages never carry the URI's credentials
     insecure = os.environ.get("MLFLOW_TRACKING_INSECURE_TLS", "").lower() in ("true", "1")
     verify = False if insecure else (os.environ.get("MLFLOW_TRACKING_SERVER_CERT_PATH") or True)
-    got: dict[str, Any] = {}
-
-    def probe() -> None:
-        try:
-            got["response"] = requests.get(url, timeout=timeout, verify=verify, allow_redirects=True,
-                                           cert=os.environ.get("MLFLOW_TRACKING_CLIENT_CERT_PATH") or None)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes the one error below
-            got["error"] = exc
-
-    # requests bounds connecting and each read, not name resolution: the thread bounds the whole probe.
-    thread = threading.Thread(target=probe, name="camdf-tracking-probe", daemon=True)
-    thread.start()
-    thread.join(2.5 * timeout)
-    if "response" not in got:
-        reason = _reason(got["error"], timeout) if "error" in got else f"no answer within {2.5 * timeout:g} s"
+    try:
+        resp = http_get(url, timeout, "the tracking probe", verify=verify, allow_redirects=True,
+                        cert=os.environ.get("MLFLOW_TRACKING_CLIENT_CERT_PATH") or None)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the one error below
+        reason = f"no answer within {exc.seconds:g} s" if isinstance(exc, WaitExpired) else _reason(exc, timeout)
         raise TrackingUnreachable(uri, f"tracking.uri: cannot reach the MLflow tracking server at {shown} ({reason}); "
-                                       f"start it (make ui / mlflow server) or {unset}")
-    resp = got["response"]
+                                       f"start it (make ui / mlflow server) or {unset}") from None
     try:
         body = resp.json()
     except ValueError:

@@ -191,18 +191,18 @@ def served(trained):
 
 
 def serve_model(trained, **extra_env: str):
-    """Serve the ``trained`` model with `mlflow models serve` on loopback (``extra_env`` added to its
-    environment); yields its URL, stops it after. For fixtures: ``yield from serve_model(...)``."""
+    """Serve the ``trained`` model with `camdf serve` (its checks, then `mlflow models serve`) on loopback
+    (``extra_env`` added to its environment); yields its URL, stops it after. For fixtures:
+    ``yield from serve_model(...)``."""
     port = _free_port()
-    # mlflow starts `uvicorn` by name: the venv's bin folder must be on PATH, as after `source .venv/bin/activate`.
-    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"],
-           "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}", **extra_env}
-    proc = subprocess.Popen([MLFLOW, "models", "serve", "-m", trained["model_uri"], "--env-manager", "local",
-                             "-h", "127.0.0.1", "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
+    # No PATH given: camdf serve puts the interpreter's folder on it for the `uvicorn` MLflow starts by name.
+    env = {**os.environ, "MLFLOW_TRACKING_URI": trained["uri"], **extra_env}
+    proc = subprocess.Popen([sys.executable, "-m", "camdf.cli", "serve", "--policy", trained["model_uri"],
+                             "-p", str(port)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for(f"{url}/ping", proc, 180, "mlflow models serve")
+        _wait_for(f"{url}/ping", proc, 180, "camdf serve")
         yield url
     finally:
         os.killpg(proc.pid, 15)

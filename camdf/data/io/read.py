@@ -22,6 +22,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from camdf.common.jsonguard import MAX_DEPTH, MAX_NUMBER_CHARS
+from camdf.common.waits import NotRegular, read_regular
 from camdf.data.io.validate import (
     _SURROGATE_ESCAPE, _SURROGATE_EXPECTED, CATALOG, TASKS, DomainFormatError, _catalog_contents, _json_type,
     _lone_surrogate, _name, task_from_json,
@@ -123,32 +124,13 @@ def _structure_message(message: str, column: int) -> str:
 
 def read_regular_file(path: Path, name: str, expected: str, problems: list[str],
                       limit: int = MAX_FILE_BYTES) -> bytes | None:
-    """The bytes of ``path`` (a regular file of at most ``limit`` bytes: a pipe or a device is never opened), or None
-    with the reason appended to ``problems`` as ``name:1: ...``."""
+    """The bytes of ``path`` (a regular file of at most ``limit`` bytes: a pipe or a device is never waited on,
+    :func:`camdf.common.waits.read_regular`), or None with the reason appended to ``problems`` as ``name:1: ...``."""
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            problems.append(f"{name}:1: broken symbolic link to `{_name(os.readlink(path))}` (expected {expected})")
-        else:
-            problems.append(f"{name}:1: missing file (expected {expected})")
+        return read_regular(path, limit, expected, name)
+    except NotRegular as err:
+        problems.append(str(err))
         return None
-    except OSError as err:  # unreadable parent, a link loop, a path through a file
-        problems.append(f"{name}:1: cannot read: {err.strerror} (expected {expected})")
-        return None
-    if stat.S_ISDIR(st.st_mode):
-        problems.append(f"{name}:1: a folder, not a file (expected {expected})")
-    elif not stat.S_ISREG(st.st_mode):  # a pipe or device would block or never end
-        problems.append(f"{name}:1: not a regular file (expected {expected})")
-    elif st.st_size > limit:
-        problems.append(f"{name}:1: file of {st.st_size:,} bytes (expected at most {limit:,} bytes)")
-    else:
-        try:
-            with open(path, "rb") as fh:
-                return fh.read(limit + 1)
-        except OSError as err:
-            problems.append(f"{name}:1: cannot read: {err.strerror} (expected a file the reader may open)")
-    return None
 
 
 def _bom(data: bytes, name: str, problems: list[str]) -> bytes:

@@ -161,7 +161,7 @@ def _folder(tmp_path: Path, kind: str) -> str:
     ("bad-yaml", "does not describe a camdf policy model"),
     ("not-camdf", "does not describe a camdf policy model"),
     ("garbage-json", "policy.json: not JSON"),
-    ("missing-json", "policy.json: cannot read: No such file"),
+    ("missing-json", "policy.json:1: missing file"),
 ])
 def test_bad_policy_folder_is_refused_naming_it(kind, phrase, tmp_path, capsys, monkeypatch):
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
@@ -197,7 +197,7 @@ def test_champion_in_a_store_that_does_not_exist_is_not_created(tmp_path, capsys
     assert not db.parent.exists()
 
 
-@pytest.mark.parametrize("kind", ["missing", "folder", "dangling-link", "empty-file"])
+@pytest.mark.parametrize("kind", ["missing", "folder", "dangling-link", "empty-file", "fifo"])
 def test_bad_input_path_is_refused_naming_it(kind, store, tmp_path, capsys, monkeypatch):
     path = tmp_path / "req.json"
     if kind == "folder":
@@ -206,12 +206,15 @@ def test_bad_input_path_is_refused_naming_it(kind, store, tmp_path, capsys, monk
         path.symlink_to(tmp_path / "gone.json")
     elif kind == "empty-file":
         path.write_bytes(b"")
+    elif kind == "fifo":
+        os.mkfifo(path)  # nothing writes it: a read would wait forever
     code, out, err = _cli(b"", ["--policy", store["model_uri"], "--input", str(path)], capsys, monkeypatch)
     assert code == 2 and out == "", err
-    expected = {"missing": f"--input {path}: cannot read: No such file or directory",
-                "folder": f"--input {path}: is a folder",
-                "dangling-link": f"--input {path}: cannot read: No such file or directory",
-                "empty-file": f"{path}: line 1 column 1: invalid JSON"}[kind]
+    expected = {"missing": f"--input {path}:1: missing file (expected a JSON request file, or - for stdin)",
+                "folder": f"--input {path}:1: a folder, not a file",
+                "dangling-link": f"--input {path}:1: broken symbolic link to `{tmp_path / 'gone.json'}`",
+                "empty-file": f"{path}: line 1 column 1: invalid JSON",
+                "fifo": f"--input {path}:1: not a regular file"}[kind]
     assert expected in err, err
 
 

@@ -116,3 +116,159 @@ def test_a_stage_returns_within_the_bound(stage, tmp_path, data_dir):
     _check([sys.executable, "-m", f"pipelines.{stage}", f"paths.output_dir={tmp_path}/out",
             f"paths.data_dir={data_dir}", "hydra/job_logging=none", "hydra/hydra_logging=none"], f"pipelines.{stage}", tmp_path)
     assert not list((tmp_path / "out").rglob(".hydra"))
+
+
+def test_serve_returns_within_the_bound(tmp_path):
+    """`camdf serve` checks the store and the policy with bounded waits before `mlflow models serve` starts (run by
+    itself against a stalling registry, MLflow's client waited past 100 s)."""
+    _check([sys.executable, "-m", "camdf.cli", "serve", "--policy", "models:/camdf/1", "-p", "5999"],
+           "camdf.cli.commands", tmp_path, "camdf serve")
+
+
+# --- the generated family: each owner of a wait, through its entry point, against what would hold it forever ------
+
+DEFAULT_EXPORT = ROOT / "camdf" / "runtime" / "default_policy"
+MLMODEL = "flavors:\n  python_function:\n    artifacts:\n      policy:\n        path: artifacts/policy.json\n"
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"
+
+
+def _export(tmp: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(DEFAULT_EXPORT, tmp / "export"))
+
+
+def _model_folder(tmp: Path) -> Path:
+    folder = tmp / "model"
+    (folder / "artifacts").mkdir(parents=True)
+    (folder / "MLmodel").write_text(MLMODEL)
+    (folder / "artifacts" / "policy.json").write_bytes((DEFAULT_EXPORT / "policy.json").read_bytes())
+    return folder
+
+
+def _domain(tmp: Path) -> Path:
+    import json
+
+    from .folders import TASKS, TOOLS
+
+    folder = tmp / "mini"
+    folder.mkdir()
+    (folder / "catalog.json").write_text(json.dumps({"tools": TOOLS}))
+    (folder / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TASKS))
+    return folder
+
+
+def _pipe(path: Path) -> Path:
+    if path.exists():
+        path.unlink()
+    os.mkfifo(path)  # nobody writes it: a blocking open or read would wait forever
+    return path
+
+
+def _load(folder: Path):
+    from camdf.runtime import load_policy
+
+    return lambda: load_policy(str(folder))
+
+
+def _fifo_cases():
+    """(name, build(tmp) -> the call that must refuse, phrase of its error): every reader of a user-named file."""
+    from camdf.data.io import read_domain
+    from camdf.integrations.stabletoolbench.convert import convert_solvable_queries
+    from camdf.pipeline.bounds import check_config_folders
+    from camdf.runtime.fit_inputs import read_tasks, read_tools
+
+    def export_file(rel):
+        def build(tmp):
+            folder = _export(tmp)
+            _pipe(folder / rel)
+            return _load(folder)
+        return build
+
+    def model_file(rel):
+        def build(tmp):
+            folder = _model_folder(tmp)
+            _pipe(folder / rel)
+            return _load(folder)
+        return build
+
+    def domain_file(name):
+        def build(tmp):
+            folder = _domain(tmp)
+            _pipe(folder / name)
+            return lambda: read_domain(folder)
+        return build
+
+    def one_file(reader):
+        def build(tmp):
+            return lambda: reader(_pipe(tmp / "input.json"))
+        return build
+
+    def config_folder(tmp):
+        _pipe(tmp / "evil.yaml")
+        return lambda: check_config_folders([f"hydra.searchpath=[file://{tmp}]"])
+
+    def queries(tmp):
+        files = tmp / "solvable_queries" / "test_instruction"
+        files.mkdir(parents=True)
+        (files / "G1_query.json").write_text("[]")
+        _pipe(files / "G2_query.json")
+        return lambda: convert_solvable_queries(tmp)
+
+    return [("export manifest.json", export_file("manifest.json")),
+            ("export policy.json", export_file("policy.json")),
+            ("export booster", export_file("boosters/0.txt")),
+            ("model MLmodel", model_file("MLmodel")),
+            ("model policy.json", model_file("artifacts/policy.json")),
+            ("domain catalog.json", domain_file("catalog.json")),
+            ("domain tasks.jsonl", domain_file("tasks.jsonl")),
+            ("fit --tools", one_file(read_tools)),
+            ("fit --tasks", one_file(lambda p: read_tasks(p, ["a"]))),
+            ("config folder", config_folder),
+            ("benchmark query files", queries)]
+
+
+FIFO_CASES = _fifo_cases()
+
+
+@pytest.mark.parametrize("name,build", FIFO_CASES, ids=[c[0] for c in FIFO_CASES])
+def test_a_fifo_is_refused_not_waited_on(name, build, tmp_path):
+    from camdf.common.waits import WaitExpired, call
+
+    attempt = build(tmp_path)
+    start = time.monotonic()
+    try:
+        call(attempt, 20.0, name)
+        raise AssertionError(f"{name}: a FIFO was taken")
+    except WaitExpired:
+        raise AssertionError(f"{name}: blocked on the FIFO") from None
+    except Exception as err:  # noqa: BLE001 - a refusal of any kind: it must say what it is
+        text = str(getattr(err, "problems", None) or err)
+        assert "not a regular file" in text or "a FIFO" in text, f"{name}: {type(err).__name__}: {text[:400]}"
+    assert time.monotonic() - start < 10.0
+
+
+def test_a_hung_git_costs_its_bound_not_the_run(tmp_path, monkeypatch):
+    """A `git` that never answers (a stalled network filesystem, a hook): the run's commit reads `unknown`."""
+    from camdf.pipeline import provenance
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "git").write_text("#!/bin/sh\nsleep 60\n")
+    (fake / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(provenance, "GIT", 0.5)
+    start = time.monotonic()
+    assert provenance.git_commit(ROOT) == "unknown"
+    assert time.monotonic() - start < 5.0
+
+
+def test_an_expansion_and_a_huge_fanout_are_refused_before_hydra(tmp_path):
+    from camdf.pipeline.bounds import JOBLIB, check_config_folders, check_fanout
+    from camdf.pipeline.refusals import ConfigError
+
+    (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
+    with pytest.raises(ConfigError, match="anchors or aliases"):
+        check_config_folders([f"hydra.searchpath=[file://{tmp_path}]"])
+    with pytest.raises(ConfigError, match="worker processes"):
+        check_fanout({"_target_": JOBLIB, "n_jobs": 100000})

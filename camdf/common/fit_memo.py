@@ -18,11 +18,11 @@ from dataclasses import fields, is_dataclass
 
 import numpy as np
 
-#: Fitted rules kept, the least recently used dropped first: A18 visits a d again after the other four d's
-#: 5 repeats x 5 folds = 100 fits, so 125 per d-cycle are kept with room to spare.
+#: Inputs whose fits are kept, the least recently used dropped first: A18 visits a d again after the other four
+#: d's 5 repeats x 5 folds = 100 rule fits, so 125 rules per d-cycle are kept, beside the 25 training batches
+#: whose pool members and membership models every d shares, with room to spare.
 CAPACITY = 256
 
-_KEPT: OrderedDict[str, object] = OrderedDict()
 _SHARED: OrderedDict[str, dict] = OrderedDict()
 #: ``fits`` (rules fitted) and ``reused`` (fits handed back), for tests and progress lines.
 COUNTS = {"fits": 0, "reused": 0}
@@ -30,7 +30,6 @@ COUNTS = {"fits": 0, "reused": 0}
 
 def clear() -> None:
     """Forget every kept rule (and the counts)."""
-    _KEPT.clear()
     _SHARED.clear()
     COUNTS.update(fits=0, reused=0)
 
@@ -77,23 +76,20 @@ def _feed(h, value) -> None:
 
 def fitted(policy, batch):
     """``policy`` fitted on ``batch``, or the rule fitted earlier in this process on identical states with
-    identical parameters (then ``policy`` itself is left unfitted)."""
+    identical parameters (then ``policy`` itself is left unfitted): kept in :func:`shared_fits` under the rule's
+    class, parameters and batch."""
     try:
-        key = digest((type(policy).__module__, type(policy).__qualname__, policy.get_params(deep=False), batch))
+        kept = shared_fits("fitted", type(policy).__module__, type(policy).__qualname__,
+                           policy.get_params(deep=False), batch)
     except TypeError:  # a parameter or a field the digest cannot key: fit, keep nothing
-        COUNTS["fits"] += 1
-        policy.fit(batch)
-        return policy
-    if key in _KEPT:
-        _KEPT.move_to_end(key)
+        kept = {}
+    if "rule" in kept:
         COUNTS["reused"] += 1
-        return _KEPT[key]
+        return kept["rule"]
     COUNTS["fits"] += 1
     policy.fit(batch)
-    _KEPT[key] = rule = policy
-    while len(_KEPT) > CAPACITY:
-        _KEPT.popitem(last=False)
-    return rule
+    kept["rule"] = policy
+    return policy
 
 
 def shared_fits(*parts) -> dict:

@@ -131,6 +131,12 @@ class Instances:
             present=None if self.present is None else self.present[rows],
         )
 
+    def cost_free_inputs(self) -> tuple:
+        """What a fit that reads no cost and no lambda sees of these instances (the rankings: scores, lengths and
+        tool ids; the membership labels; the vocabulary's size): the key under which such fits are kept for the
+        cells of a lambda x d grid (:func:`camdf.common.fit_memo.shared_fits`)."""
+        return self.scores, self.n, self.tool_ids, self.member, len(self.vocab)
+
     def training_view(self, fold: int) -> "Instances":
         """The rankings the stopper evaluated on ``fold`` is trained on (see ``train_views``)."""
         return self if self.train_views is None else self.train_views[fold]

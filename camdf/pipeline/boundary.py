@@ -210,11 +210,10 @@ def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None 
 
     release_start()  # from here on, this boundary handles Ctrl-C
     try:
-        composed: list[bool] = []
-        output_dir = preflight(config_name, argv, composed)  # code, paths and secrets of the composed config, Hydra's
+        checked = preflight(config_name, argv)  # code, paths and secrets of the composed config, Hydra's
         check_choices(argv)  # a config-group choice naming no file: one line, exit 2
-        check_keys(config_name, argv, composed_whole=bool(composed))  # a key no config has (`cost.lamda`): exit 2
-        _hydra_reports_through_us(output_dir)
+        check_keys(config_name, argv, composed_whole=checked.composed_whole)  # a key no config has: exit 2
+        _hydra_reports_through_us(checked.output_dir)
         main()
     except KeyboardInterrupt as err:
         print(f"error: {explain(err)[0]}", file=sys.stderr)

@@ -10,6 +10,7 @@ exit 2.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from camdf.pipeline.bounds import check_config_folders, check_fanout
@@ -85,7 +86,16 @@ def _compose(config_name: str, overrides: Sequence[str]):
         return compose(config_name, overrides=list(overrides), return_hydra_config=True)
 
 
-def preflight(config_name: str, argv: Sequence[str] | None = None, composed: list | None = None) -> str | None:
+@dataclass(frozen=True)
+class Checked:
+    """What :func:`preflight` found: the resolved ``paths.output_dir`` (None when not known) and whether the stage
+    composed with every override (then :func:`camdf.pipeline.choices.check_keys` need not compose it again)."""
+
+    output_dir: str | None = None
+    composed_whole: bool = False
+
+
+def preflight(config_name: str, argv: Sequence[str] | None = None) -> Checked:
     """Check the command line and its composed config (Hydra's node included) before Hydra acts on either.
 
     Hydra instantiates callbacks, the launcher and the sweeper and makes the job folder
@@ -98,9 +108,7 @@ def preflight(config_name: str, argv: Sequence[str] | None = None, composed: lis
     left to Hydra's own message. An output folder that cannot be written is one line and exit 1
     (:func:`check_writable`).
 
-    Returns the resolved ``paths.output_dir`` (None when it is not known here). ``composed``, when given, gets
-    True appended once the stage composed with every override (:func:`camdf.pipeline.choices.check_keys` need not
-    compose it again).
+    Returns what it found (:class:`Checked`).
     """
     from hydra.core.global_hydra import GlobalHydra
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -117,7 +125,7 @@ def preflight(config_name: str, argv: Sequence[str] | None = None, composed: lis
         overrides = hydra_overrides(args)
         check_overrides(overrides)
         if GlobalHydra.instance().is_initialized():
-            return None
+            return Checked()
         check_config_folders(overrides)  # before Hydra reads them: no alias expansion, no blocking read
         parser = OverridesParser.create()
         try:
@@ -125,14 +133,12 @@ def preflight(config_name: str, argv: Sequence[str] | None = None, composed: lis
             first = _sweep_variants(parsed, set())[0]
             cfg = _compose(config_name, first)
         except Exception:  # noqa: BLE001  not composable: Hydra's own run says why (nothing is instantiated)
-            return None
-        if composed is not None:
-            composed.append(True)  # check_keys need not compose it again
+            return Checked()
         multirun = any(a in ("-m", "--multirun") for a in args) or \
             str(OmegaConf.select(cfg, "hydra.mode", default=None, throw_on_resolution_failure=False)) == "MULTIRUN"
-        output_dir = _check_composed(cfg, multirun)
+        checked = Checked(_check_composed(cfg, multirun), composed_whole=True)
         if not multirun:
-            return output_dir
+            return checked
         groups = set(OmegaConf.to_container(cfg.hydra.runtime.choices, resolve=False))
         params = (OmegaConf.to_container(cfg.hydra.sweeper, resolve=False) or {}).get("params") or {}
         try:
@@ -146,7 +152,7 @@ def preflight(config_name: str, argv: Sequence[str] | None = None, composed: lis
             except Exception:  # noqa: BLE001  that job's own composition fails and says why
                 continue
             _check_composed(later, multirun)
-        return output_dir
+        return checked
     except ConfigError as err:  # a gate's or a bound's (camdf.pipeline.bounds)
         from camdf.common.uri import safe_uri
 

@@ -73,7 +73,7 @@ def _member_fits(batch: StateBatch) -> dict:
     """The pool members' shared fits on ``batch``, kept for the process's later cells with the same inputs
     (:func:`camdf.common.fit_memo.shared_fits`): what every member's fit reads, none of it lambda or a cost."""
     inst = batch.inst
-    return shared_fits("cv_set.members", inst.scores, inst.member, inst.tool_ids, inst.valid, len(inst.vocab), batch.p)
+    return shared_fits("cv_set.members", *inst.cost_free_inputs(), batch.p)
 
 
 class _Member:

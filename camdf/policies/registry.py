@@ -312,13 +312,13 @@ def methods(**facts: Any) -> tuple[str, ...]:
 
 def oracles() -> tuple[str, ...]:
     """The oracle methods (they read the task's required set: references, never deployable), as registered now."""
-    return methods(family="oracle")
+    return tuple(m for m in methods() if is_oracle(m))
 
 
 def camdf_family() -> tuple[str, ...]:
     """The CAM-DF family: its rules and their ablations, as registered now; every other deployable method is a
     baseline."""
-    return tuple(m for m in methods() if CARDS[m].family in ("camdf", "ablation"))
+    return tuple(m for m in methods() if in_camdf_family(m))
 
 
 def is_oracle(method: str) -> bool:
@@ -328,10 +328,14 @@ def is_oracle(method: str) -> bool:
     return card is not None and card.family == "oracle"
 
 
+#: The card families that make up the CAM-DF family (its rules and their ablations).
+_CAMDF_FAMILIES = ("camdf", "ablation")
+
+
 def in_camdf_family(method: str) -> bool:
     """Whether ``method`` belongs to the CAM-DF family (:func:`camdf_family`; False for any other name)."""
     card = CARDS.get(method)
-    return card is not None and card.family in ("camdf", "ablation")
+    return card is not None and card.family in _CAMDF_FAMILIES
 
 
 def policy_methods() -> tuple[str, ...]:

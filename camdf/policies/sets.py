@@ -286,8 +286,7 @@ class RiskSetRule(StoppingRule):
         part = inst.subset(~cal)
         # The membership model and its calibrator read the fit part's rankings and labels, no cost and no lambda:
         # the cells of a lambda x d grid share them (kept for the process, camdf.common.fit_memo.shared_fits).
-        kept = shared_fits("risk_set.membership", part.scores, part.n, part.tool_ids, part.member, len(part.vocab),
-                           bool(self.calibrate), self.random_state)
+        kept = shared_fits("risk_set.membership", *part.cost_free_inputs(), bool(self.calibrate), self.random_state)
         if "fit" not in kept:
             membership, calibrator = MembershipModel().fit(part, part.member), None
             if self.calibrate and part.T >= 2:

@@ -86,7 +86,8 @@ def test_a_plain_config_folder_passes(tmp_path, capsys):
     (conf / "experiment" / "notes.txt").write_text("&not *yaml")  # only YAML files are read
     from camdf.pipeline.preflight import preflight
 
-    assert preflight("evaluate", [f"hydra.searchpath=[file://{conf}]", *_outputs(tmp_path)]) == f"{tmp_path}/out"
+    checked = preflight("evaluate", [f"hydra.searchpath=[file://{conf}]", *_outputs(tmp_path)])
+    assert checked.output_dir == f"{tmp_path}/out"
     assert capsys.readouterr().err == ""
 
 
@@ -104,7 +105,7 @@ def test_a_launcher_within_the_cores_passes(n_jobs, tmp_path, capsys):
 
     argv = ["-m", "experiment=smoke", "hydra/launcher=parallel", f"hydra.launcher.n_jobs={n_jobs}",
             *_outputs(tmp_path)]
-    assert preflight("evaluate", argv) == f"{tmp_path}/out"
+    assert preflight("evaluate", argv).output_dir == f"{tmp_path}/out"
     assert capsys.readouterr().err == ""
 
 

@@ -286,4 +286,4 @@ def test_a_sweep_of_the_shipped_configs_passes(tmp_path, capsys):
     """Every value composed and checked: the shipped groups and the defaults' logging pass."""
     out = preflight("evaluate", ["-m", "experiment=smoke,a18", "scorer=bm25,dense", "hydra/job_logging=default,none",
                                  *_outputs(tmp_path)])
-    assert out == f"{tmp_path}/out" and capsys.readouterr().err == ""
+    assert out.output_dir == f"{tmp_path}/out" and out.composed_whole and capsys.readouterr().err == ""

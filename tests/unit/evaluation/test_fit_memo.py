@@ -61,7 +61,7 @@ def test_the_memo_keeps_at_most_its_capacity(monkeypatch, inst):
     monkeypatch.setattr(fit_memo, "CAPACITY", 2)
     fit_memo.clear()
     _cells(inst, [0.1])
-    assert len(fit_memo._KEPT) == 2
+    assert len(fit_memo._SHARED) == 2
 
 
 def test_cv_set_members_fitted_in_one_cell_serve_a_cell_of_other_costs_and_lambda(inst):

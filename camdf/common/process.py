@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 import threading
+from typing import NoReturn
 
 #: Exit codes: Ctrl-C, and a standard output whose reader went away.
 INTERRUPTED, BROKEN_PIPE = 130, 141
@@ -39,6 +40,24 @@ def release_start() -> None:
     if threading.current_thread() is threading.main_thread() and \
             signal.getsignal(signal.SIGINT) is _interrupted_at_start:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def exit_interrupted() -> NoReturn:
+    """End the process with :data:`INTERRUPTED` after a boundary handled Ctrl-C and printed its line: the exit
+    handlers run (``atexit``: logging, MLflow's), the standard streams are flushed, then ``os._exit``. CPython
+    would otherwise exit by SIGINT (status -2) whatever code it is given when the KeyboardInterrupt had ended a
+    C-level ``PyRun_*`` call first (an extension module's import): a flag the interpreter never clears."""
+    import atexit
+
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        os._exit(INTERRUPTED)
 
 
 def started_as_command() -> bool:

@@ -204,7 +204,7 @@ def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None 
     is one line and exit 130 too; nothing of the job's has been written at those points
     that :func:`stage` would not have removed.
     """
-    from camdf.common.process import flush_stdout, release_start
+    from camdf.common.process import exit_interrupted, flush_stdout, release_start
     from camdf.pipeline.choices import check_choices, check_keys
     from camdf.pipeline.preflight import preflight
 
@@ -217,7 +217,7 @@ def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None 
         main()
     except KeyboardInterrupt as err:
         print(f"error: {explain(err)[0]}", file=sys.stderr)
-        raise SystemExit(INTERRUPTED) from None
+        exit_interrupted()  # 130 for certain (CPython may exit by SIGINT otherwise: camdf.common.process)
     except BrokenPipeError as err:
         print(f"error: {explain(err)[0]}", file=sys.stderr)
         raise SystemExit(explain(err)[1]) from None
@@ -250,7 +250,7 @@ def _hydra_reports_through_us(output_dir: str | None) -> None:
 
 def cli_boundary(command: str, func: Callable[[], int], uri: str | None = None) -> int:
     """Run a ``camdf`` command: its return code, or one line ``camdf <command>: <cause>`` and 2, 1 or 130."""
-    from camdf.common.process import flush_stdout
+    from camdf.common.process import exit_interrupted, flush_stdout
 
     try:
         code = func()
@@ -262,4 +262,6 @@ def cli_boundary(command: str, func: Callable[[], int], uri: str | None = None) 
             traceback.print_exc()
         line, code = explain(err, uri)
         print(f"camdf {command}: {line}", file=sys.stderr)
+        if isinstance(err, KeyboardInterrupt):
+            exit_interrupted()
         return code

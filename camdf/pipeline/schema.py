@@ -449,10 +449,13 @@ def refuse(err: Exception, output_dir: str | None = None, code: int = 2):
     stage runs; a refused job removes its own folder and the folders that are left empty
     by that, up to ``output_dir`` (kept). A folder holding anything else is not touched.
     """
+    from camdf.common.process import INTERRUPTED, exit_interrupted
     from camdf.common.uri import safe_uri
 
     print(f"error: {safe_uri(str(err))}", file=sys.stderr)
     _remove_job_folder(output_dir)
+    if code == INTERRUPTED:  # Ctrl-C: 130 for certain (CPython may exit by SIGINT otherwise)
+        exit_interrupted()
     raise SystemExit(code)
 
 

@@ -265,7 +265,8 @@ def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str
     """A grid of panels (``ncols`` a row), a log x axis each (A28's payoff against N, A29's against a search's
     price); ``sharey=False`` gives each panel its own y scale.
 
-    ``draw(ax, panel)`` plots one panel's lines and returns its title; one legend, on the right of the grid, names
+    ``draw(ax, panel)`` plots one panel's lines and returns its title (it may replace the log axis and its label, for
+    a panel with a single x value); one legend, on the right of the grid, names
     every line any panel drew (a line one panel leaves out is still named); a line at payoff 0 and a light grid
     on every panel.
     """
@@ -285,12 +286,12 @@ def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str
     flat = list(axes.ravel())
     handles: dict[str, object] = {}
     for i, (ax, panel) in enumerate(zip(flat, panels)):
-        ax.set_title(draw(ax, panel), fontsize=9)
-        ax.set_xscale("log")
+        ax.set_xscale("log")  # before draw: a panel of one x value may set its own axis (categories)
         ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))  # 0.5, 1, 2, 5, 10, ... as plain numbers
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(xlabel)
+        ax.set_title(draw(ax, panel), fontsize=9)
         ax.axhline(0, color="0.7", linewidth=0.8)
         ax.grid(alpha=0.3)
         if not sharey or i % ncols == 0:

@@ -98,15 +98,20 @@ def _label(run: pd.Series) -> str:
 
 
 def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
-    """Payoff of each family's best method against N (log axis), one panel per fold protocol, one line style per ranker."""
+    """Payoff of each family's best method against N (log axis), one panel per fold protocol, one line style per ranker;
+    a protocol run at one N only is a panel of one column per ranker."""
     protocols = [p for p in PROTOCOLS if p in set(cells["protocol"])] + sorted(set(cells["protocol"]) - set(PROTOCOLS))
     scorers = sorted(set(cells["p:scorer.label"]))
     colours = dict(zip(FAMILIES, ["tab:red", "tab:purple", "tab:blue", "tab:green", "0.4"]))
     styles = dict(zip(scorers, ["-", "--", ":", "-."]))
 
     def draw(ax, protocol: str) -> str:
+        mine = cells[cells["protocol"] == protocol]
+        cuts = sorted(set(mine["top_n"]))
+        if len(cuts) == 1:  # one cut (the held-out protocols): a column per ranker, not one point column on a log axis
+            return _one_cut(ax, mine, protocol, cuts[0])
         for scorer in scorers:
-            sel = cells[(cells["protocol"] == protocol) & (cells["p:scorer.label"] == scorer)].sort_values("top_n")
+            sel = mine[mine["p:scorer.label"] == scorer].sort_values("top_n")
             for family, keep in FAMILIES.items():
                 points = [(r["top_n"], r[f"m:{m}/payoff_mean"]) for _, r in sel.iterrows()
                           if (m := best_of(r, keep)) is not None]
@@ -114,6 +119,20 @@ def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
                     x, y = zip(*points)
                     ax.plot(x, y, styles[scorer], marker="o", color=colours[family], label=f"{family} ({scorer})")
         return protocol_label(protocol)
+
+    def _one_cut(ax, mine: pd.DataFrame, protocol: str, n: int) -> str:
+        for i, scorer in enumerate(scorers):
+            for j, (family, keep) in enumerate(FAMILIES.items()):
+                points = [r[f"m:{m}/payoff_mean"] for _, r in mine[mine["p:scorer.label"] == scorer].iterrows()
+                          if (m := best_of(r, keep)) is not None]
+                if points:  # the families side by side within the ranker's column, in the legend's order
+                    ax.plot([i + (j - (len(FAMILIES) - 1) / 2) * 0.09], points[:1], styles[scorer], marker="o",
+                            color=colours[family], label=f"{family} ({scorer})")
+        ax.set_xscale("linear")
+        ax.set_xticks(range(len(scorers)), scorers)
+        ax.set_xlim(-0.6, len(scorers) - 0.4)
+        ax.set_xlabel(f"ranker (this protocol cuts N = {n} only)")
+        return f"{protocol_label(protocol)}, N = {n}"
 
     return log_x_panels_png(protocols, draw, title=title, xlabel="N: candidates cut from the 2,479-API catalog",
                             ylabel="payoff of the family's best method (mean)", width=4.2, height=4.0)

@@ -47,6 +47,12 @@ def clustered_columns(evidence: Evidence, run: pd.Series, alpha: float, method: 
             "conservatism": (alpha - test.rate) / alpha}
 
 
+def within_one_of_full(exposed: float, full: float) -> bool:
+    """Whether the rule's mean exposure is within one tool of full access's (it could hardly have exposed less, so
+    its miss rate says nothing of its risk control); False when either is unknown."""
+    return bool(np.isfinite(exposed) and np.isfinite(full) and exposed >= full - 1.0)
+
+
 def a26(evidence: Evidence, main: dict) -> Report:
     """A26: the risk-controlled stopper at each alpha: miss rate (CI), tools, payoff, verified success, TOST."""
     sel = evidence.risk
@@ -66,6 +72,8 @@ def a26(evidence: Evidence, main: dict) -> Report:
             "full-list miss rate": r.get("m:full/miss_rate", np.nan),
             "tools exposed": g("n_exposed"),
             "% fewer than full": g("fewer_tools_vs_full_pct"),
+            "could expose less": "no" if within_one_of_full(g("n_exposed"), r.get("m:full/n_exposed", np.nan))
+                                 else "yes",
             "payoff": g("payoff_mean"),
             "full payoff": r.get("m:full/payoff_mean", np.nan),
             "verified success": g("verified_success"),
@@ -75,6 +83,7 @@ def a26(evidence: Evidence, main: dict) -> Report:
         })
     frame = pd.DataFrame(rows).set_index("domain / scorer / alpha")
     bad = [i for i, row in frame.iterrows() if row["miss rate above alpha"] == "yes"]
+    live = frame[frame["could expose less"] == "yes"]
     return Report(
         "a26", "A26: the risk-controlled stopper (camdf_risk) at target miss rates alpha", frame, digits=3,
         note="Miss: the exposed prefix does not contain G_x (or an alternative). Miss rate: mean over tasks of each "
@@ -95,8 +104,11 @@ def a26(evidence: Evidence, main: dict) -> Report:
                "cross-fit (rankers fitted on 3 of 5 folds) and the test tasks' from rankers fitted on 4 of 5: the "
                "calibration tasks look harder than the test tasks, which makes the rule conservative there "
                "(conservatism > 0 at the supervised ranker, measured here rather than corrected). "
-             + ("No cell's miss rate is shown above alpha." if not bad else
-                f"Miss rate shown above alpha: {', '.join(bad)}."))
+             + "Could expose less: the rule exposed fewer than full access's tools minus one on average (a cell where "
+               "it exposes every tool or all but one tests no risk control and is counted apart). "
+             + ("No cell's miss rate is shown above alpha" if not bad else
+                f"Miss rate shown above alpha: {', '.join(bad)}") + f" ({len(live)} of {len(frame)} cells could "
+               "expose less).")
 
 
 TABLE = TableSpec("a26", order=110, experiments=("a26", "a26_supervised"), build=a26)

@@ -45,8 +45,8 @@ RULES = {
     "b": "over the non-degenerate A18 cells with d >= 1 and lambda >= 0.12: holds if CAM-DF beats every rival "
          "(wording rule) in every such cell; does not hold if a rival beats CAM-DF in any, or CAM-DF beats every "
          "rival in fewer than half; inconclusive otherwise",
-    "c": "CAM-DF minus predict-then-threshold over every ranking source (A21) and every cost dispersion d of the "
-         "A18 grid at the main lambda: holds if CAM-DF beats it (wording rule) in every non-degenerate cell; does "
+    "c": "CAM-DF minus predict-then-threshold over every ranking source (A21) and every cell (lambda, d) of the "
+         "A18 grid: holds if CAM-DF beats it (wording rule) in every non-degenerate cell; does "
          "not hold if it is worse in any; inconclusive otherwise",
     "d": "holds: CAM-DF exposes >= 30% fewer tools than full access and TOST shows its (verified where available) "
          "success non-inferior at delta = 0.05; does not hold: fewer than 30% fewer tools, or its success is below "
@@ -60,7 +60,7 @@ RULES = {
          "otherwise (without the cells' outcomes: the point drop alone decides)",
     "g": "A24 falsifier: the claim that CAM-DF beats a tuned score-per-cost rule holds if CAM-DF beats it (wording "
          "rule) in more than half the non-degenerate cells; it does not hold (falsified) otherwise",
-    "h": "ours (A27), per ranking source at the k-fold main cell: the deployable set rule minus the deployable "
+    "h": "ours (A27), per ranking source at the main cell under k-fold and group folds: the deployable set rule minus the deployable "
          "prefix rule, each picked per (repeat, fold) fit among its kind (peers included) by its mean payoff on the "
          "fit's training tasks (the repeat's other folds, scored out of fold), never on the fit's test tasks; holds "
          "if the set rule beats it (wording rule: CI above 0 and in most fits); does not hold if the prefix rule "
@@ -190,10 +190,10 @@ def rows_b(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
 
 
 def rows_c(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
-    """(c) CAM-DF beats predict-then-threshold over the ranking sources and cost dispersions."""
+    """(c) CAM-DF beats predict-then-threshold over the ranking sources and the whole lambda x d grid."""
     ranked = [r for _, r in evidence.rankers.iterrows()]
-    if not evidence.grid.empty:
-        ranked += [r for _, r in evidence.grid[np.isclose(evidence.grid.lam, float(main["lam"]))].iterrows()]
+    if not evidence.grid.empty:  # every lambda x d cell, not the main lambda's alone
+        ranked += [r for _, r in evidence.grid.iterrows()]
     ranked = [r for r in ranked if not is_degenerate(r) and "m:predict_threshold/diff_vs_ref" in r
               and pd.notna(r["m:predict_threshold/diff_vs_ref"])]
     if not ranked:
@@ -204,7 +204,7 @@ def rows_c(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     verdict = HOLDS if above == len(comps) else (FAILS if below > 0 else UNSURE)
     mean = float(np.mean([c.mean for c in comps]))
     return [Row("c", "consistent gains over predict-then-threshold across ranking sources and cost regimes",
-                f"A21 rankers and A18 d at lambda = {main['lam']}: {len(comps)} non-degenerate cells",
+                f"A21 rankers and the A18 lambda x d grid: {len(comps)} non-degenerate cells",
                 f"CAM-DF beats it in {above}, is worse in {below}; mean difference {signed(mean)}", verdict,
                 _median(c.mdd for c in comps), mean)]
 
@@ -348,13 +348,13 @@ def cv_kinds(evidence: Evidence, run: pd.Series, judge: Judge) -> tuple[Comparis
 
 
 def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
-    """(h), ours: the ranked-prefix restriction costs payoff (A27), per ranker's k-fold main cell.
+    """(h), ours: the ranked-prefix restriction costs payoff (A27), per ranker's main cell under each fold protocol.
 
     Each kind's rule is picked per fit out of fold (:func:`cv_kinds`); without the cell's outcomes the
     difference and CI the cell logged for the same picks. Cells without a deployable set rule give no row.
     """
     out = []
-    for r in _kfold_mains(evidence):
+    for _, r in evidence.main.iterrows():  # k-fold and group folds (each task template whole in one fold)
         got = cv_kinds(evidence, r, judge)
         if got is None:
             if pd.isna(r.get("m:cell/set_minus_prefix_cv", np.nan)):
@@ -364,7 +364,8 @@ def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         else:
             c, picks = got
         verdict = HOLDS if direction(c) > 0 else (FAILS if direction(c) < 0 else UNSURE)
-        out.append(Row(f"h ({r['p:scorer.label']})", "the ranked-prefix restriction costs payoff (ours, A27)",
+        out.append(Row(f"h ({r['p:scorer.label']}, {r['p:folds.protocol']} folds)",
+                       "the ranked-prefix restriction costs payoff (ours, A27)",
                        _cell_label(r), f"set rule minus prefix rule, each picked per fit on its training tasks: "
                        f"{_ci(c)} ({reason(c)}); {picks}", verdict, c.mdd, c.mean))
     return out

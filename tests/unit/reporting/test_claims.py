@@ -54,13 +54,19 @@ def test_table_has_a_row_per_claim_with_evidence_and_a_stated_rule():
             grid.append(_row(f"g{lam}{d}", MAIN["grid_methods"], diffs, {"camdf": 0.3, "predict_threshold": 0.27,
                                                                            "score_per_cost": 0.28, "full": 0.2},
                              **{"cost.lam": lam, "cost.d": d}))
+    behind = {m: (0.03, 0.02, 0.04) for m in ("predict_threshold", "score_per_cost", "full")}  # CAM-DF worse
+    grid.append(_row("g0.3-0.5", MAIN["grid_methods"], behind, {"camdf": 0.3, "predict_threshold": 0.33,
+                                                                "score_per_cost": 0.33, "full": 0.33},
+                     **{"cost.lam": "0.3", "cost.d": "0.5"}))
     report = claims(gather(pd.DataFrame([main, *grid]), MAIN), MAIN)
     frame = report.frame
     assert set(frame.index) >= {"a (bm25, kfold folds)", "b", "c", "d (bm25)", "e (bm25)", "g"}
     assert frame.index.is_unique
     assert frame.loc["b", "verdict"] == HOLDS            # both d >= 1, lambda >= 0.12 cells favour CAM-DF
-    assert frame.loc["g", "verdict"] == FAILS            # only 2 of 4 grid cells favour CAM-DF: not more than half
-    assert frame.loc["c", "verdict"] == UNSURE           # at lambda 0.12: one cell above 0, one covering 0
+    assert frame.loc["g", "verdict"] == FAILS            # only 2 of 5 grid cells favour CAM-DF: not more than half
+    # (c) reads the whole grid: at lambda 0.12 alone it would be inconclusive (one cell above 0, one covering 0),
+    # but CAM-DF is behind predict-then-threshold at lambda 0.3, d 0.5.
+    assert frame.loc["c", "verdict"] == FAILS and "lambda x d grid: 5 non-degenerate cells" in frame.loc["c", "evidence cells"]
     assert frame.loc["d (bm25)", "verdict"] == HOLDS            # 40% fewer tools, TOST non-inferior
     assert frame.loc["e (bm25)", "verdict"] == HOLDS            # lite keeps 0.04 of CAM-DF's 0.05 gain over full
     assert "Rules:" in report.note

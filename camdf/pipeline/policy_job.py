@@ -58,7 +58,8 @@ def model_description(name: str, alias: str) -> str:
             "print(choice.exposed)\n"
             "```\n\n"
             f"From the shell: `echo '{{\"query\": \"...\", \"tools\": [...]}}' | camdf select` "
-            f"(default `--policy models:/{name}@{alias}`); served: `mlflow models serve -m models:/{name}@{alias}`.")
+            f"(default `--policy models:/{name}@{alias}`); served: `camdf serve --policy models:/{name}@{alias}` "
+            "(its checks, then `mlflow models serve`).")
 
 
 def version_description(cfg: dict[str, Any], method: str, info: dict, comparison: pd.DataFrame | None,

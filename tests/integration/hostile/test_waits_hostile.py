@@ -178,16 +178,9 @@ def _fifo_cases():
     from camdf.pipeline.bounds import check_config_folders
     from camdf.runtime.fit_inputs import read_tasks, read_tools
 
-    def export_file(rel):
+    def policy_file(make, rel):  # a file of a policy folder (an export, a model folder) that load_policy reads
         def build(tmp):
-            folder = _export(tmp)
-            _pipe(folder / rel)
-            return _load(folder)
-        return build
-
-    def model_file(rel):
-        def build(tmp):
-            folder = _model_folder(tmp)
+            folder = make(tmp)
             _pipe(folder / rel)
             return _load(folder)
         return build
@@ -215,11 +208,11 @@ def _fifo_cases():
         _pipe(files / "G2_query.json")
         return lambda: convert_solvable_queries(tmp)
 
-    return [("export manifest.json", export_file("manifest.json")),
-            ("export policy.json", export_file("policy.json")),
-            ("export booster", export_file("boosters/0.txt")),
-            ("model MLmodel", model_file("MLmodel")),
-            ("model policy.json", model_file("artifacts/policy.json")),
+    return [("export manifest.json", policy_file(_export, "manifest.json")),
+            ("export policy.json", policy_file(_export, "policy.json")),
+            ("export booster", policy_file(_export, "boosters/0.txt")),
+            ("model MLmodel", policy_file(_model_folder, "MLmodel")),
+            ("model policy.json", policy_file(_model_folder, "artifacts/policy.json")),
             ("domain catalog.json", domain_file("catalog.json")),
             ("domain tasks.jsonl", domain_file("tasks.jsonl")),
             ("fit --tools", one_file(read_tools)),

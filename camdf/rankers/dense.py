@@ -41,6 +41,10 @@ from camdf.common.files import exclusive
 from camdf.common.fingerprint import hash_paths
 from camdf.rankers.problem import Problem
 
+#: The scorers this module declares, name -> its function here (found by camdf.rankers from the source).
+SCORER_FUNCTIONS = {"dense": "score_dense"}
+
+
 DEFAULT_THREADS = 2
 #: Part of every cache key: vectors encoded otherwise (in batches, in float32, unrounded) are never read.
 ENCODING = "single-text-float64-grid20-v3"

@@ -13,6 +13,10 @@ from camdf.rankers.dense import DEFAULT_THREADS, score_dense
 from camdf.rankers.lexical import score_bm25
 
 
+#: The scorers this module declares, name -> its function here (found by camdf.rankers from the source).
+SCORER_FUNCTIONS = {"hybrid": "score_hybrid"}
+
+
 def rrf(ranks: list[np.ndarray], mask: np.ndarray, k: float = 60.0) -> np.ndarray:
     """Reciprocal-rank fusion of rank matrices (1 = best), shape (T, A); 0 outside ``mask``."""
     fused = sum(1.0 / (k + r.astype(np.float64)) for r in ranks)

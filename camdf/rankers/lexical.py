@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # the run-time stopper's bm25 imports this module without pan
     from camdf.rankers.problem import Problem
 
 
+#: The scorers this module declares, name -> its function here (found by camdf.rankers from the source).
+SCORER_FUNCTIONS = {"bm25": "score_bm25"}
+
+
 def _bm25s():
     """bm25s, imported on first use; it sets its logger to DEBUG on import, which puts a line
     per index into every stage's log, so its level is put back to WARNING."""

@@ -15,6 +15,10 @@ import numpy as np
 from camdf.rankers.problem import Problem
 
 
+#: The scorers this module declares, name -> its function here (found by camdf.rankers from the source).
+SCORER_FUNCTIONS = {"noisy_oracle": "score_noisy_oracle"}
+
+
 def score_noisy_oracle(problem: Problem, *, cache_dir=None, random_state: int = 0, quality: float = 0.5) -> np.ndarray:
     """Membership plus noise at the given ``quality`` in [0, 1], shape (T, A)."""
     if not 0.0 <= quality <= 1.0:

@@ -26,6 +26,10 @@ from camdf.rankers.dense import DEFAULT_THREADS, score_dense
 from camdf.rankers.lexical import score_bm25
 from camdf.rankers.problem import Problem, crossfit_groups, learned, rank_matrix
 
+#: The scorers this module declares, name -> its function here (found by camdf.rankers from the source).
+SCORER_FUNCTIONS = {"pairwise": "score_pairwise"}
+
+
 #: Feature names, in column order.
 FEATURES = tuple(f"{s}_{t}" for s in ("bm25", "dense") for t in ("raw", "z", "share", "log_rank"))
 

@@ -23,6 +23,10 @@ from camdf.rankers.problem import Problem, crossfit_groups, learned
 from camdf.rankers.lexical import score_bm25
 
 
+#: The scorers this module declares, name -> its function here (found by camdf.rankers from the source).
+SCORER_FUNCTIONS = {"supervised": "score_supervised", "prior": "score_prior"}
+
+
 def _smoothed_rate(y: np.ndarray) -> float:
     return (y.sum() + 0.5) / (len(y) + 1.0)
 

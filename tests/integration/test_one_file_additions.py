@@ -4,6 +4,8 @@ files, then the stages (as subprocesses of the copy) find and run it. Issue 37, 
 - a table on an existing experiment: 1 file (its module under camdf/reporting/tables/), built by pipelines.tables;
 - a domain in the task format: 1 file (conf/domain/<name>.yaml), built by pipelines.data;
 - an executable benchmark domain: its package (2 files) and its config, built with derived labels;
+- a ranker: 2 files (its module under camdf/rankers/ declaring SCORER_FUNCTIONS, its conf/scorer/ file), scored
+  and evaluated by pipelines.evaluate;
 - a rule with a per-cell dial: 3 files (its module, its card line in camdf/policies/registry.py, its
   conf/method/ file with `dials`), evaluated with method.dials, shipped by the train stage and served
   (`camdf select --dial`) with its dial.
@@ -90,6 +92,26 @@ converter:                                   # the package's converter
   _target_: camdf.integrations.one_file_shop.shop.convert  # its 8 tasks
 '''
 
+RANKER = '''"""A ranker added as one module: shorter tool documents first (a control, not a retriever)."""
+
+import numpy as np
+
+#: The scorers this module declares, name -> its function here (found by camdf.rankers from the source).
+SCORER_FUNCTIONS = {"one_file_short": "score_short"}
+
+
+def score_short(problem, *, cache_dir=None, random_state: int = 0, weight: float = 1.0) -> np.ndarray:
+    lengths = np.array([len(d) for d in problem.docs], dtype=np.float64)
+    return np.where(problem.mask, -weight * lengths[None, :], 0.0)
+'''
+
+SCORER = '''# A ranker added as its module and this file.
+name: one_file_short   # scorer in camdf.rankers.SCORERS
+label: one_file_short  # name in tables and in the cache path
+params:                # keyword arguments of its function
+  weight: 1.0          # scale of the length penalty
+'''
+
 #: The rule module, the same one the toy-rule test registers in-process (tests/fixtures/capped_top_k.py).
 RULE = (Path(__file__).resolve().parents[1] / "fixtures" / "capped_top_k.py").read_text(encoding="utf-8")
 
@@ -117,6 +139,8 @@ ADDED = {
     "camdf/integrations/one_file_shop/__init__.py": SHOP_INIT,
     "camdf/integrations/one_file_shop/shop.py": SHOP,
     "conf/domain/one_file_shop.yaml": SHOP_DOMAIN,
+    "camdf/rankers/one_file_short.py": RANKER,
+    "conf/scorer/one_file_short.yaml": SCORER,
     "camdf/policies/one_file_cap.py": RULE,
     "conf/method/one_file.yaml": METHOD,
 }
@@ -126,6 +150,14 @@ EDITED = {"camdf/policies/registry.py": CARD}  # appended
 def _tracked() -> list[str]:
     out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     return [p for p in out.decode().split("\0") if p and (ROOT / p).is_file()]
+
+
+def client_runs(env: dict, filter_string: str) -> list:
+    """The runs of the copy's store matching ``filter_string``."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
+    return client.search_runs([client.get_experiment_by_name("camdf").experiment_id], filter_string)
 
 
 def test_each_addition_is_its_own_files(tmp_path, data_dir):
@@ -172,15 +204,16 @@ def test_each_addition_is_its_own_files(tmp_path, data_dir):
     table = (out / "tables" / "one_file_table.md").read_text()
     assert "| smoke grid | 1 |" in table
 
+    # A ranker: its module and its config, scored and evaluated in a cell.
+    run("pipelines.evaluate", "scorer=one_file_short", "debug=tiny", "method.names=[camdf_lite,fixed_k,full]")
+    scored = client_runs(env, "params.`scorer.name` = 'one_file_short'")
+    assert len(scored) == 1 and "fixed_k/payoff_mean" in scored[0].data.metrics
+
     # A rule with a per-cell dial: evaluated with method.dials, refused outside its range, shipped, served.
     cell = ["pipelines.evaluate", "method=one_file", "debug=tiny", "cost.lam=0.04"]
     run(*cell, "method.dials.cap=-1", expect=2)
     run(*cell)
-    import mlflow
-
-    client = mlflow.MlflowClient(tracking_uri=env["MLFLOW_TRACKING_URI"])
-    runs = client.search_runs([client.get_experiment_by_name("camdf").experiment_id],
-                              "params.`method.dials.cap` = '2.0'")
+    runs = client_runs(env, "params.`method.dials.cap` = '2.0'")
     assert len(runs) == 1 and runs[0].data.metrics["one_file_cap/n_exposed"] <= 2
     assert runs[0].data.metrics["fixed_k/n_exposed"] > 2  # the cap bites (and no other rule reads it)
     run("pipelines.train", "method=one_file", "debug=tiny", "cost.lam=0.04", "policy.candidates=[one_file_cap]")

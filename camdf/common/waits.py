@@ -24,7 +24,6 @@ tarpit, a FIFO, a silent server, a hung child, an alias expansion and a huge ``n
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 import threading
@@ -104,6 +103,8 @@ def http_get(url: str, seconds: float, what: str, **kwargs: Any):
 
 async def within(awaitable: Awaitable[T], seconds: float, what: str) -> T:
     """``awaitable``'s result (asyncio), or :class:`WaitExpired` once ``seconds`` have passed (it is cancelled)."""
+    import asyncio
+
     try:
         return await asyncio.wait_for(awaitable, seconds)
     except asyncio.TimeoutError:

@@ -20,14 +20,10 @@ PROBE_PATH = "/api/2.0/mlflow/experiments/search?max_results=1"  # a read every 
 PROBE_TIMEOUT = PROBE  # seconds to connect, and to wait for the answer, when checking a server
 
 
-def bound_waits() -> None:
-    """Bound every MLflow HTTP call of this process (:func:`camdf.common.waits.http_waits`); idempotent."""
-    http_waits()
-
-
 def quiet_mlflow() -> None:
-    """Keep MLflow's own loggers (and its database's) to warnings; bound its HTTP waits (:func:`bound_waits`)."""
-    bound_waits()
+    """Keep MLflow's own loggers (and its database's) to warnings; bound its HTTP waits
+    (:func:`camdf.common.waits.http_waits`)."""
+    http_waits()
     for name in ("mlflow", "alembic", "sqlalchemy"):
         logger = logging.getLogger(name)
         logger.setLevel(logging.WARNING if name == "mlflow" else logging.CRITICAL)
@@ -114,7 +110,7 @@ def check_server(uri: str, timeout: float = PROBE_TIMEOUT) -> None:
     """
     if not uri.lower().startswith(("http://", "https://")):
         return
-    bound_waits()
+    http_waits()
     from_env = os.environ.get("MLFLOW_TRACKING_URI") == uri
     unset = "unset MLFLOW_TRACKING_URI" if from_env else "point tracking.uri at another store"
     url = uri.rstrip("/") + PROBE_PATH

@@ -40,7 +40,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
                    key=lambda m: g(m, "payoff_mean"))
         out.append(f"Best deployable method at the main cell: `{best}` ({g(best, 'payoff_mean'):.3f}).")
     except LookupError:
-        run = None
+        pass  # no main cell at the anchor: the findings below read each ranker's own
     ours_vs = []
     protocols = list(dict.fromkeys(evidence.main["p:folds.protocol"])) if not evidence.main.empty else []
     for scorer, protocol in [(s, p) for s in main_scorers(main) for p in protocols]:

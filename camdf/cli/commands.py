@@ -362,11 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; any failure it does not handle itself is one line on stderr (exit 2, 1 or 130)."""
-    from camdf.common.process import release_start
     from camdf.pipeline.boundary import cli_boundary
 
-    release_start()  # from here on, cli_boundary handles Ctrl-C
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)  # Ctrl-C until cli_boundary is in place: the start's guard (exit 130)
     command = " ".join(str(getattr(args, k)) for k in ("group", "cmd") if getattr(args, k, None))
     return cli_boundary(command, lambda: args.func(args))
 

@@ -208,8 +208,8 @@ def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None 
     from camdf.pipeline.choices import check_choices, check_keys
     from camdf.pipeline.preflight import preflight
 
-    release_start()  # from here on, this boundary handles Ctrl-C
     try:
+        release_start()  # from here on, this boundary handles Ctrl-C
         checked = preflight(config_name, argv)  # code, paths and secrets of the composed config, Hydra's
         check_choices(argv)  # a config-group choice naming no file: one line, exit 2
         check_keys(config_name, argv, composed_whole=checked.composed_whole)  # a key no config has: exit 2
@@ -250,9 +250,10 @@ def _hydra_reports_through_us(output_dir: str | None) -> None:
 
 def cli_boundary(command: str, func: Callable[[], int], uri: str | None = None) -> int:
     """Run a ``camdf`` command: its return code, or one line ``camdf <command>: <cause>`` and 2, 1 or 130."""
-    from camdf.common.process import exit_interrupted, flush_stdout
+    from camdf.common.process import exit_interrupted, flush_stdout, release_start
 
     try:
+        release_start()  # from here on, this boundary handles Ctrl-C
         code = func()
         return flush_stdout() or code
     except SystemExit:

@@ -11,12 +11,12 @@ folder with its permission bits (not for root, which ignores them).
 from __future__ import annotations
 
 import os
+import re
 import resource
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -57,20 +57,29 @@ def test_a_closed_stdout_is_one_line_and_exit_141(argv, data_dir, tmp_path):
 
 # -- Ctrl-C while importing ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("argv", [["-m", "pipelines.evaluate", "paths.output_dir={tmp}/out", *QUIET],
-                                  ["-m", "camdf.cli", "select", "--policy", "{tmp}/none"]],
+#: ``-X importtime`` prints a line as each module finishes importing: the signal is sent once the trigger module
+#: (top level) is in, so it lands in the imports that follow it (or just after them), on a fast machine as on a slow one.
+@pytest.mark.parametrize("argv, trigger",
+                         [(["-m", "pipelines.evaluate", "paths.output_dir={tmp}/out", *QUIET], "hydra"),
+                          (["-m", "camdf.cli", "select", "--policy", "{tmp}/none"], "camdf.pipeline.boundary")],
                          ids=["stage", "camdf-select"])
-def test_ctrl_c_while_importing_is_one_line_and_exit_130(argv, tmp_path):
+def test_ctrl_c_while_importing_is_one_line_and_exit_130(argv, trigger, tmp_path):
     # stdin stays open: a process that is already past its imports waits for its request, so the signal
     # lands in the imports or in that wait, never after an empty request was refused.
     # A pytest-xdist worker may ignore SIGINT, and a child inherits that: restore the default before exec, as a
     # terminal's Ctrl-C reaches a command started from a shell.
-    proc = subprocess.Popen([sys.executable, *[a.format(tmp=tmp_path) for a in argv]], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_env(),
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(0.4)  # imports take a second or more: the signal lands in them
+    proc = subprocess.Popen([sys.executable, "-X", "importtime", *[a.format(tmp=tmp_path) for a in argv]],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env=_env(), preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if re.search(rf"\|\s{{1}}{re.escape(trigger)}$", line.rstrip("\n")):
+            break
+    assert proc.poll() is None, f"{trigger} was never imported, or the command ended first:\n{''.join(seen)[-3000:]}"
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
+    err = "".join(ln for ln in [*seen, *err.splitlines(keepends=True)] if not ln.startswith("import time:"))
     done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     _one_line(done, 130, "interrupted")
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob(".hydra"))

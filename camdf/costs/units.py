@@ -13,6 +13,10 @@ The counter approximates the tokenisers of today's chat models (words, sub-word 
 identifiers, digit groups of at most three, punctuation runs); `docs/harness.md` states how it
 compares with a WordPiece tokenizer on the built-in catalogs. It is deterministic and the same on
 every machine, which is what a cost unit needs to be.
+
+The ``runtime_tokens`` cost regime (:func:`runtime_token_costs`) gives the pipeline these costs: each tool
+costs its definition's tokens, **not** dispersed or scaled (lambda is per token, ``1 / V``; ``d`` must be
+1), the units of the default policy and of ``camdf fit`` (A30).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import numpy as np
 DEFAULT_TASK_VALUE = 5_000.0
 #: The unit a policy's costs are in when its manifest says so (``cost_unit``).
 TOKENS = "tokens"
+#: The cost regimes this module declares, name -> its function here (found by camdf.costs from the source).
+COST_REGIMES = {"runtime_tokens": "runtime_token_costs"}
 
 # Pieces a byte-pair tokeniser mostly keeps whole: a word (optionally after one space), a group of at most
 # three digits, a run of punctuation, a run of whitespace. Letters of long words split further (below).
@@ -73,6 +79,17 @@ def schema_tokens(tools: Sequence[dict]) -> np.ndarray:
     """
     texts = [json.dumps(definition(t), ensure_ascii=False, separators=(",", ":"), sort_keys=True) for t in tools]
     return np.array([max(1, count_text_tokens(s)) for s in texts], dtype=np.float64)
+
+
+def runtime_token_costs(domain) -> np.ndarray:
+    """The ``runtime_tokens`` regime: :func:`schema_tokens` of each acquirable tool of ``domain`` (a
+    :class:`camdf.data.model.Domain`), in tokens, never dispersed (its ``unscaled`` mark)."""
+    by_name = domain.tool_by_name
+    return schema_tokens([{"name": t.name, "description": t.description, "parameters": t.parameters}
+                          for t in (by_name[n] for n in domain.acquirable)])
+
+
+runtime_token_costs.unscaled = True  # costs in their own unit (tokens): camdf.costs.regimes.costs keeps them
 
 
 def lam_from_task_value(task_value: Any, field: str = "task_value") -> float:

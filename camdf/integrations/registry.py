@@ -133,6 +133,11 @@ def measured_regimes() -> list[str]:
     return sorted(_measured())
 
 
+def measured_params() -> dict[str, tuple[str, ...]]:
+    """Measured cost regime -> the params its measure accepts (nothing imported)."""
+    return {name: tuple(m.params) for name, (_, m) in _measured().items()}
+
+
 def cost_measures() -> dict[str, MeasuredRegime]:
     """Every measured cost regime, resolved: regime -> :class:`~camdf.costs.measured.MeasuredRegime`."""
     out = {}

@@ -24,10 +24,10 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from camdf.core.payoff import CELL_KINDS, PAYOFF_KINDS
-from camdf.costs import REGIMES
+from camdf.costs import REGIMES, declared_params
 from camdf.data.io import DOMAIN_NAME
 from camdf.data.model import CELL_LABEL_SOURCES
-from camdf.integrations.registry import measured_regimes
+from camdf.integrations.registry import measured_params, measured_regimes
 from camdf.pipeline.identity import CONF_DIR
 from camdf.pipeline.refusals import (  # noqa: F401  (ConfigError, _shown and the converters re-exported)
     BUILT_IN_CONVERTERS, MISSING, ConfigError, _shown, converters, get_dotted,
@@ -314,6 +314,7 @@ def validate(cfg: dict[str, Any], stage: str) -> dict[str, Any]:
     if _MISSING not in (seed, repeats) and seed + repeats - 1 > MAX_INT:  # repeat r runs at seed + r
         raise ConfigError("seed", seed, f"an integer in [0, {MAX_INT - repeats + 1}] (seed + folds.repeats - 1 "
                                         f"<= {MAX_INT})")
+    check_cost_params(cfg)
     n_folds, protocol = _get(cfg, "folds.n_folds"), _get(cfg, "folds.protocol")
     counts = _domain_counts(cfg)
     if counts is not None and n_folds is not _MISSING and protocol in (_MISSING, "kfold", "group"):
@@ -321,6 +322,19 @@ def validate(cfg: dict[str, Any], stage: str) -> dict[str, Any]:
         if n is not None and n_folds > n:
             raise ConfigError("folds.n_folds", n_folds, f"an integer in [2, {n}] (the {what} of the domain)")
     return cfg
+
+
+def check_cost_params(cfg: dict[str, Any]) -> None:
+    """``cost.params`` gives only parameters its regime accepts (a declared regime's keyword-only arguments, a
+    measured regime's declared params): ConfigError naming the first other one and what the regime accepts."""
+    regime, params = _get(cfg, "cost.regime"), _get(cfg, "cost.params")
+    if regime is _MISSING or not isinstance(params, dict):
+        return
+    accepted = declared_params(regime) if regime in REGIMES else measured_params().get(regime, tuple(params))
+    for key in params:
+        if key not in accepted:
+            raise ConfigError(f"cost.params.{key}", params[key],
+                              f"a parameter of cost regime {regime}: {', '.join(accepted) or 'it takes none'}")
 
 
 def method_dials(dials: Any, methods: Sequence[str]) -> dict[str, float]:

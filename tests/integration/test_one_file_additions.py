@@ -6,6 +6,8 @@ files, then the stages (as subprocesses of the copy) find and run it. Issue 37, 
 - an executable benchmark domain: its package (2 files) and its config, built with derived labels;
 - a ranker: 2 files (its module under camdf/rankers/ declaring SCORER_FUNCTIONS, its conf/scorer/ file), scored
   and evaluated by pipelines.evaluate;
+- a cost regime: 2 files (its module under camdf/costs/ declaring COST_REGIMES, its conf/cost/ file), priced and
+  evaluated by pipelines.evaluate;
 - a rule with a per-cell dial: 3 files (its module, its card line in camdf/policies/registry.py, its
   conf/method/ file with `dials`), evaluated with method.dials, shipped by the train stage and served
   (`camdf select --dial`) with its dial.
@@ -117,6 +119,29 @@ RULE = (Path(__file__).resolve().parents[1] / "fixtures" / "capped_top_k.py").re
 
 CARD = '''
 
+REGIME = '''"""A cost regime added as one module: a tool costs the characters of its description (a control)."""
+
+import numpy as np
+
+#: The cost regimes this module declares, name -> its function here (found by camdf.costs from the source).
+COST_REGIMES = {"one_file_chars": "description_chars"}
+
+
+def description_chars(domain, *, floor: float = 1.0) -> np.ndarray:
+    by_name = domain.tool_by_name
+    return np.array([max(floor, len(by_name[n].description or "")) for n in domain.acquirable], dtype=np.float64)
+'''
+
+COST = '''# A cost regime added as its module and this file.
+regime: one_file_chars  # cost regime: camdf/costs/one_file_chars.py
+d: 1.0                  # d in c_j = (b_j / geomean(b))^d, scaled to mean 1
+lam: 0.12               # cost pressure lambda
+random_state: 0         # unused by this regime
+params:
+  floor: 10.0           # the least a tool costs, in characters
+'''
+
+
 def _one_file_cap(rs: int):
     from camdf.policies.one_file_cap import CappedTopK
 
@@ -141,6 +166,8 @@ ADDED = {
     "conf/domain/one_file_shop.yaml": SHOP_DOMAIN,
     "camdf/rankers/one_file_short.py": RANKER,
     "conf/scorer/one_file_short.yaml": SCORER,
+    "camdf/costs/one_file_chars.py": REGIME,
+    "conf/cost/one_file_chars.yaml": COST,
     "camdf/policies/one_file_cap.py": RULE,
     "conf/method/one_file.yaml": METHOD,
 }
@@ -208,6 +235,13 @@ def test_each_addition_is_its_own_files(tmp_path, data_dir):
     run("pipelines.evaluate", "scorer=one_file_short", "debug=tiny", "method.names=[camdf_lite,fixed_k,full]")
     scored = client_runs(env, "params.`scorer.name` = 'one_file_short'")
     assert len(scored) == 1 and "fixed_k/payoff_mean" in scored[0].data.metrics
+
+    # A cost regime: its module and its config, priced (its parameter checked) and evaluated in a cell.
+    run("pipelines.evaluate", "cost=one_file_chars", "debug=tiny", "+cost.params.bogus=1", expect=2)
+    run("pipelines.evaluate", "cost=one_file_chars", "debug=tiny", "method.names=[camdf_lite,fixed_k,full]")
+    priced = client_runs(env, "params.`cost.regime` = 'one_file_chars'")
+    assert len(priced) == 1 and priced[0].data.params["cost.params.floor"] == "10.0"
+    assert "fixed_k/payoff_mean" in priced[0].data.metrics
 
     # A rule with a per-cell dial: evaluated with method.dials, refused outside its range, shipped, served.
     cell = ["pipelines.evaluate", "method=one_file", "debug=tiny", "cost.lam=0.04"]

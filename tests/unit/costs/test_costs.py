@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import camdf.costs.regimes as cc
+import camdf.costs.tokens as cc
 from camdf.costs.regimes import base_costs, coefficient_of_variation, costs, disperse
 from camdf.integrations.registry import cost_measures
 from camdf.integrations.tau2.execution import execution_section, measure_execution

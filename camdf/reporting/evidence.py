@@ -15,7 +15,7 @@ import pandas as pd
 
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.reporting.artifacts import CellArtifacts
-from camdf.reporting.store import select
+from camdf.reporting.store import mkey, select
 from camdf.reporting.verdicts import Judge
 
 
@@ -86,7 +86,7 @@ def _latest(sel: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
 def is_degenerate(run: pd.Series) -> bool:
     """A cell whose headroom (best prefix - max(full, none)) is below
     :data:`camdf.evaluation.headroom.DEGENERATE_HEADROOM`: no stopper can gain much there (its logged flag)."""
-    return bool(run.get("m:cell/degenerate", 0.0) == 1.0)
+    return bool(run.get(mkey("cell", "degenerate"), 0.0) == 1.0)
 
 
 #: The degeneracy threshold as the tables and figures print it.
@@ -171,9 +171,9 @@ def ranker_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
 def label_source_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     """A25: the training label sources at the main cell with verified metrics, one row per label source."""
     sel = sweep(runs, main, ("label_source",), "methods")
-    if sel.empty or "m:camdf/verified_success" not in sel:
+    if sel.empty or mkey("camdf", "verified_success") not in sel:
         return sel.iloc[0:0]
-    return _latest(sel[sel["m:camdf/verified_success"].notna()], "p:label_source")
+    return _latest(sel[sel[mkey("camdf", "verified_success")].notna()], "p:label_source")
 
 
 def domain_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:

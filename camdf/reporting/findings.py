@@ -11,7 +11,7 @@ from camdf.common.markdown import signed
 from camdf.policies import FULL_ACCESS, REFERENCE, is_oracle
 from camdf.reporting.evidence import Evidence, main_cell, main_scorers
 from camdf.reporting.report import Report
-from camdf.reporting.store import methods_of
+from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.a26 import MISS_LEVEL
 from camdf.reporting.tables.grid import grid_long, grids_equal
 from camdf.reporting.tables.notes import baseline_of, ours_deployable
@@ -29,7 +29,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
     out = []
     try:
         run = main_cell(evidence.main, "headline", main["scorer"])
-        g = lambda m, k: run[f"m:{m}/{k}"]  # noqa: E731
+        g = lambda m, k: run[mkey(m, k)]  # noqa: E731
         c = evidence.judge.compare(run, REFERENCE, FULL_ACCESS)
         power = "" if np.isnan(c.mdd) else f"; MDD {c.mdd:.3f}"
         out.append(f"Main cell (Table 2): CAM-DF payoff {g(REFERENCE, 'payoff_mean'):.3f} against full access "
@@ -51,15 +51,16 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
         base, ours = baseline_of(r), ours_deployable(r)
         if base is None or not ours:
             continue
-        top = max(ours, key=lambda m: r[f"m:{m}/payoff_mean"])
+        top = max(ours, key=lambda m: r[mkey(m, "payoff_mean")])
         try:
             c = evidence.judge.compare(r, top, base)
         except LookupError:
             continue
         mdd = "" if np.isnan(c.mdd) else f", MDD {c.mdd:.3f}"
         fits = "" if c.per_fit is None else f", higher in {c.fits_higher} of {c.n_fits} fits"
-        ours_vs.append(f"`{scorer}`, {protocol} folds: `{top}` {r[f'm:{top}/payoff_mean']:.3f} minus `{base}` "
-                       f"{r[f'm:{base}/payoff_mean']:.3f} = {signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]{fits}{mdd}: "
+        ours_vs.append(f"`{scorer}`, {protocol} folds: `{top}` {r[mkey(top, 'payoff_mean')]:.3f} minus `{base}` "
+                       f"{r[mkey(base, 'payoff_mean')]:.3f} = {signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]"
+                       f"{fits}{mdd}: "
                        f"`{top}` {wording(c, base)}")
     if ours_vs:
         out.append("Best of ours against the best tuned baseline (the field's peers included) at each main cell "
@@ -73,16 +74,18 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
             r = main_cell(evidence.main, "exposure", scorer)
         except LookupError:
             continue
-        g_size = r.get("m:oracle_set/n_exposed", np.nan)  # a grid without the oracle (the smoke grid) has none
+        g_size = r.get(mkey("oracle_set", "n_exposed"), np.nan)  # a grid without the oracle (the smoke grid) has none
         g_text = "" if pd.isna(g_size) else f"G_x has {g_size:.2f}; "
-        exposure.append(f"{r['m:camdf/n_exposed']:.2f} of {r['m:full/n_exposed']:.0f} tools with `{scorer}` "
-                        f"({g_text}{r['m:camdf/fewer_tools_vs_full_pct']:.1f}% fewer than full access)")
+        exposure.append(f"{r[mkey('camdf', 'n_exposed')]:.2f} of {r[mkey('full', 'n_exposed')]:.0f} tools "
+                        f"with `{scorer}` "
+                        f"({g_text}{r[mkey('camdf', 'fewer_tools_vs_full_pct')]:.1f}% fewer than full access)")
     if exposure:
         out.append("Exposure at the main cell: CAM-DF exposes " + "; ".join(exposure) + ". The paper reports about "
                    "4.4 tools (~37% fewer than full access).")
     if not evidence.grid.empty:
         grids = [(name, rival, grid_long(evidence.grid, rival)) for name, rival in
-                 (("A18", "predict_threshold"), ("A24", "score_per_cost")) if f"m:{rival}/diff_vs_ref" in evidence.grid]
+                 (("A18", "predict_threshold"), ("A24", "score_per_cost"))
+                 if mkey(rival, "diff_vs_ref") in evidence.grid]
         if len(grids) == 2 and grids_equal(grids[0][2], grids[1][2]):
             # One finding, said once: the two rivals coincide at every cell (same prefixes, same payoffs).
             grids = [("A18 and A24 (identical cell for cell: the tuned score-per-cost threshold picks the same "
@@ -99,14 +102,14 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
         except LookupError:
             continue
         ours = ours_deployable(r)
-        best = max(ours, key=lambda m: r[f"m:{m}/payoff_mean"]) if ours else None
+        best = max(ours, key=lambda m: r[mkey(m, "payoff_mean")]) if ours else None
         for m in dict.fromkeys([REFERENCE, *([best] if best else [])]):
-            if pd.isna(r.get(f"m:{m}/verified_noninferior_vs_full", np.nan)):
+            if pd.isna(r.get(mkey(m, "verified_noninferior_vs_full"), np.nan)):
                 continue
-            yes = bool(r[f"m:{m}/verified_noninferior_vs_full"])
+            yes = bool(r[mkey(m, "verified_noninferior_vs_full")])
             verified.append(f"`{m}` with `{scorer}`: {'yes' if yes else 'no'} (success "
-                            f"{r[f'm:{m}/verified_success']:.3f} vs {r[f'm:{FULL_ACCESS}/verified_success']:.3f}, "
-                            f"TOST p = {r[f'm:{m}/verified_tost_p_vs_full']:.4f})")
+                            f"{r[mkey(m, 'verified_success')]:.3f} vs {r[mkey(FULL_ACCESS, 'verified_success')]:.3f}, "
+                            f"TOST p = {r[mkey(m, 'verified_tost_p_vs_full')]:.4f})")
     if verified:
         out.append("A25: under execution-verified sufficiency, shown non-inferior to full access in success at "
                    "delta = 0.05 (CAM-DF and the best of ours at each ranker's main cell): " + "; ".join(verified) + ".")
@@ -139,8 +142,8 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
                  f"{kinds.loc[i, 'set minus prefix']} ({kinds.loc[i, 'set tools']:.2f} against "
                  f"{kinds.loc[i, 'prefix tools']:.2f} tools)" for i in mains]
         domains = evidence.domains
-        lows = (domains.loc[domains["p:payoff"] == "exact", "m:cell/set_minus_prefix_ci_low"].dropna()
-                if not domains.empty and "m:cell/set_minus_prefix_ci_low" in domains else pd.Series(dtype=float))
+        lows = (domains.loc[domains["p:payoff"] == "exact", mkey("cell", "set_minus_prefix_ci_low")].dropna()
+                if not domains.empty and mkey("cell", "set_minus_prefix_ci_low") in domains else pd.Series(dtype=float))
         if parts:
             out.append("A27, beyond the ranked prefix: the best set rule minus the best prefix rule at the main cells, "
                        + "; ".join(parts) + f"; on the other domains (A22) the difference's CI is above 0 in "

@@ -11,6 +11,15 @@ from camdf.tracking.client import METRICS_TABLE
 from camdf.tracking.runs import is_cell
 
 
+#: The prefix of a metric's column in :func:`runs_frame` (params ``p:``, tags ``t:``).
+METRIC = "m:"
+
+
+def mkey(method: str, metric: str) -> str:
+    """The :func:`runs_frame` column of ``method``'s metric ``metric`` as the cell logged it (``<method>/<metric>``;
+    ``cell`` and ``ranking`` hold the cell's own metrics)."""
+    return f"{METRIC}{method}/{metric}"
+
 
 def cell_metrics(tracker, run) -> dict[str, float]:
     """Every metric of a cell run: its :data:`~camdf.tracking.client.METRICS_TABLE` artifact over the
@@ -29,7 +38,7 @@ def cell_row(tracker, run) -> dict[str, Any]:
     """One run as a :func:`runs_frame` row: ``run_id``, ``start``, ``p:<param>``, ``m:<metric>``, ``t:<tag>``."""
     row: dict[str, Any] = {"run_id": run.info.run_id, "start": run.info.start_time}
     row.update({f"p:{k}": v for k, v in run.data.params.items()})
-    row.update({f"m:{k}": v for k, v in sorted(cell_metrics(tracker, run).items())})
+    row.update({f"{METRIC}{k}": v for k, v in sorted(cell_metrics(tracker, run).items())})
     row.update({f"t:{k}": v for k, v in run.data.tags.items()})
     return row
 
@@ -66,12 +75,12 @@ def select(runs: pd.DataFrame, **params: Any) -> pd.DataFrame:
 
 def methods_of(run: pd.Series) -> list[str]:
     """Methods with a payoff in one run, in display order (the registry's, read live; unknown ones after, sorted)."""
-    present = {c.split("/")[0][2:] for c in run.index if c.startswith("m:") and c.endswith("/payoff_mean")}
-    present = {m for m in present if pd.notna(run.get(f"m:{m}/payoff_mean"))}
+    present = {c.split("/")[0][len(METRIC):] for c in run.index if c.startswith(METRIC) and c.endswith("/payoff_mean")}
+    present = {m for m in present if pd.notna(run.get(mkey(m, "payoff_mean")))}
     order = methods()
     return [m for m in order if m in present] + sorted(present - set(order))
 
 
 def present_methods(sel: pd.DataFrame) -> list[str]:
     """Methods with a payoff in any of the selected runs (columns from other runs' methods are dropped)."""
-    return [m for m in methods() if f"m:{m}/payoff_mean" in sel and sel[f"m:{m}/payoff_mean"].notna().any()]
+    return [m for m in methods() if mkey(m, "payoff_mean") in sel and sel[mkey(m, "payoff_mean")].notna().any()]

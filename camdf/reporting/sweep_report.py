@@ -30,20 +30,21 @@ def sweep_summary(cells: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, float]]:
         best baseline lies wholly above / below 0.
     """
     from camdf.policies import REFERENCE
+    from camdf.reporting.store import mkey
 
     rows, above, below = [], 0, 0
     for _, run in cells.iterrows():
         baselines = [c.split("/")[0][2:] for c in run.index
                      if c.endswith("/is_best_baseline") and run[c] == 1.0]
         base = baselines[0] if baselines else None
-        diff = f"m:{REFERENCE}/diff_vs_best_baseline"
+        diff = mkey(REFERENCE, "diff_vs_best_baseline")
         row = {"run": run.get("t:mlflow.runName", run["run_id"]), "domain": run.get("p:domain.name"),
                "scorer": run.get("p:scorer.label"), "lambda": run.get("p:cost.lam"), "d": run.get("p:cost.d"),
-               "protocol": run.get("p:folds.protocol"), "camdf_payoff": run.get(f"m:{REFERENCE}/payoff_mean"),
-               "best_baseline": base, "baseline_payoff": run.get(f"m:{base}/payoff_mean") if base else None,
+               "protocol": run.get("p:folds.protocol"), "camdf_payoff": run.get(mkey(REFERENCE, "payoff_mean")),
+               "best_baseline": base, "baseline_payoff": run.get(mkey(base, "payoff_mean")) if base else None,
                "camdf_minus_baseline": run.get(diff), "ci_low": run.get(diff + "_ci_low"),
-               "ci_high": run.get(diff + "_ci_high"), "camdf_tools": run.get(f"m:{REFERENCE}/n_exposed"),
-               "baseline_tools": run.get(f"m:{base}/n_exposed") if base else None}
+               "ci_high": run.get(diff + "_ci_high"), "camdf_tools": run.get(mkey(REFERENCE, "n_exposed")),
+               "baseline_tools": run.get(mkey(base, "n_exposed")) if base else None}
         above += bool(pd.notna(row["ci_low"]) and row["ci_low"] > 0)
         below += bool(pd.notna(row["ci_high"]) and row["ci_high"] < 0)
         rows.append(row)
@@ -85,9 +86,10 @@ def grid_heatmaps(cells: pd.DataFrame, title: str) -> tuple[dict[str, bytes], st
     predict-then-threshold, one (lambda, d) per facet, more than :data:`MAX_FACETS` facets).
     """
     from camdf.reporting.figures import heatmap_png
+    from camdf.reporting.store import mkey
     from camdf.reporting.tables.grid import SUBJECT_A18 as rival, grid_long
 
-    if cells.empty or f"m:{rival}/diff_vs_ref" not in cells or "p:cost.lam" not in cells:
+    if cells.empty or mkey(rival, "diff_vs_ref") not in cells or "p:cost.lam" not in cells:
         return {}, ""
     cells = cells.assign(lam=cells["p:cost.lam"].astype(float), d=cells["p:cost.d"].astype(float))
     keys = facet_keys(cells)
@@ -99,7 +101,7 @@ def grid_heatmaps(cells: pd.DataFrame, title: str) -> tuple[dict[str, bytes], st
     for values, group in groups:
         values = values if isinstance(values, tuple) else (values,)
         facet = " ".join(f"{k[2:]}={v}" for k, v in zip(keys, values))
-        group = group[group[f"m:{rival}/diff_vs_ref"].notna()]
+        group = group[group[mkey(rival, "diff_vs_ref")].notna()]
         if len(group) < 2 or group.duplicated(["lam", "d"]).any():
             continue  # one (lambda, d): nothing to map (duplicates cannot occur once every varying key is a facet)
         name = "figures/heatmap.png" if not keys else f"figures/heatmap_{facet.replace(' ', '_')}.png"
@@ -114,7 +116,7 @@ def grid_heatmaps(cells: pd.DataFrame, title: str) -> tuple[dict[str, bytes], st
 def sweep_report(tracker, experiment: str, run_ids: list[str]) -> tuple[dict[str, bytes | str], dict[str, float], str]:
     """A sweep's files, summary metrics and description, from its cell runs ``run_ids`` (repeats counted once)."""
     from camdf.common.markdown import markdown_table
-    from camdf.reporting.store import cell_row
+    from camdf.reporting.store import cell_row, mkey
 
     cells = pd.DataFrame([cell_row(tracker, tracker.client.get_run(r)) for r in dict.fromkeys(run_ids)])
     table, metrics = sweep_summary(cells)

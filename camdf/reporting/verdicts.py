@@ -23,6 +23,7 @@ from camdf.policies import REFERENCE
 from camdf.evaluation.fits import paired_differences
 from camdf.evaluation.power import min_detectable_difference, seed_intervals
 from camdf.reporting.artifacts import CellArtifacts
+from camdf.reporting.store import mkey
 
 #: A difference is a win (loss) only when more than this share of the fits has a positive (negative) mean difference.
 MOST_FITS = 0.5
@@ -209,12 +210,12 @@ class Judge:
 def _logged(run: pd.Series, a: str, b: str) -> tuple[float, float, float] | None:
     """``a - b`` (mean, lo, hi) as the cell logged it, or None."""
     def get(m, k):
-        v = run.get(f"m:{m}/{k}", np.nan)
+        v = run.get(mkey(m, k), np.nan)
         return None if pd.isna(v) else float(v)
     orientations = ((a, b, 1.0), (b, a, -1.0))
     # The difference to the reference (CAM-DF) first, then a family member's to the cell's best baseline.
     for kind, applies in (("diff_vs_ref", lambda ref: ref == REFERENCE),
-                          ("diff_vs_best_baseline", lambda ref: run.get(f"m:{ref}/is_best_baseline", np.nan) == 1.0)):
+                          ("diff_vs_best_baseline", lambda ref: run.get(mkey(ref, "is_best_baseline"), np.nan) == 1.0)):
         for m, ref, sign in orientations:
             if applies(ref) and get(m, kind) is not None:
                 d, lo, hi = get(m, kind), get(m, f"{kind}_ci_low"), get(m, f"{kind}_ci_high")

@@ -7,7 +7,7 @@ import pandas as pd
 from camdf.policies import REFERENCE
 from camdf.reporting.evidence import Evidence, main_scorers
 from camdf.reporting.report import Report
-from camdf.reporting.store import present_methods
+from camdf.reporting.store import mkey, present_methods
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, by_scorer, ci_text, protocol_note
 from camdf.reporting.verdicts import Comparison, Judge, fits_text
@@ -41,7 +41,7 @@ def a19(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
         raise LookupError(f"A19 ({scorer}): no FINISHED noise run in the store with scorer {scorer}; "
                           "run `experiment=a19` first")
     methods = present_methods(sel)
-    frame = pd.DataFrame({m: sel[f"m:{m}/payoff_mean"].to_numpy() for m in methods},
+    frame = pd.DataFrame({m: sel[mkey(m, "payoff_mean")].to_numpy() for m in methods},
                          index=[f"{e:g}" for e in sel["eps"]])
     try:
         drops = dict(noise_drops(evidence, scorer))

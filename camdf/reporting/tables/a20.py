@@ -7,7 +7,7 @@ import pandas as pd
 
 from camdf.reporting.evidence import Evidence, main_scorers
 from camdf.reporting.report import Report
-from camdf.reporting.store import methods_of
+from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, by_scorer, ci_text, diff_text, fit_columns, payoff_columns, protocol_note
 
@@ -33,7 +33,7 @@ def a20(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     run = hit.iloc[-1]
     rows = []
     for m in methods_of(run):
-        g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+        g = lambda k: run.get(mkey(m, k), np.nan)  # noqa: E731
         rows.append({
             "method": m,
             **payoff_columns(run, m),
@@ -55,14 +55,15 @@ def a20(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
 def a20_lambda(evidence: Evidence, main: dict) -> Report:
     """A20 (lambda dial): one lambda-conditioned model against per-cell models over the A18 grid."""
     sel = evidence.grid
-    if sel.empty or "m:camdf_lambda/payoff_mean" not in sel:
+    if sel.empty or mkey("camdf_lambda", "payoff_mean") not in sel:
         raise LookupError("A20 (lambda): no FINISHED grid run with camdf_lambda; run `experiment=a18` first")
-    cond = sel["m:camdf_lambda/payoff_mean"]
-    inside = (cond >= sel["m:camdf/payoff_ci_low"] - 1e-12) & (cond <= sel["m:camdf/payoff_ci_high"] + 1e-12)
+    cond = sel[mkey("camdf_lambda", "payoff_mean")]
+    low, high = sel[mkey("camdf", "payoff_ci_low")], sel[mkey("camdf", "payoff_ci_high")]
+    inside = (cond >= low - 1e-12) & (cond <= high + 1e-12)
     long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "inside": inside,
                          "cell": [f"{c:.3f} vs {m:.3f} [{lo:.3f}, {hi:.3f}]" for c, m, lo, hi in zip(
-                             cond, sel["m:camdf/payoff_mean"], sel["m:camdf/payoff_ci_low"],
-                             sel["m:camdf/payoff_ci_high"])]})
+                             cond, sel[mkey("camdf", "payoff_mean")], sel[mkey("camdf", "payoff_ci_low")],
+                             sel[mkey("camdf", "payoff_ci_high")])]})
     frame = long.pivot(index="lam", columns="d", values="cell").sort_index()
     marks = ~long.pivot(index="lam", columns="d", values="inside").sort_index().astype(bool)
     frame.index = [f"{v:g}" for v in frame.index]

@@ -10,6 +10,7 @@ from camdf.reporting.evidence import Evidence
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import protocol_note
+from camdf.reporting.store import mkey
 
 
 def a21(evidence: Evidence, main: dict) -> Report:
@@ -17,7 +18,8 @@ def a21(evidence: Evidence, main: dict) -> Report:
     sel = evidence.rankers
     if sel.empty:
         raise LookupError("A21: no FINISHED scorer runs in the store; run `experiment=a21` first")
-    needed = [f"m:{m}/payoff_mean" for m in (REFERENCE, "predict_threshold", "score_per_cost", "fixed_k", "best_prefix")]
+    needed = [mkey(m, "payoff_mean")
+              for m in (REFERENCE, "predict_threshold", "score_per_cost", "fixed_k", "best_prefix")]
     lacking = [c[2:].split("/")[0] for c in needed if c not in sel or sel[c].isna().any()]
     if lacking:
         raise LookupError(f"A21: the scorer runs at the main cell lack {', '.join(lacking)}; run `experiment=a21` first")
@@ -25,16 +27,16 @@ def a21(evidence: Evidence, main: dict) -> Report:
     for _, r in sel.iterrows():
         rows.append({
             "scorer": r["p:scorer.label"],
-            "recall@3": r.get("m:ranking/recall_at_3", np.nan),
-            "nDCG@10": r.get("m:ranking/ndcg_at_10", np.nan),
-            "CAM-DF payoff": r["m:camdf/payoff_mean"],
-            "predict-threshold payoff": r["m:predict_threshold/payoff_mean"],
-            "score-per-cost payoff": r["m:score_per_cost/payoff_mean"],
-            "fixed-k payoff": r["m:fixed_k/payoff_mean"],
-            "best prefix": r["m:best_prefix/payoff_mean"],
-            "CAM-DF repeat range": f"{r.get('m:camdf/payoff_repeat_min', np.nan):.3f}-"
-                                   f"{r.get('m:camdf/payoff_repeat_max', np.nan):.3f}",
-            "headroom": r.get("m:cell/headroom", np.nan),
+            "recall@3": r.get(mkey("ranking", "recall_at_3"), np.nan),
+            "nDCG@10": r.get(mkey("ranking", "ndcg_at_10"), np.nan),
+            "CAM-DF payoff": r[mkey("camdf", "payoff_mean")],
+            "predict-threshold payoff": r[mkey("predict_threshold", "payoff_mean")],
+            "score-per-cost payoff": r[mkey("score_per_cost", "payoff_mean")],
+            "fixed-k payoff": r[mkey("fixed_k", "payoff_mean")],
+            "best prefix": r[mkey("best_prefix", "payoff_mean")],
+            "CAM-DF repeat range": f"{r.get(mkey('camdf', 'payoff_repeat_min'), np.nan):.3f}-"
+                                   f"{r.get(mkey('camdf', 'payoff_repeat_max'), np.nan):.3f}",
+            "headroom": r.get(mkey("cell", "headroom"), np.nan),
         })
     frame = pd.DataFrame(rows).set_index("scorer").sort_index()
     return Report("a21", "A21: ranking sources at the main cell", frame,

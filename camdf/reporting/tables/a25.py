@@ -8,7 +8,7 @@ import pandas as pd
 from camdf.policies import FULL_ACCESS
 from camdf.reporting.evidence import Evidence
 from camdf.reporting.report import Report
-from camdf.reporting.store import present_methods
+from camdf.reporting.store import mkey, present_methods
 from camdf.reporting.tables.base import TableSpec
 
 SOURCES = {"data": "derived", "annotated": "annotated", "partial": "partial"}
@@ -25,12 +25,12 @@ def a25(evidence: Evidence, main: dict) -> list[Report]:
     cols = {}
     for s in order:
         r = sel.loc[s]
-        cols[f"verified success ({SOURCES[s]})"] = [r.get(f"m:{m}/verified_success", np.nan) for m in methods]
-        cols[f"tools ({SOURCES[s]})"] = [r.get(f"m:{m}/n_exposed", np.nan) for m in methods]
-        cols[f"payoff ({SOURCES[s]})"] = [r.get(f"m:{m}/payoff_mean", np.nan) for m in methods]
+        cols[f"verified success ({SOURCES[s]})"] = [r.get(mkey(m, "verified_success"), np.nan) for m in methods]
+        cols[f"tools ({SOURCES[s]})"] = [r.get(mkey(m, "n_exposed"), np.nan) for m in methods]
+        cols[f"payoff ({SOURCES[s]})"] = [r.get(mkey(m, "payoff_mean"), np.nan) for m in methods]
     main_frame = pd.DataFrame(cols, index=pd.Index(methods, name="method"))
     agree = pd.DataFrame(
-        {k: [int(sel.loc[s, f"m:agreement/{k}"]) for s in order] for k in ("both", "proxy_only", "verified_only",
+        {k: [int(sel.loc[s, mkey("agreement", k)]) for s in order] for k in ("both", "proxy_only", "verified_only",
                                                                                "neither")},
         index=pd.Index([SOURCES[s] for s in order], name="label source"),
     )
@@ -39,13 +39,13 @@ def a25(evidence: Evidence, main: dict) -> list[Report]:
     for s in order:
         r = sel.loc[s]
         for m in methods:
-            if m == FULL_ACCESS or pd.isna(r.get(f"m:{m}/verified_tost_p_vs_full", np.nan)):
+            if m == FULL_ACCESS or pd.isna(r.get(mkey(m, "verified_tost_p_vs_full"), np.nan)):
                 continue
             tests.append({"label source / method": f"{SOURCES[s]} / {m}",
-                          "verified success minus full": r[f"m:{m}/verified_diff_vs_full"],
-                          "paired p": r[f"m:{m}/verified_success_p_vs_full"],
-                          "TOST p (delta 0.05)": r[f"m:{m}/verified_tost_p_vs_full"],
-                          "non-inferior": "yes" if r[f"m:{m}/verified_noninferior_vs_full"] else "no"})
+                          "verified success minus full": r[mkey(m, "verified_diff_vs_full")],
+                          "paired p": r[mkey(m, "verified_success_p_vs_full")],
+                          "TOST p (delta 0.05)": r[mkey(m, "verified_tost_p_vs_full")],
+                          "non-inferior": "yes" if r[mkey(m, "verified_noninferior_vs_full")] else "no"})
     tests_frame = pd.DataFrame(tests).set_index("label source / method") if tests else pd.DataFrame()
     reports = [
         Report("a25", "A25 (b): verified success, tools exposed and payoff at the main cell, per training label source",
@@ -62,10 +62,11 @@ def a25(evidence: Evidence, main: dict) -> list[Report]:
     noise = evidence.noise
     if not noise.empty:  # A25 (d) re-scores the main ranking source's noise sweep
         noise = noise[noise["p:scorer.label"] == main["scorer"]]
-    if not noise.empty and "m:camdf/verified_success" in noise and noise["m:camdf/verified_success"].notna().all():
+    verified = mkey("camdf", "verified_success")
+    if not noise.empty and verified in noise and noise[verified].notna().all():
         nm = [m for m in present_methods(noise)
-              if f"m:{m}/verified_success" in noise and noise[f"m:{m}/verified_success"].notna().all()]
-        frame = pd.DataFrame({m: noise[f"m:{m}/verified_success"].to_numpy() for m in nm},
+              if mkey(m, "verified_success") in noise and noise[mkey(m, "verified_success")].notna().all()]
+        frame = pd.DataFrame({m: noise[mkey(m, "verified_success")].to_numpy() for m in nm},
                              index=pd.Index([f"{e:g}" for e in noise["eps"]], name="epsilon"))
         reports.append(Report("a25_noise", "A25 (d): the A19 noise study re-scored by verified success", frame))
     return reports

@@ -10,6 +10,7 @@ from camdf.reporting.evidence import DIALS, Evidence
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import ci_text, protocol_note
+from camdf.reporting.store import mkey
 
 
 #: Level of the one-sided binomial test at which a cell's miss rate counts as shown above alpha.
@@ -22,7 +23,7 @@ def binomial_columns(run: pd.Series, miss: float, alpha: float) -> dict[str, obj
     The misses are counted back from the logged miss rate (mean over tasks of each task's miss share
     over the repeats): every task has one decision per repeat, so misses = rate x tasks x repeats.
     """
-    n = int(float(run["m:cell/n_tasks"])) * int(float(run.get("m:cell/n_repeats", 1) or 1))
+    n = int(float(run[mkey("cell", "n_tasks")])) * int(float(run.get(mkey("cell", "n_repeats"), 1) or 1))
     if pd.isna(miss) or n < 1:
         return {"misses / decisions": "", "binomial p (miss > alpha)": "", "miss rate above alpha": ""}
     test = miss_rate_test(int(round(miss * n)), n, alpha)
@@ -60,7 +61,7 @@ def a26(evidence: Evidence, main: dict) -> Report:
         raise LookupError("A26: no FINISHED risk run in the store; run `experiment=a26` and `a26_supervised` first")
     rows = []
     for _, r in sel.iterrows():
-        g = lambda k: r.get(f"m:camdf_risk/{k}", np.nan)  # noqa: E731
+        g = lambda k: r.get(mkey("camdf_risk", k), np.nan)  # noqa: E731
         miss, se, alpha = g("miss_rate"), g("miss_rate_se"), r[DIALS + "alpha"]
         tost = g("verified_tost_p_vs_full") if pd.notna(g("verified_tost_p_vs_full")) else g("tost_p_vs_full")
         rows.append({
@@ -69,13 +70,13 @@ def a26(evidence: Evidence, main: dict) -> Report:
             **{f"{k} (unclustered)" if k != "misses / decisions" else k: v
                for k, v in binomial_columns(r, miss, alpha).items()},
             **clustered_columns(evidence, r, alpha),
-            "full-list miss rate": r.get("m:full/miss_rate", np.nan),
+            "full-list miss rate": r.get(mkey("full", "miss_rate"), np.nan),
             "tools exposed": g("n_exposed"),
             "% fewer than full": g("fewer_tools_vs_full_pct"),
-            "could expose less": "no" if within_one_of_full(g("n_exposed"), r.get("m:full/n_exposed", np.nan))
+            "could expose less": "no" if within_one_of_full(g("n_exposed"), r.get(mkey("full", "n_exposed"), np.nan))
                                  else "yes",
             "payoff": g("payoff_mean"),
-            "full payoff": r.get("m:full/payoff_mean", np.nan),
+            "full payoff": r.get(mkey("full", "payoff_mean"), np.nan),
             "verified success": g("verified_success"),
             "TOST p vs full": tost,
             "non-inferior (delta)": "yes" if (g("verified_noninferior_vs_full") if pd.notna(

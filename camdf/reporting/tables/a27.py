@@ -10,16 +10,16 @@ from camdf.policies import CARDS
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.figures import heatmap_png, payoff_vs_tools_png
 from camdf.reporting.report import Report
-from camdf.reporting.store import methods_of
+from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import protocol_note
 
-DIFF = "m:cell/set_minus_prefix"
+DIFF = mkey("cell", "set_minus_prefix")
 
 
 def best_of_kind(run: pd.Series, flag: str) -> str | None:
     """The method of ``run`` whose row carries ``flag`` (``is_best_prefix_rule`` / ``is_best_set_rule``), else None."""
-    hit = [m for m in methods_of(run) if run.get(f"m:{m}/{flag}", np.nan) == 1.0]
+    hit = [m for m in methods_of(run) if run.get(mkey(m, flag), np.nan) == 1.0]
     return hit[0] if hit else None
 
 
@@ -28,18 +28,19 @@ def kinds_row(run: pd.Series) -> dict | None:
     if pd.isna(run.get(DIFF, np.nan)):
         return None
     prefix, sets = best_of_kind(run, "is_best_prefix_rule"), best_of_kind(run, "is_best_set_rule")
-    verified = pd.notna(run.get(f"m:{prefix}/verified_success", np.nan))
+    verified = pd.notna(run.get(mkey(prefix, "verified_success"), np.nan))
     success = "verified_success" if verified else "success"
-    row = {"best prefix rule": prefix, "prefix payoff": run[f"m:{prefix}/payoff_mean"],
-           "prefix tools": run[f"m:{prefix}/n_exposed"], "prefix success": run[f"m:{prefix}/{success}"],
-           "best set rule": sets, "set payoff": run[f"m:{sets}/payoff_mean"], "set tools": run[f"m:{sets}/n_exposed"],
-           "set success": run[f"m:{sets}/{success}"], "success is": "verified" if verified else "G_x proxy",
+    row = {"best prefix rule": prefix, "prefix payoff": run[mkey(prefix, "payoff_mean")],
+           "prefix tools": run[mkey(prefix, "n_exposed")], "prefix success": run[mkey(prefix, success)],
+           "best set rule": sets, "set payoff": run[mkey(sets, "payoff_mean")],
+           "set tools": run[mkey(sets, "n_exposed")],
+           "set success": run[mkey(sets, success)], "success is": "verified" if verified else "G_x proxy",
            "set minus prefix": f"{signed(run[DIFF])} [{signed(run[DIFF + '_ci_low'])}, {signed(run[DIFF + '_ci_high'])}]"}
     cv = DIFF + "_cv"
     row["set minus prefix, picked per fit"] = "" if pd.isna(run.get(cv, np.nan)) else \
         f"{signed(run[cv])} [{signed(run[cv + '_ci_low'])}, {signed(run[cv + '_ci_high'])}]"
     for oracle in ("best_prefix", "oracle_set"):
-        row[oracle] = run.get(f"m:{oracle}/payoff_mean", np.nan)
+        row[oracle] = run.get(mkey(oracle, "payoff_mean"), np.nan)
     return row
 
 
@@ -86,7 +87,7 @@ def a27(evidence: Evidence, main: dict) -> list[Report | Figure]:
     for _, run in evidence.main.iterrows():
         if run["p:folds.protocol"] != "kfold" or pd.isna(run.get(DIFF, np.nan)):
             continue
-        points = pd.DataFrame.from_dict({m: {k: run[f"m:{m}/{k}"] for k in ("payoff_mean", "payoff_ci_low",
+        points = pd.DataFrame.from_dict({m: {k: run[mkey(m, k)] for k in ("payoff_mean", "payoff_ci_low",
                                                                              "payoff_ci_high", "n_exposed")}
                                          for m in methods_of(run)}, orient="index")
         out.append(Figure(f"a27_payoff_vs_tools_{run['p:scorer.label']}.png", payoff_vs_tools_png(

@@ -16,7 +16,7 @@ from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_ora
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.figures import log_x_panels_png
 from camdf.reporting.report import Report
-from camdf.reporting.store import methods_of
+from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, baseline_of, ci_text
 from camdf.reporting.verdicts import Comparison, Judge, direction, reason
@@ -39,7 +39,7 @@ PROTOCOLS = {"kfold": "in-distribution (k-fold)", "group:tool_group": "unseen to
 def best_of(run: pd.Series, keep) -> str | None:
     """The method of ``run`` with the highest mean payoff among those ``keep`` accepts (ties: display order)."""
     found = [m for m in methods_of(run) if m in CARDS and keep(m)]
-    return max(found, key=lambda m: (run[f"m:{m}/payoff_mean"], -found.index(m))) if found else None
+    return max(found, key=lambda m: (run[mkey(m, "payoff_mean")], -found.index(m))) if found else None
 
 
 def best_ours(run: pd.Series) -> str | None:
@@ -50,10 +50,10 @@ def best_ours(run: pd.Series) -> str | None:
 def coverage_at(run: pd.Series, k: float) -> float:
     """BoR's coverage@k (G_x inside the top k) at a real k: linear between the logged integer depths (k >= 1)."""
     depths = sorted(int(c.rsplit("_", 1)[1]) for c in run.index
-                    if c.startswith("m:ranking/coverage_at_depth_") and pd.notna(run[c]))
+                    if c.startswith(mkey("ranking", "coverage_at_depth_")) and pd.notna(run[c]))
     if not depths or not np.isfinite(k):
         return np.nan
-    values = [run[f"m:ranking/coverage_at_depth_{d}"] for d in depths]
+    values = [run[mkey("ranking", f"coverage_at_depth_{d}")] for d in depths]
     return float(np.interp(k, [0, *depths], [0.0, *values]))
 
 
@@ -73,7 +73,7 @@ def protocol_label(value: str) -> str:
 
 
 def _row(judge: Judge, run: pd.Series) -> dict:
-    g = lambda m, k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+    g = lambda m, k: run.get(mkey(m, k), np.nan)  # noqa: E731
     row = {"recall@N (G_x listed)": g("full", "success"), "gold APIs listed": g("full", "success_partial")}
     pair = ours_vs_baseline(judge, run)
     if pair is not None:
@@ -113,7 +113,7 @@ def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
         for scorer in scorers:
             sel = mine[mine["p:scorer.label"] == scorer].sort_values("top_n")
             for family, keep in FAMILIES.items():
-                points = [(r["top_n"], r[f"m:{m}/payoff_mean"]) for _, r in sel.iterrows()
+                points = [(r["top_n"], r[mkey(m, "payoff_mean")]) for _, r in sel.iterrows()
                           if (m := best_of(r, keep)) is not None]
                 if points:
                     x, y = zip(*points)
@@ -123,7 +123,7 @@ def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
     def _one_cut(ax, mine: pd.DataFrame, protocol: str, n: int) -> str:
         for i, scorer in enumerate(scorers):
             for j, (family, keep) in enumerate(FAMILIES.items()):
-                points = [r[f"m:{m}/payoff_mean"] for _, r in mine[mine["p:scorer.label"] == scorer].iterrows()
+                points = [r[mkey(m, "payoff_mean")] for _, r in mine[mine["p:scorer.label"] == scorer].iterrows()
                           if (m := best_of(r, keep)) is not None]
                 if points:  # the families side by side within the ranker's column, in the legend's order
                     ax.plot([i + (j - (len(FAMILIES) - 1) / 2) * 0.09], points[:1], styles[scorer], marker="o",
@@ -149,15 +149,16 @@ def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = "protocol / ranker / N"
     anchor = cells.iloc[-1]
-    risky = [m for m in ("camdf_risk", "risk_set") if f"m:{m}/n_exposed" in cells]
+    risky = [m for m in ("camdf_risk", "risk_set") if mkey(m, "n_exposed") in cells]
     alpha = 0.05  # the conformal rules' target miss rate in every A28 cell (method.alpha)
     exposes_all = [r for _, r in cells.iterrows()
-                   if any(r.get(f"m:{m}/n_exposed", 0) >= r.get("m:full/n_exposed", np.inf) for m in risky)]
-    unreachable = [r for r in exposes_all if 1 - float(r["m:full/success"]) > alpha]
+                   if any(r.get(mkey(m, "n_exposed"), 0) >= r.get(mkey("full", "n_exposed"), np.inf) for m in risky)]
+    unreachable = [r for r in exposes_all if 1 - float(r[mkey("full", "success")]) > alpha]
     not_run = "; ".join(f"{m}: {why}" for m, why in NOT_RUN.items()) or "none (every rule of Table 2 runs)"
     note = (
         f"{anchor['p:domain.name']}: every ranker ranks the whole catalog of 2,479 APIs for each of the "
-        f"{int(anchor['m:cell/n_tasks'])} queries and every rule decides over its top N; a gold API below N is a miss "
+        f"{int(anchor[mkey('cell', 'n_tasks')])} queries and every rule decides over its top N; a gold API below N "
+        "is a miss "
         "no rule can avoid, and every task stays in every row. recall@N: queries whose every gold API is in the top N "
         "(G_x listed), and the share of gold APIs listed. Costs: schema tokens (the packaged MiniLM tokenizer) of each "
         "API's definition, scaled so the catalog's mean API costs 1, what a retail tool costs on average; never scaled "

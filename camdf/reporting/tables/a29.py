@@ -20,6 +20,7 @@ from camdf.reporting.report import Report
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, ci_text, protocol_note
 from camdf.reporting.verdicts import Comparison, Judge, reason
+from camdf.reporting.store import mkey
 
 #: The rule that chooses what to preload knowing the fallback (claim j's subject), and its unaware twin.
 SUBJECT_PRELOAD = "fallback_set"
@@ -75,7 +76,7 @@ def below_zero(cells: pd.DataFrame) -> list[str]:
     deployable = [m for m in SHOWN if not is_oracle(m)]
     out = []
     for domain, group in cells.groupby("p:domain.name", sort=False):
-        best = group[[f"m:{m}/payoff_mean" for m in deployable if f"m:{m}/payoff_mean" in group]].max(axis=1)
+        best = group[[mkey(m, "payoff_mean") for m in deployable if mkey(m, "payoff_mean") in group]].max(axis=1)
         if (best < 0).any():
             out.append(f"{domain}: every method but the oracle pays less than 0 (what exposing nothing and not "
                        f"searching pays) in {int((best < 0).sum())} of {len(group)} cells")
@@ -83,7 +84,7 @@ def below_zero(cells: pd.DataFrame) -> list[str]:
 
 
 def _row(evidence: Evidence, run: pd.Series) -> dict:
-    g = lambda m, k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+    g = lambda m, k: run.get(mkey(m, k), np.nan)  # noqa: E731
     row = {f"{what}": g(m, "payoff_mean") for m, what in SHOWN.items() if m != SUBJECT_PRELOAD}
     searches, loaded = fallback_use(evidence, run, SUBJECT_PRELOAD)
     defer = preload_vs_defer(evidence.judge, run)
@@ -126,8 +127,8 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
         sel = live[(live["p:domain.name"] == domain) & (live["p:scorer.label"] == scorer) & (live["search_k"] == k)
                    & live["aware"]]
         sel = sel[sel["search_noise"] == sel["search_noise"].min()].sort_values("search_cost")
-        shown = [m for m in SHOWN if f"m:{m}/payoff_mean" in sel]
-        off = off_scale({m: sel[f"m:{m}/payoff_mean"].to_numpy(dtype=float) for m in shown})
+        shown = [m for m in SHOWN if mkey(m, "payoff_mean") in sel]
+        off = off_scale({m: sel[mkey(m, "payoff_mean")].to_numpy(dtype=float) for m in shown})
         notes = []
         for m in shown:
             colour, marker = method_style(m)
@@ -135,10 +136,10 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
                          else "-")
             if m in off:  # in the legend, not on the axes: drawn, it would flatten every other line
                 ax.plot([], [], label=SHOWN[m], **style)
-                values = sel[f"m:{m}/payoff_mean"]
+                values = sel[mkey(m, "payoff_mean")]
                 notes.append(f"{SHOWN[m]} off scale ({float(values.min()):.1f} to {float(values.max()):.1f})")
                 continue
-            ax.plot(sel["search_cost"], sel[f"m:{m}/payoff_mean"], label=SHOWN[m], **style)
+            ax.plot(sel["search_cost"], sel[mkey(m, "payoff_mean")], label=SHOWN[m], **style)
         return f"{domain + ', ' if several else ''}{scorer}, k = {k}" + "".join(f"\n{n}" for n in notes)
 
     return log_x_panels_png(panels, draw, title=title, xlabel="price of one search round (mean tools)",

@@ -19,7 +19,7 @@ from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_ora
 from camdf.reporting.evidence import Evidence, is_degenerate
 from camdf.reporting.figures import interval_panels_png, method_style
 from camdf.reporting.report import Report
-from camdf.reporting.store import methods_of
+from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, ci_text
 from camdf.reporting.verdicts import Comparison, Judge, reason
@@ -31,7 +31,7 @@ SUBJECT_SEARCHES = ("top3", "top5", "top10")
 
 
 def _g(run: pd.Series, method: str, key: str) -> float:
-    return float(run.get(f"m:{method}/{key}", np.nan))
+    return float(run.get(mkey(method, key), np.nan))
 
 
 def tuned_baselines(run: pd.Series) -> list[str]:
@@ -66,7 +66,7 @@ def pairs(cells: pd.DataFrame) -> list[tuple[str, pd.Series, pd.Series | None]]:
 def transfer_vs_baseline(judge: Judge, run: pd.Series, method: str = SUBJECT_TRANSFER) -> tuple[str, Comparison] | None:
     """(best transferred baseline, ``method`` minus it) in one transfer cell; None without both."""
     base = best_transferred_baseline(run)
-    if base is None or f"m:{method}/payoff_mean" not in run:
+    if base is None or mkey(method, "payoff_mean") not in run:
         return None
     try:
         return base, judge.compare(run, method, base)
@@ -122,7 +122,7 @@ def _figure(cells: list[tuple[str, pd.Series, pd.Series | None]], lam: float) ->
         shown = [SUBJECT_TRANSFER, rival, *SUBJECT_SEARCHES, FULL_ACCESS, NO_TOOLS]
         rows = [(f"{m}" + (" (best baseline)" if m == rival else ""), _g(out_run, m, "payoff_mean"),
                  _g(out_run, m, "payoff_ci_low"), _g(out_run, m, "payoff_ci_high"), method_style(m)[0])
-                for m in dict.fromkeys(shown) if m is not None and f"m:{m}/payoff_mean" in out_run]
+                for m in dict.fromkeys(shown) if m is not None and mkey(m, "payoff_mean") in out_run]
         best = champion(in_run) if in_run is not None else None
         if best is not None:
             rows.append((f"{best} (in-domain)", _g(in_run, best, "payoff_mean"), _g(in_run, best, "payoff_ci_low"),

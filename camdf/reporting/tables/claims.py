@@ -27,7 +27,7 @@ from camdf.evaluation.summary import deployable_kinds
 from camdf.policies import CARDS, FULL_ACCESS, REFERENCE, in_camdf_family, is_oracle
 from camdf.reporting.evidence import Evidence, is_degenerate, main_scorers
 from camdf.reporting.report import Report
-from camdf.reporting.store import methods_of
+from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.a19 import noise_drops
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE
@@ -146,7 +146,8 @@ def claim_a(run: pd.Series, judge: Judge | None = None) -> tuple[str, str, Compa
     n_ours = sum(m in ours() for m in deployable)
     rivals = (f"rivals: {len(deployable)} deployable methods ({len(deployable) - n_ours} of the paper's baselines, "
               f"{n_ours} of ours and the peers)")
-    return verdict, (f"CAM-DF {run['m:camdf/payoff_mean']:.3f}; {rivals}; closest/best rival {worst}: CAM-DF minus "
+    return verdict, (f"CAM-DF {run[mkey('camdf', 'payoff_mean')]:.3f}; {rivals}; closest/best rival {worst}: "
+                     "CAM-DF minus "
                      f"it {_ci(c)} ({reason(c)})"), c
 
 
@@ -175,7 +176,7 @@ def rows_b(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         return []
     cells = grid[(grid.d >= 1) & (grid.lam >= 0.12)]
     live = _live(cells)
-    rivals = [m for m in ("predict_threshold", "score_per_cost", FULL_ACCESS) if f"m:{m}/diff_vs_ref" in live]
+    rivals = [m for m in ("predict_threshold", "score_per_cost", FULL_ACCESS) if mkey(m, "diff_vs_ref") in live]
     comps = [[judge.compare(r, REFERENCE, m) for m in rivals] for _, r in live.iterrows()]
     wins = sum(all(direction(c) > 0 for c in cs) for cs in comps)
     losses = sum(any(direction(c) < 0 for c in cs) for cs in comps)
@@ -194,8 +195,8 @@ def rows_c(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     ranked = [r for _, r in evidence.rankers.iterrows()]
     if not evidence.grid.empty:  # every lambda x d cell, not the main lambda's alone
         ranked += [r for _, r in evidence.grid.iterrows()]
-    ranked = [r for r in ranked if not is_degenerate(r) and "m:predict_threshold/diff_vs_ref" in r
-              and pd.notna(r["m:predict_threshold/diff_vs_ref"])]
+    ranked = [r for r in ranked if not is_degenerate(r) and mkey("predict_threshold", "diff_vs_ref") in r
+              and pd.notna(r[mkey("predict_threshold", "diff_vs_ref")])]
     if not ranked:
         return []
     comps = [judge.compare(r, REFERENCE, "predict_threshold") for r in ranked]
@@ -224,17 +225,17 @@ def rows_d(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     """(d) per k-fold main cell: fewer tools than full access without a success loss (TOST)."""
     out = []
     for r in _kfold_mains(evidence):
-        fewer = r["m:camdf/fewer_tools_vs_full_pct"]
-        prefix = "verified_" if pd.notna(r.get("m:camdf/verified_tost_p_vs_full", np.nan)) else ""
-        noninferior = r.get(f"m:camdf/{prefix}noninferior_vs_full", np.nan) == 1.0
-        sdiff = r.get(f"m:camdf/{prefix}success", np.nan) - r.get(f"m:full/{prefix}success", np.nan)
+        fewer = r[mkey("camdf", "fewer_tools_vs_full_pct")]
+        prefix = "verified_" if pd.notna(r.get(mkey("camdf", "verified_tost_p_vs_full"), np.nan)) else ""
+        noninferior = r.get(mkey("camdf", f"{prefix}noninferior_vs_full"), np.nan) == 1.0
+        sdiff = r.get(mkey("camdf", f"{prefix}success"), np.nan) - r.get(mkey("full", f"{prefix}success"), np.nan)
         delta = float(r.get("p:stats.delta", 0.05))
         verdict = HOLDS if fewer >= 30 and noninferior else (FAILS if fewer < 30 or sdiff < -delta else UNSURE)
         c = _try(judge, r, REFERENCE, FULL_ACCESS, column="verified" if prefix else "success")
         out.append(Row(f"d ({r['p:scorer.label']})", "~37% fewer tools than full access without a success loss",
                        _cell_label(r),
                        f"{fewer:.1f}% fewer tools; {'verified ' if prefix else ''}success {signed(sdiff)} vs full, "
-                       f"TOST p = {r.get(f'm:camdf/{prefix}tost_p_vs_full', np.nan):.4f}", verdict,
+                       f"TOST p = {r.get(mkey('camdf', f'{prefix}tost_p_vs_full'), np.nan):.4f}", verdict,
                        np.nan if c is None else c.mdd, sdiff))
     return out
 
@@ -243,11 +244,11 @@ def rows_e(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     """(e) per k-fold main cell: CAM-DF-lite keeps most of CAM-DF's gain over max(full, none)."""
     out = []
     for r in _kfold_mains(evidence):
-        if pd.isna(r.get("m:camdf_lite/payoff_mean", np.nan)):
+        if pd.isna(r.get(mkey("camdf_lite", "payoff_mean"), np.nan)):
             continue
-        floor_m = max((FULL_ACCESS, "none"), key=lambda m: r.get(f"m:{m}/payoff_mean", -np.inf))
-        floor = r[f"m:{floor_m}/payoff_mean"]
-        gain, lite = r["m:camdf/payoff_mean"] - floor, r["m:camdf_lite/payoff_mean"] - floor
+        floor_m = max((FULL_ACCESS, "none"), key=lambda m: r.get(mkey(m, "payoff_mean"), -np.inf))
+        floor = r[mkey(floor_m, "payoff_mean")]
+        gain, lite = r[mkey("camdf", "payoff_mean")] - floor, r[mkey("camdf_lite", "payoff_mean")] - floor
         share = lite / gain if gain > 0 else np.nan
         verdict = UNSURE if gain <= 0 else (HOLDS if share >= 0.5 else FAILS)
         c = _try(judge, r, REFERENCE, floor_m)  # the power to show CAM-DF's gain, the claim's premise
@@ -271,7 +272,8 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         except LookupError:
             drops = None
         clean = sel[sel.eps == 0].iloc[-1]
-        gain = clean[f"m:{REFERENCE}/payoff_mean"] - max(clean.get(f"m:{m}/payoff_mean", -np.inf) for m in (FULL_ACCESS, "none"))
+        gain = clean[mkey(REFERENCE, "payoff_mean")] - max(clean.get(mkey(m, "payoff_mean"), -np.inf)
+                                                           for m in (FULL_ACCESS, "none"))
         if drops:
             worst = max(drops, key=lambda ec: ec[1].mean)[1]
             shown = [e for e, c in drops if c.mean > NOISE_TOLERANCE and direction(c) > 0]
@@ -282,12 +284,12 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
             mdd, effect = max(c.mdd for _, c in drops), worst.mean
             rivals = [m for m in methods_of(clean) if not in_camdf_family(m) and not is_oracle(m)]
             if rivals:  # does the best baseline lose as much? (the same paired drop)
-                b = max(rivals, key=lambda m: clean[f"m:{m}/payoff_mean"])
+                b = max(rivals, key=lambda m: clean[mkey(m, "payoff_mean")])
                 at = dict(noise_drops(evidence, scorer, method=b, judge=judge))
                 stat += "; best noise-free baseline " + b + ": " + "; ".join(
                     f"epsilon {e:g} {_ci(at[e])}" for e, _ in drops if e in at)
         else:  # the cells' outcomes were not read: the point drops alone
-            points = [(e, clean[f"m:{REFERENCE}/payoff_mean"] - r["m:camdf/payoff_mean"]) for e, r in
+            points = [(e, clean[mkey(REFERENCE, "payoff_mean")] - r[mkey("camdf", "payoff_mean")]) for e, r in
                       zip(sel.eps, (r for _, r in sel.iterrows())) if e > 0]
             effect = max((d for _, d in points), default=0.0)
             verdict = UNSURE if gain <= 0 else (HOLDS if effect <= NOISE_TOLERANCE else FAILS)
@@ -357,9 +359,9 @@ def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     for _, r in evidence.main.iterrows():  # k-fold and group folds (each task template whole in one fold)
         got = cv_kinds(evidence, r, judge)
         if got is None:
-            if pd.isna(r.get("m:cell/set_minus_prefix_cv", np.nan)):
+            if pd.isna(r.get(mkey("cell", "set_minus_prefix_cv"), np.nan)):
                 continue
-            c = Comparison(*(float(r[f"m:cell/set_minus_prefix_cv{s}"]) for s in ("", "_ci_low", "_ci_high")))
+            c = Comparison(*(float(r[mkey("cell", f"set_minus_prefix_cv{s}")]) for s in ("", "_ci_low", "_ci_high")))
             picks = "picks not read (the cell's outcomes were not read)"
         else:
             c, picks = got

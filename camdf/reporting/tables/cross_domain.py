@@ -6,7 +6,7 @@ import pandas as pd
 
 from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence
 from camdf.reporting.report import Report
-from camdf.reporting.store import present_methods
+from camdf.reporting.store import mkey, present_methods
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import protocol_note
 
@@ -18,16 +18,16 @@ def cross_domain(evidence: Evidence, main: dict, kind: str) -> Report:
     if sel.empty:
         raise LookupError(f"A22/A23: no FINISHED cross-domain run with payoff={kind}; run `experiment=a22` first")
     methods = present_methods(sel)
-    frame = pd.DataFrame({m: sel[f"m:{m}/payoff_mean"].to_numpy() for m in methods},
+    frame = pd.DataFrame({m: sel[mkey(m, "payoff_mean")].to_numpy() for m in methods},
                          index=sel["p:domain.name"].to_numpy()).sort_index()
     by = sel.set_index("p:domain.name")
-    frame.insert(0, "tasks", by["m:cell/n_tasks"].reindex(frame.index).astype(int))
-    frame.insert(1, "headroom", by["m:cell/headroom"].reindex(frame.index))
-    frame.insert(2, "CAM-DF share of headroom", by["m:camdf/headroom_share"].reindex(frame.index))
-    if "m:camdf/payoff_repeat_max" in by:
-        frame.insert(3, "CAM-DF repeat range", [f"{by.loc[d, 'm:camdf/payoff_repeat_min']:.3f}-"
-                                                f"{by.loc[d, 'm:camdf/payoff_repeat_max']:.3f}" for d in frame.index])
-    frame.index = [f"{d} (degenerate)" if by.loc[d, "m:cell/degenerate"] == 1.0 else d for d in frame.index]
+    frame.insert(0, "tasks", by[mkey("cell", "n_tasks")].reindex(frame.index).astype(int))
+    frame.insert(1, "headroom", by[mkey("cell", "headroom")].reindex(frame.index))
+    frame.insert(2, "CAM-DF share of headroom", by[mkey("camdf", "headroom_share")].reindex(frame.index))
+    if mkey("camdf", "payoff_repeat_max") in by:
+        low, high = by[mkey("camdf", "payoff_repeat_min")], by[mkey("camdf", "payoff_repeat_max")]
+        frame.insert(3, "CAM-DF repeat range", [f"{low[d]:.3f}-{high[d]:.3f}" for d in frame.index])
+    frame.index = [f"{d} (degenerate)" if by.loc[d, mkey("cell", "degenerate")] == 1.0 else d for d in frame.index]
     frame.index.name = "domain"
     name, what = ("a22", "exact") if kind == "exact" else ("a23", "partial")
     scale = by["p:list_cost"].iloc[0] if "p:list_cost" in by else "None"
@@ -35,7 +35,7 @@ def cross_domain(evidence: Evidence, main: dict, kind: str) -> Report:
                  f"costs scaled per domain so that the mean candidate list costs {scale} (retail's 7 tools at mean "
                  "cost 1), which makes lambda the same pressure in catalogs of different size; "
                  "`list_cost=null` gives the unscaled cells")
-    small = [d for d in by.index if by.loc[d, "m:cell/headroom"] < 0.1]
+    small = [d for d in by.index if by.loc[d, mkey("cell", "headroom")] < 0.1]
     why = (f" Headroom < 0.1 in {', '.join(small)}: even the best prefix in hindsight gains little over full access "
            "or exposing nothing there, so no stopper can separate from them." if small else
            " Headroom >= 0.1 in every domain.")

@@ -11,6 +11,7 @@ from camdf.policies import methods
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, baseline_of, ci_text, mdd_text
 from camdf.reporting.verdicts import RULE_TEXT, direction, fits_text, wording
+from camdf.reporting.store import mkey
 
 
 
@@ -31,11 +32,11 @@ def family_verdict(evidence: Evidence, main: dict) -> Report:
         if b is None:
             continue
         for m in family_main():
-            if pd.isna(run.get(f"m:{m}/diff_vs_best_baseline", np.nan)):
+            if pd.isna(run.get(mkey(m, "diff_vs_best_baseline"), np.nan)):
                 continue
             c = evidence.judge.compare(run, m, b)
-            rows.append({"cell / method": f"{label} / {m}", "payoff": run[f"m:{m}/payoff_mean"],
-                         "best tuned baseline": f"{b} ({run[f'm:{b}/payoff_mean']:.3f})",
+            rows.append({"cell / method": f"{label} / {m}", "payoff": run[mkey(m, "payoff_mean")],
+                         "best tuned baseline": f"{b} ({run[mkey(b, 'payoff_mean')]:.3f})",
                          "method minus baseline (95% CI)": ci_text(c.mean, c.lo, c.hi),
                          "fits lower / higher": fits_text(c), "MDD": c.mdd,
                          "verdict": wording(c, "it")})

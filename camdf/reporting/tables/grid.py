@@ -11,6 +11,7 @@ from camdf.reporting.figures import heatmap_png
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import protocol_note
+from camdf.reporting.store import mkey
 
 
 #: A18's claim subject: the rival CAM-DF is compared with over the lambda x d grid (the sweep heatmaps too).
@@ -23,16 +24,18 @@ def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
     predict-then-threshold's (``same_as``); ``cells`` is :attr:`camdf.reporting.evidence.Evidence.grid`.
     """
     sel = cells
-    diff = -sel[f"m:{rival}/diff_vs_ref"]
-    lo, hi = -sel[f"m:{rival}/diff_vs_ref_ci_high"], -sel[f"m:{rival}/diff_vs_ref_ci_low"]
-    degenerate = sel.get("m:cell/degenerate", pd.Series(0.0, index=sel.index)).fillna(0.0) == 1.0
+    diff = -sel[mkey(rival, "diff_vs_ref")]
+    lo, hi = -sel[mkey(rival, "diff_vs_ref_ci_high")], -sel[mkey(rival, "diff_vs_ref_ci_low")]
+    degenerate = sel.get(mkey("cell", "degenerate"), pd.Series(0.0, index=sel.index)).fillna(0.0) == 1.0
     long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "diff": diff, "lo": lo, "hi": hi,
                          "degenerate": degenerate.to_numpy(),
-                         "camdf_range": (sel["m:camdf/payoff_repeat_max"] - sel["m:camdf/payoff_repeat_min"]).to_numpy()
-                         if "m:camdf/payoff_repeat_max" in sel else np.nan,
-                         "headroom": sel.get("m:cell/headroom", pd.Series(np.nan, index=sel.index)).to_numpy(),
-                         "same_as": (sel[f"m:{rival}/payoff_mean"] - sel["m:predict_threshold/payoff_mean"]).abs()
-                         .lt(1e-9).to_numpy() if "m:predict_threshold/payoff_mean" in sel else False})
+                         "camdf_range": (sel[mkey("camdf", "payoff_repeat_max")]
+                                         - sel[mkey("camdf", "payoff_repeat_min")]).to_numpy()
+                         if mkey("camdf", "payoff_repeat_max") in sel else np.nan,
+                         "headroom": sel.get(mkey("cell", "headroom"), pd.Series(np.nan, index=sel.index)).to_numpy(),
+                         "same_as": (sel[mkey(rival, "payoff_mean")]
+                                     - sel[mkey("predict_threshold", "payoff_mean")]).abs()
+                         .lt(1e-9).to_numpy() if mkey("predict_threshold", "payoff_mean") in sel else False})
     long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate
     long.attrs["difference"] = f"CAM-DF minus {rival} (> 0 favours CAM-DF)"
     return long

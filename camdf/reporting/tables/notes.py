@@ -10,6 +10,7 @@ import pandas as pd
 from camdf.common.markdown import signed
 from camdf.evaluation.fits import choice_counts
 from camdf.policies import REFERENCE
+from camdf.reporting.store import mkey
 from camdf.reporting.verdicts import fits_text
 
 
@@ -20,7 +21,7 @@ def ci_text(mean: float, lo: float, hi: float, digits: int = 3) -> str:
 
 def payoff_columns(run: pd.Series, method: str) -> dict[str, object]:
     """A method's payoff cells in a cell's table: mean with its CI, the mean, and the range over the repeats."""
-    g = lambda k: run.get(f"m:{method}/{k}", np.nan)  # noqa: E731
+    g = lambda k: run.get(mkey(method, k), np.nan)  # noqa: E731
     return {"payoff (95% CI)": ci_text(g("payoff_mean"), g("payoff_ci_low"), g("payoff_ci_high")),
             "payoff": g("payoff_mean"),
             "repeat range": "" if pd.isna(g("payoff_repeat_min")) else
@@ -29,7 +30,7 @@ def payoff_columns(run: pd.Series, method: str) -> dict[str, object]:
 
 def diff_text(run: pd.Series, method: str) -> str:
     """The method minus CAM-DF (the cell's reference) with its CI; empty for CAM-DF itself."""
-    g = lambda k: run.get(f"m:{method}/{k}", np.nan)  # noqa: E731
+    g = lambda k: run.get(mkey(method, k), np.nan)  # noqa: E731
     return "" if method == REFERENCE else ci_text(g("diff_vs_ref"), g("diff_vs_ref_ci_low"), g("diff_vs_ref_ci_high"))
 
 
@@ -129,8 +130,8 @@ def baseline_of(run: pd.Series) -> str | None:
     from camdf.reporting.store import methods_of
 
     found = methods_of(run)
-    flagged = [m for m in found if run.get(f"m:{m}/is_best_baseline", np.nan) == 1.0]
-    return flagged[0] if flagged else best({m: float(run.get(f"m:{m}/payoff_mean", np.nan)) for m in found})
+    flagged = [m for m in found if run.get(mkey(m, "is_best_baseline"), np.nan) == 1.0]
+    return flagged[0] if flagged else best({m: float(run.get(mkey(m, "payoff_mean"), np.nan)) for m in found})
 
 
 def ours_deployable(run: pd.Series) -> list[str]:

@@ -7,7 +7,7 @@ import pandas as pd
 
 from camdf.reporting.evidence import Evidence, main_cell, main_scorers
 from camdf.reporting.figures import payoff_vs_tools_png
-from camdf.reporting.store import methods_of
+from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import Figure, TableSpec
 
 
@@ -21,7 +21,7 @@ def payoff_vs_tools(evidence: Evidence, main: dict) -> list[Figure]:
         except LookupError as err:
             missing.append(str(err))
             continue
-        rows = {m: {k: run[f"m:{m}/{k}"] for k in ("payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed")}
+        rows = {m: {k: run[mkey(m, k)] for k in ("payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed")}
                 for m in methods_of(run)}
         table = pd.DataFrame.from_dict(rows, orient="index")
         title = (f"{main['domain']}, {scorer} ranking: lambda = {main['lam']:g}, d = {main['d']:g} "

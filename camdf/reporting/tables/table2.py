@@ -8,7 +8,7 @@ import pandas as pd
 from camdf.policies import is_oracle
 from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence, is_degenerate, main_cell, main_scorers
 from camdf.reporting.report import Report
-from camdf.reporting.store import methods_of
+from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import TableSpec
 from camdf.reporting.tables.notes import (
     MDD_NOTE, NESTED_NOTE, baseline_of, diff_text, fit_columns, mdd_text, payoff_columns, protocol_note,
@@ -28,7 +28,7 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     rows = []
     best = baseline_of(run)
     for m in methods_of(run):
-        g = lambda k: run.get(f"m:{m}/{k}", np.nan)  # noqa: E731
+        g = lambda k: run.get(mkey(m, k), np.nan)  # noqa: E731
         holm_p = g("p_holm_vs_ref")
         rows.append({
             "method": m,
@@ -50,13 +50,13 @@ def table2(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
         f"Table 2: {main['domain']} main cell (lambda = {main['lam']}, d = {main['d']}, scorer {scorer}, "
         f"costs {main['regime']})",
         frame, bold={"payoff": "max"}, digits=3,
-        note=f"{int(run['m:cell/n_tasks'])} tasks, out-of-fold decisions: {protocol_note(run)}. CIs: paired "
+        note=f"{int(run[mkey('cell', 'n_tasks')])} tasks, out-of-fold decisions: {protocol_note(run)}. CIs: paired "
              f"bootstrap over tasks ({run['p:stats.n_resamples']} resamples, one shared resample matrix). "
              "Differences are method minus reference, the reference being CAM-DF (> 0: the method beats CAM-DF). "
              "Holm p: the paired sign-flip test's p, Holm-adjusted over the baselines of the cell; the CI is not "
              "adjusted, so a CI that excludes 0 can sit beside a Holm p above 0.05 (a difference shown alone, not "
              "after the correction for comparing every baseline). Headroom best prefix - max(full, none) = "
-             f"{run.get('m:cell/headroom', np.nan):.3f}"
+             f"{run.get(mkey('cell', 'headroom'), np.nan):.3f}"
              f"{f' (degenerate: < {DEGENERATE_TEXT})' if is_degenerate(run) else ''}; "
              "share of headroom = (method - max(full, none)) / headroom. "
              "Fits lower / higher than CAM-DF: of the cell's (repeat, fold) fits (each fold's decisions in each "

@@ -12,7 +12,7 @@ a bad task filter ``domain.where`` (:func:`camdf.data.filters.check_where`). A f
 file the converter refuses (:class:`camdf.data.io.DomainFormatError`, an unreadable input)
 stops it the same way, exit 2, one problem per line, ``data/<name>/`` untouched. A
 ``domain.converter._target_`` outside the built-in converters is refused by the schema
-(:func:`camdf.pipeline.schema.converters`) before anything is imported from it.
+(:func:`camdf.pipeline.checks.values.converters`) before anything is imported from it.
 """
 
 from pathlib import Path
@@ -27,7 +27,7 @@ from camdf.pipeline.boundary import run_stage, stage
 from camdf.data.filters import check_where
 from camdf.data.io import DomainFormatError, check_domain_name, read_domain
 from camdf.pipeline.data_stage import build_domain
-from camdf.pipeline.schema import checked
+from camdf.pipeline.checks.values import checked
 
 
 _READER = f"{read_domain.__module__}.{read_domain.__name__}"  # the task-format reader's _target_
@@ -65,7 +65,7 @@ def _refusal(name: str, err: Exception) -> ValueError:
 
 
 def _refuse(err: Exception, cfg: DictConfig):
-    from camdf.pipeline.schema import refuse  # the stages' refusal: exit 2, Hydra's job folder removed
+    from camdf.pipeline.checks.values import refuse  # the stages' refusal: exit 2, Hydra's job folder removed
 
     refuse(err, _select(cfg, "paths.output_dir"))
 

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
-from camdf.pipeline.schema import checked
+from camdf.pipeline.checks.values import checked
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="scores")

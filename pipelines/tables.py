@@ -15,7 +15,7 @@ import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
 from camdf.pipeline.identity import CONF_DIR, code_stamp
 from camdf.pipeline.provenance import short_commit
-from camdf.pipeline.schema import ConfigError, checked, open_tracker, refuse
+from camdf.pipeline.checks.values import ConfigError, checked, open_tracker, refuse
 from camdf.tracking.probe import TrackingUnreachable
 
 

@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.boundary import run_stage, stage
-from camdf.pipeline.schema import checked, open_tracker
+from camdf.pipeline.checks.values import checked, open_tracker
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="train")

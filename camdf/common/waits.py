@@ -12,7 +12,7 @@ What can hold a camdf process without end goes through a function here, with a b
 - **a child process**: :func:`run`, always with a timeout, the child killed at the bound;
 - **a thread at exit** (the trace exporter's flush): :func:`call` too;
 - **fan-out**: :func:`cores` is what a launcher's workers and a model's threads are capped by, and
-  :func:`memory_bytes` what the jobs' memory shares divide (``camdf.pipeline.bounds`` applies both to a config;
+  :func:`memory_bytes` what the jobs' memory shares divide (``camdf.pipeline.checks.bounds`` applies both to a config;
   config composition is bounded there, before Hydra reads a file).
 
 A layout test (``tests/unit/layout/test_waits_owner.py``) refuses the blocking primitives anywhere else in

@@ -46,7 +46,7 @@ class Integration:
     ----------
     converters : tuple of str
         ``"module:function"`` of each converter a domain config's ``converter._target_`` may
-        name (the allow-list of :mod:`camdf.pipeline.schema` is their union).
+        name (the allow-list of :mod:`camdf.pipeline.checks.values` is their union).
     executable : mapping str -> str
         Executable domain name -> ``"module:Class"`` of its
         :class:`~camdf.sufficiency.domain.ExecutableDomain` (built with no arguments).

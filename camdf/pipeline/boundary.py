@@ -9,7 +9,7 @@ wraps its commands in :func:`cli_boundary`. Whatever is raised, whenever:
   bug), with ``error: <one line>`` on stderr, credentials stripped from any URI;
 - exit 130 on Ctrl-C (``KeyboardInterrupt``), the shell's code for SIGINT, with
   ``error: interrupted ...``;
-- the Hydra job folder the failing job made is removed (:func:`camdf.pipeline.schema.refuse`);
+- the Hydra job folder the failing job made is removed (:func:`camdf.pipeline.checks.values.refuse`);
 - no traceback, unless ``CAMDF_TRACEBACK=1`` asks for it (printed before the line).
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from camdf.common.uri import safe_uri
-from camdf.pipeline.bounds import cap_memory, release_memory
+from camdf.pipeline.checks.bounds import cap_memory, release_memory
 
 #: Exit code of bad input (config, data, request), of a fault of the machine or store, and of Ctrl-C.
 BAD_INPUT, FAULT, INTERRUPTED = 2, 1, 130
@@ -75,7 +75,7 @@ def explain(err: BaseException, uri: str | None = None) -> tuple[str, int]:
     if isinstance(err, KeyboardInterrupt):
         return ("interrupted (Ctrl-C): nothing unfinished was kept; rerun the same command to go on "
                 "(finished cells are reused)"), INTERRUPTED
-    from camdf.pipeline.bounds import MemoryShareExceeded, memory_line, share_exceeded
+    from camdf.pipeline.checks.bounds import MemoryShareExceeded, memory_line, share_exceeded
 
     if isinstance(err, (MemoryError, MemoryShareExceeded)) or share_exceeded() is not None:
         return memory_line(share_exceeded() or err), FAULT
@@ -139,16 +139,16 @@ def stage(task: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     ``SystemExit`` (a refusal made already) passes through. Anything else is explained
     by :func:`explain`, printed as ``error: <line>``, the job's Hydra folder is removed and
-    the process exits with the line's code (:func:`camdf.pipeline.schema.refuse`).
+    the process exits with the line's code (:func:`camdf.pipeline.checks.values.refuse`).
     """
 
     @functools.wraps(task)
     def run(cfg: Any) -> Any:
-        from camdf.pipeline.schema import refuse
+        from camdf.pipeline.checks.values import refuse
 
         unborn = _unborn_store(_select(cfg, "tracking.uri"))
         try:
-            cap_memory(_launcher())  # this job's share of the machine (camdf.pipeline.bounds)
+            cap_memory(_launcher())  # this job's share of the machine (camdf.pipeline.checks.bounds)
             return task(cfg)
         except SystemExit:
             raise
@@ -198,15 +198,15 @@ def _drop_if_empty(db: Path) -> None:
 
 
 def run_stage(main: Callable[[], Any], config_name: str, argv: list[str] | None = None) -> None:
-    """A stage's ``__main__``: check the command line (:mod:`camdf.pipeline.choices`), then run the Hydra ``main``.
+    """A stage's ``__main__``: check the command line (:mod:`camdf.pipeline.checks.choices`), then run the Hydra ``main``.
 
     Ctrl-C outside the task function (while Hydra composes, or between a sweep's jobs)
     is one line and exit 130 too; nothing of the job's has been written at those points
     that :func:`stage` would not have removed.
     """
     from camdf.common.process import exit_interrupted, flush_stdout, release_start
-    from camdf.pipeline.choices import check_choices, check_keys
-    from camdf.pipeline.preflight import preflight
+    from camdf.pipeline.checks.choices import check_choices, check_keys
+    from camdf.pipeline.checks.preflight import preflight
 
     try:
         release_start()  # from here on, this boundary handles Ctrl-C
@@ -233,7 +233,7 @@ def _hydra_reports_through_us(output_dir: str | None) -> None:
     import hydra._internal.utils as hydra_utils
 
     def run_and_report(func: Callable[[], Any]) -> Any:
-        from camdf.pipeline.schema import refuse
+        from camdf.pipeline.checks.values import refuse
 
         try:
             return func()

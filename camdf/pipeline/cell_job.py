@@ -270,12 +270,12 @@ FAILURE_TAG = "failure"
 
 
 def cell_params(cfg: dict[str, Any], unresolved: Any = None) -> dict[str, str]:
-    """The params of a cell run: the flat config, environment-interpolated values redacted (:mod:`.redact`).
+    """The params of a cell run: the flat config, environment-interpolated values redacted (:mod:`.checks.redact`).
 
     ``unresolved`` is the config before interpolation (Hydra's ``cfg``); without it no value is
     known to come from the environment and nothing is redacted.
     """
-    from camdf.pipeline.redact import env_keys, redact
+    from camdf.pipeline.checks.redact import env_keys, redact
     from camdf.pipeline.provenance import flatten
 
     params = flatten(cfg)

@@ -1,7 +1,7 @@
 """OmegaConf resolvers shared by every stage; importing this module registers them.
 
 Each returns a string, never a config node: a resolver that makes a node from a string would hand Hydra's
-``instantiate`` code the gates never saw, and the gates refuse those (:data:`camdf.pipeline.interpolation.NODE_RESOLVERS`).
+``instantiate`` code the gates never saw, and the gates refuse those (:data:`camdf.pipeline.checks.interpolation.NODE_RESOLVERS`).
 """
 
 from __future__ import annotations

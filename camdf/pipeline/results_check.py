@@ -68,7 +68,7 @@ def recompute(overrides: list[str] | None = None) -> tuple[str | None, dict[str,
 
     import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
     from camdf.pipeline.identity import CONF_DIR, code_stamp
-    from camdf.pipeline.schema import open_tracker, resolve, validate
+    from camdf.pipeline.checks.values import open_tracker, resolve, validate
     from camdf.pipeline.sweeps import experiment_keys
     from camdf.reporting.build import results_body
     from camdf.reporting.evidence import anchored

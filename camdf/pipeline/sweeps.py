@@ -15,7 +15,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from camdf.pipeline.choices import compose  # noqa: F401  (one composition helper; re-exported here)
+from camdf.pipeline.checks.choices import compose  # noqa: F401  (one composition helper; re-exported here)
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -120,7 +120,7 @@ def experiment_jobs(experiment: str, config_name: str = "evaluate", extra: Itera
 
 def experiment_cells(experiment: str, extra: Iterable[str] = ()) -> list[dict[str, Any]]:
     """The resolved, validated evaluate config of every cell of an experiment's sweep."""
-    from camdf.pipeline.schema import resolve, validate
+    from camdf.pipeline.checks.values import resolve, validate
 
     jobs = experiment_jobs(experiment, extra=extra)
     return [validate(resolve(cfg), "evaluate") for cfg in compose_jobs("evaluate", jobs)]
@@ -153,9 +153,9 @@ class CheckSweep(Callback):
     """
 
     def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
-        from camdf.pipeline.gates import check_tree
-        from camdf.pipeline.tree import check_kinds
-        from camdf.pipeline.schema import SCHEMAS, ConfigError, refuse, resolve, validate
+        from camdf.pipeline.checks.gates import check_tree
+        from camdf.pipeline.checks.kinds import check_kinds
+        from camdf.pipeline.checks.values import SCHEMAS, ConfigError, refuse, resolve, validate
 
         if config_name not in SCHEMAS:
             return
@@ -171,8 +171,8 @@ class CheckSweep(Callback):
                                    "at least one value to sweep"))
             for cfg in compose_jobs(config_name, [[*job, *searchpath] for job in jobs]):
                 resolved = resolve(cfg)
-                check_tree(cfg, resolved)  # code, paths and secrets of every job (camdf.pipeline.gates)
-                check_kinds(resolved, config_name, SCHEMAS.get(config_name, {}))  # every key's kind (camdf.pipeline.tree)
+                check_tree(cfg, resolved)  # code, paths and secrets of every job (camdf.pipeline.checks.gates)
+                check_kinds(resolved, config_name, SCHEMAS.get(config_name, {}))  # every key's kind (camdf.pipeline.checks.kinds)
                 validate(resolved, config_name)
         except ConfigError as err:
             refuse(err)

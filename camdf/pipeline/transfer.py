@@ -29,7 +29,7 @@ def leaves_out(cfg: dict[str, Any]) -> bool:
 
 def training_domains(cfg: dict[str, Any]) -> dict[str, dict]:
     """The domain configs the cell's rules are fitted on: ``transfer.domains`` but the cell's own, by name."""
-    from camdf.pipeline.schema import plain_name
+    from camdf.pipeline.checks.values import plain_name
 
     own = cfg["domain"]["name"]
     domains = dict((cfg.get("transfer") or {}).get("domains") or {})

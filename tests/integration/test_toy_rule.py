@@ -25,7 +25,7 @@ def _train_config(data: Path, out: Path) -> dict:
     from hydra import compose, initialize_config_dir
 
     import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers, as the entry point does)
-    from camdf.pipeline.schema import resolve, validate
+    from camdf.pipeline.checks.values import resolve, validate
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="train", overrides=[f"paths.data_dir={data}", f"paths.output_dir={out}",
@@ -42,7 +42,7 @@ def test_a_registered_rule_runs_through_evaluate_train_and_select(data_dir, tmp_
     from camdf.pipeline.assembly import Paths
     from camdf.pipeline.cell_job import run_cell
     from camdf.pipeline.policy_job import train_policy
-    from camdf.pipeline.schema import ConfigError, method_dials, open_tracker
+    from camdf.pipeline.checks.values import ConfigError, method_dials, open_tracker
 
     out = tmp_path / "out"
     out.mkdir()

@@ -140,7 +140,7 @@ def test_a_path_like_value_is_refused_with_its_key(stage, key, value, base):
 
 # -- code from data: a converter outside the allow-list -------------------------------------------------------
 
-TARGETS = ["os.system", "pandas.read_pickle", "builtins.eval", "camdf.pipeline.schema.refuse"]
+TARGETS = ["os.system", "pandas.read_pickle", "builtins.eval", "camdf.pipeline.checks.values.refuse"]
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -1,9 +1,9 @@
-"""What a config may ask of this machine (issue 51, point 4; camdf/pipeline/bounds.py): a config folder on the
+"""What a config may ask of this machine (issue 51, point 4; camdf/pipeline/checks/bounds.py): a config folder on the
 search path holding a YAML alias bomb, a FIFO, a huge file or a whole tree, and a local launcher asking for more
 worker processes than cores, are each refused before Hydra composes or launches anything: one line, exit 2,
 within seconds, nothing made.
 
-Each case runs the gates (:func:`camdf.pipeline.gates.preflight`) as a stage does before Hydra starts; the
+Each case runs the gates (:func:`camdf.pipeline.checks.gates.preflight`) as a stage does before Hydra starts; the
 alias bomb and the FIFO also run as a real stage process under a time bound (before the change the bomb was
 still composing at 120 s and the FIFO blocked the read forever).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from camdf.pipeline import bounds
+from camdf.pipeline.checks import bounds
 
 from .test_gates_hostile import _refused
 from .test_interpolation_gates_hostile import _outputs
@@ -84,7 +84,7 @@ def test_a_tree_too_large_to_be_a_config_folder_is_refused(tmp_path, capsys, mon
 def test_a_plain_config_folder_passes(tmp_path, capsys):
     conf = _folder(tmp_path, "mine", "# @package _global_\ncost:\n  lam: 0.04\n")
     (conf / "experiment" / "notes.txt").write_text("&not *yaml")  # only YAML files are read
-    from camdf.pipeline.preflight import preflight
+    from camdf.pipeline.checks.preflight import preflight
 
     checked = preflight("evaluate", [f"hydra.searchpath=[file://{conf}]", *_outputs(tmp_path)])
     assert checked.output_dir == f"{tmp_path}/out"
@@ -101,7 +101,7 @@ def test_a_launcher_asking_for_more_workers_than_cores_is_refused(n_jobs, tmp_pa
 
 @pytest.mark.parametrize("n_jobs", ["1", str(bounds.cores()), "-1"])
 def test_a_launcher_within_the_cores_passes(n_jobs, tmp_path, capsys):
-    from camdf.pipeline.preflight import preflight
+    from camdf.pipeline.checks.preflight import preflight
 
     argv = ["-m", "experiment=smoke", "hydra/launcher=parallel", f"hydra.launcher.n_jobs={n_jobs}",
             *_outputs(tmp_path)]

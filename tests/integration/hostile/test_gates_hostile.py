@@ -1,4 +1,4 @@
-"""Code, paths and secrets by construction (camdf/pipeline/gates.py): every position Hydra instantiates, every path
+"""Code, paths and secrets by construction (camdf/pipeline/checks/gates.py): every position Hydra instantiates, every path
 a stage writes, every environment value a name or a message could carry.
 
 Most cases call the gate the stages call before Hydra starts (:func:`preflight`, in-process: it is the only
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from camdf.common.uri import safe_uri
-from camdf.pipeline.preflight import preflight
+from camdf.pipeline.checks.preflight import preflight
 
 ROOT = Path(__file__).resolve().parents[3]
 

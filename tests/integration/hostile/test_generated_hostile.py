@@ -1,9 +1,9 @@
-"""A hostile family generated from the config schema (camdf/pipeline/tree.py and the stages' explicit checks): for
+"""A hostile family generated from the config schema (camdf/pipeline/checks/kinds.py and the stages' explicit checks): for
 every key of every stage's composed config, a value of the wrong type, a non-finite number and an out-of-range
 value are each refused in one line that names the key.
 
 The cases are checked in-process by the same calls a stage makes on its config before anything runs
-(:func:`camdf.pipeline.schema.checked`: the gates, the kinds, the explicit checks); a few run end to end as a
+(:func:`camdf.pipeline.checks.values.checked`: the gates, the kinds, the explicit checks); a few run end to end as a
 subprocess (the last test) to see that the stage's refusal is that one line and exit 2.
 """
 
@@ -19,10 +19,10 @@ import pytest
 from omegaconf import OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (paths.root_dir's resolver)
-from camdf.pipeline.gates import check_tree
-from camdf.pipeline.schema import SCHEMAS, ConfigError, validate
+from camdf.pipeline.checks.gates import check_tree
+from camdf.pipeline.checks.values import SCHEMAS, ConfigError, validate
 from camdf.pipeline.sweeps import compose
-from camdf.pipeline.tree import ANY, BOOL, LIST, MAX_ITEMS, NODE, NULL, NUMBER, STR, _walk, check_kinds, schema
+from camdf.pipeline.checks.kinds import ANY, BOOL, LIST, MAX_ITEMS, NODE, NULL, NUMBER, STR, _walk, check_kinds, schema
 
 ROOT = Path(__file__).resolve().parents[3]
 STAGES = ("data", "scores", "evaluate", "train", "tables")

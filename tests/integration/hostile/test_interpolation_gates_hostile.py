@@ -1,4 +1,4 @@
-"""Code through an interpolation, files through Hydra (issue 51, points 1 and 2): the gates (camdf/pipeline/gates.py)
+"""Code through an interpolation, files through Hydra (issue 51, points 1 and 2): the gates (camdf/pipeline/checks/gates.py)
 see a config as Hydra will instantiate it and every file Hydra writes for it.
 
 Two generated families, each set by a config folder on ``hydra.searchpath`` (a user's domain or experiment file,
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from camdf.pipeline.gates import calls_node_resolver, check_tree
-from camdf.pipeline.preflight import preflight
-from camdf.pipeline.refusals import ConfigError
+from camdf.pipeline.checks.gates import calls_node_resolver, check_tree
+from camdf.pipeline.checks.preflight import preflight
+from camdf.pipeline.checks.errors import ConfigError
 
 from .test_gates_hostile import _refused
 

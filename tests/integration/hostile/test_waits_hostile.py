@@ -175,7 +175,7 @@ def _fifo_cases():
     """(name, build(tmp) -> the call that must refuse, phrase of its error): every reader of a user-named file."""
     from camdf.data.io import read_domain
     from camdf.integrations.stabletoolbench.convert import convert_solvable_queries
-    from camdf.pipeline.bounds import check_config_folders
+    from camdf.pipeline.checks.bounds import check_config_folders
     from camdf.runtime.fit_inputs import read_tasks, read_tools
 
     def policy_file(make, rel):  # a file of a policy folder (an export, a model folder) that load_policy reads
@@ -257,8 +257,8 @@ def test_a_hung_git_costs_its_bound_not_the_run(tmp_path, monkeypatch):
 
 
 def test_an_expansion_and_a_huge_fanout_are_refused_before_hydra(tmp_path):
-    from camdf.pipeline.bounds import JOBLIB, check_config_folders, check_fanout
-    from camdf.pipeline.refusals import ConfigError
+    from camdf.pipeline.checks.bounds import JOBLIB, check_config_folders, check_fanout
+    from camdf.pipeline.checks.errors import ConfigError
 
     (tmp_path / "bomb.yaml").write_text(ALIAS_BOMB)
     with pytest.raises(ConfigError, match="anchors or aliases"):

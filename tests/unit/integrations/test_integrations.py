@@ -8,7 +8,7 @@ import pytest
 from camdf.common.fingerprint import defining_package
 from camdf.integrations.registry import (cost_measures, discover, executable_code, get_executable, integrations,
                                          measure_code)
-from camdf.pipeline.schema import COST_REGIMES, ConfigError, converter_target, converters
+from camdf.pipeline.checks.values import COST_REGIMES, ConfigError, converter_target, converters
 from camdf.sufficiency.domain import ExecutableDomain
 
 PACKAGES = sorted(integrations())

@@ -2,7 +2,7 @@
 
 Hundreds of refused runs (the hostile families, a user's typo) each paid ~1.4 s importing scikit-learn,
 SciPy and pandas for name lists; the config checks now read names from light modules and each stage
-imports its work after :func:`camdf.pipeline.schema.checked`.
+imports its work after :func:`camdf.pipeline.checks.values.checked`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 HEAVY = ("sklearn", "scipy", "pandas", "lightgbm", "mlflow", "matplotlib")
 
 
-#: stage -> a value its schema refuses (the config composes; :func:`~camdf.pipeline.schema.checked` names the key).
+#: stage -> a value its schema refuses (the config composes; :func:`~camdf.pipeline.checks.values.checked` names the key).
 REFUSED = {"data": "force=abc", "scores": "random_state=abc", "evaluate": "seed=abc", "train": "seed=abc",
            "default_policy": "seed=abc", "tables": "main.seed=abc"}
 

@@ -93,7 +93,7 @@ def test_every_scorer_and_cost_option_composes_with_the_scores_primary(root):
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from camdf.pipeline.schema import COST_REGIMES
+    from camdf.pipeline.checks.values import COST_REGIMES
     from camdf.rankers import SCORERS, scorer_params
 
     conf = root / "conf"

@@ -29,7 +29,7 @@ from camdf.data.io import DOMAIN_NAME
 from camdf.data.model import CELL_LABEL_SOURCES
 from camdf.integrations.registry import measured_params, measured_regimes
 from camdf.pipeline.identity import CONF_DIR
-from camdf.pipeline.refusals import (  # noqa: F401  (ConfigError, _shown and the converters re-exported)
+from camdf.pipeline.checks.errors import (  # noqa: F401  (ConfigError, _shown and the converters re-exported)
     BUILT_IN_CONVERTERS, MISSING, ConfigError, _shown, converters, get_dotted,
 )
 from camdf.policies import CARDS, methods, policy_methods
@@ -401,14 +401,14 @@ def checked(cfg: DictConfig, stage: str) -> dict[str, Any]:
     """
     from camdf.pipeline.data_stage import DataNotReady, verify_built
 
-    from camdf.pipeline.gates import check_tree
-    from camdf.pipeline.tree import check_kinds
+    from camdf.pipeline.checks.gates import check_tree
+    from camdf.pipeline.checks.kinds import check_kinds
 
     output_dir = OmegaConf.select(cfg, "paths.output_dir", default=None, throw_on_resolution_failure=False)
     try:
         out = resolve(cfg)
-        check_tree(cfg, out)  # code, paths and secrets (camdf.pipeline.gates)
-        check_kinds(out, stage, SCHEMAS.get(stage, {}))  # every key's kind, from the shipped configs (camdf.pipeline.tree)
+        check_tree(cfg, out)  # code, paths and secrets (camdf.pipeline.checks.gates)
+        check_kinds(out, stage, SCHEMAS.get(stage, {}))  # every key's kind, from the shipped configs (camdf.pipeline.checks.kinds)
         out = validate(out, stage)
         if stage in READS_DATA:
             verify_built(Path(out["paths"]["data_dir"]), out["domain"]["name"])

@@ -102,7 +102,7 @@ def check_keys(config_name: str, argv: Sequence[str] | None = None, conf_dir: Pa
     keys, and ``+`` may add only the optional keys the stages read (:data:`OPTIONAL_KEYS`).
     Otherwise one line ``error: <key>: no such config key (closest known key: ...)`` and exit 2.
     Skipped when the command line points Hydra at other config folders, and for plain keys when
-    ``composed_whole`` (:func:`camdf.pipeline.preflight.preflight` composed the stage with every override, each
+    ``composed_whole`` (:func:`camdf.pipeline.checks.preflight.preflight` composed the stage with every override, each
     sweep at its first value, and Hydra refuses a key the config lacks unless ``+`` adds it).
     """
     import difflib

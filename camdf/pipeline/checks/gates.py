@@ -7,7 +7,7 @@ Three mechanisms, each over the whole config tree rather than a list of keys:
   :func:`allowed_targets`; every ``class`` or ``()`` factory and every ``ext://`` value of
   Hydra's logging configs one of :data:`LOGGING_CLASSES` / :data:`EXT_VALUES`. The tree is
   checked as written and again as resolved (as Hydra will instantiate it), and no value may
-  call a resolver that makes a node from a string (:mod:`camdf.pipeline.interpolation`: ``oc.create``,
+  call a resolver that makes a node from a string (:mod:`camdf.pipeline.checks.interpolation`: ``oc.create``,
   ``oc.decode``, escaped or nested), since that node would reach ``instantiate``. On the
   command line Hydra's own keys are fixed: only :data:`HYDRA_KEYS` (launcher sizes, the
   job folders, the search path) may be set there; callbacks, launcher and sweeper classes
@@ -22,7 +22,7 @@ Three mechanisms, each over the whole config tree rather than a list of keys:
   name (experiment, domain, label: names are stored and shown), and its text is removed
   from every message the project prints (:func:`camdf.common.uri.add_secrets`).
 
-:func:`camdf.pipeline.preflight.preflight` runs all of them on the command line's composed config before
+:func:`camdf.pipeline.checks.preflight.preflight` runs all of them on the command line's composed config before
 Hydra starts (so before a callback is instantiated or a job folder made); the schema runs
 :func:`check_tree` on every job's config again (a sweep's jobs included).
 """
@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import urlparse
 
-from camdf.pipeline.interpolation import NO_NODE_RESOLVER, calls_node_resolver
-from camdf.pipeline.refusals import ConfigError, _shown, get_dotted
+from camdf.pipeline.checks.interpolation import NO_NODE_RESOLVER, calls_node_resolver
+from camdf.pipeline.checks.errors import ConfigError, _shown, get_dotted
 
-#: Code a config may name besides the converters (:func:`camdf.pipeline.schema.converters`: the built-in ones and
+#: Code a config may name besides the converters (:func:`camdf.pipeline.checks.values.converters`: the built-in ones and
 #: those the integrations declare): the stages' callbacks, and the launchers and sweepers of the launcher configs
 #: under ``conf/hydra/launcher/`` (Hydra's own and its official plugins).
 HYDRA_TARGETS = (
@@ -57,7 +57,7 @@ HYDRA_TARGETS = (
 
 def allowed_targets() -> tuple[str, ...]:
     """The one allow-list of ``_target_`` values: the converters and :data:`HYDRA_TARGETS`."""
-    from camdf.pipeline.refusals import converters
+    from camdf.pipeline.checks.errors import converters
 
     return (*converters(), *HYDRA_TARGETS)
 
@@ -96,11 +96,11 @@ def _leaves(node: Any, prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
 
 def check_code(tree: dict[str, Any]) -> None:
     """Refuse any ``_target_`` outside :func:`allowed_targets`, any logging class or ``ext://`` not allowed, and
-    any value calling a node-making resolver (:data:`camdf.pipeline.interpolation.NODE_RESOLVERS`).
+    any value calling a node-making resolver (:data:`camdf.pipeline.checks.interpolation.NODE_RESOLVERS`).
 
     ``tree`` is a plain container, unresolved (``OmegaConf.to_container(cfg, resolve=False)``): an
     interpolated ``_target_`` (``${oc.env:X}``) is refused as it stands; the gates check the resolved
-    tree too (:func:`check_tree`, :func:`camdf.pipeline.preflight.preflight`). The task's keys are checked before Hydra's
+    tree too (:func:`check_tree`, :func:`camdf.pipeline.checks.preflight.preflight`). The task's keys are checked before Hydra's
     (whose ``hydra.overrides`` echo the command line), so a refusal names the key that was set.
     """
     allowed = allowed_targets()
@@ -134,7 +134,7 @@ def check_overrides(overrides: Sequence[str], where: str = "command line") -> No
     try:
         parsed = OverridesParser.create().parse_overrides(list(overrides))
     except HydraException:
-        return  # a syntax error: camdf.pipeline.choices.check_keys names it
+        return  # a syntax error: camdf.pipeline.checks.choices.check_keys names it
     for o in parsed:
         key = o.key_or_group
         if key.startswith("hydra.") and not any(fnmatchcase(key, p) for p in HYDRA_KEYS):
@@ -275,7 +275,7 @@ NAME_KEYS = ("tracking.experiment", "domain.name", "scorer.label", "scorer.name"
 def check_secrets(unresolved: Any, resolved: dict[str, Any]) -> None:
     """Refuse a name taken from the environment; register every other environment value as a secret to redact."""
     from camdf.common.uri import add_secrets
-    from camdf.pipeline.redact import env_keys
+    from camdf.pipeline.checks.redact import env_keys
 
     tainted = env_keys(unresolved)
     for key in sorted(tainted):

@@ -9,7 +9,7 @@ task filter and converter arguments), every value of a kind the key has somewher
 ``candidates=5`` is refused naming ``candidates``, a boolean key takes only ``true``/``false``,
 not ``2`` or ``[1]``), a string non-empty and short, a list not huge (:data:`MAX_TEXT`, :data:`MAX_ITEMS`), every
 number finite and inside :data:`DEFAULT_RANGE` unless the stage's
-schema (:data:`camdf.pipeline.schema.SCHEMAS`) bounds that key more tightly. The explicit
+schema (:data:`camdf.pipeline.checks.values.SCHEMAS`) bounds that key more tightly. The explicit
 checks of the schema then run as before.
 """
 
@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from camdf.pipeline.identity import CONF_DIR
-from camdf.pipeline.refusals import ConfigError, _shown
+from camdf.pipeline.checks.errors import ConfigError, _shown
 
 #: Nodes whose keys are free-form (passed to a scorer, a cost regime, a converter, a task filter): their own
 #: checks name what is wrong; only the node itself must be a node (or null).
 FREE = ("scorer.params", "cost.params", "domain.where", "domain.converter", "domain.meta", "hydra",
         "transfer.domains")  # transfer.domains: whole domain configs (the domain group's files), checked by name
-#: Keys a config may add with ``+`` (camdf.pipeline.choices.OPTIONAL_KEYS) that no shipped file sets.
+#: Keys a config may add with ``+`` (camdf.pipeline.checks.choices.OPTIONAL_KEYS) that no shipped file sets.
 ADDABLE = ("domain.label_source", "domain.executable", "domain.keep_non_executable",
            "domain.report_execution_costs", "domain.environment", "tracking.claim_timeout", "cost.random_state",
            "scorer.label")
@@ -85,7 +85,7 @@ def schema(stage: str, conf_dir: Path = CONF_DIR) -> dict[str, frozenset[str]]:
     import yaml
     from omegaconf import OmegaConf
 
-    from camdf.pipeline.choices import compose
+    from camdf.pipeline.checks.choices import compose
 
     kinds: dict[str, set[str]] = {}
 
@@ -120,7 +120,7 @@ def _parents(key: str) -> Iterator[str]:
 def check_kinds(cfg: dict[str, Any], stage: str, bounded: Any = ()) -> None:
     """Refuse a key that no config has, a value of a kind its key never has, a non-finite or far-out number.
 
-    ``bounded`` holds the keys the stage's schema (:data:`camdf.pipeline.schema.SCHEMAS`) checks
+    ``bounded`` holds the keys the stage's schema (:data:`camdf.pipeline.checks.values.SCHEMAS`) checks
     itself with bounds of their own; any other number must lie within :data:`DEFAULT_RANGE`.
     """
     known = schema(stage)
@@ -142,7 +142,7 @@ def check_kinds(cfg: dict[str, Any], stage: str, bounded: Any = ()) -> None:
             raise ConfigError(key, _shown(value), "no value: no config has this key"
                               + (f" (closest known key: {close[0]})" if close else ""))
         if key in bounded:
-            continue  # the stage's explicit check (camdf.pipeline.schema.SCHEMAS) decides, more tightly
+            continue  # the stage's explicit check (camdf.pipeline.checks.values.SCHEMAS) decides, more tightly
         got = kind(value)
         if ANY not in allowed and got not in allowed and got != ANY:
             expected = " or ".join(sorted(allowed - {ANY}))

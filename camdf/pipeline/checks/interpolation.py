@@ -1,4 +1,4 @@
-"""What an interpolation may do to a config before the gates (:mod:`camdf.pipeline.gates`) see it.
+"""What an interpolation may do to a config before the gates (:mod:`camdf.pipeline.checks.gates`) see it.
 
 - :func:`calls_node_resolver`: whether a value calls a resolver that makes a config node from a string
   (:data:`NODE_RESOLVERS`: ``${oc.create:{_target_: ...}}``), escaped, nested or with an interpolated name; such a

@@ -1,7 +1,7 @@
 """What every config check raises and shows: :class:`ConfigError`, the shown value, and the converter allow-list.
 
-Kept apart from :mod:`camdf.pipeline.schema` so the gates (:mod:`camdf.pipeline.gates`) and the
-kind check (:mod:`camdf.pipeline.tree`), which the schema calls, need not import the schema.
+Kept apart from :mod:`camdf.pipeline.checks.values` so the gates (:mod:`camdf.pipeline.checks.gates`) and the
+kind check (:mod:`camdf.pipeline.checks.kinds`), which the schema calls, need not import the schema.
 """
 
 from __future__ import annotations

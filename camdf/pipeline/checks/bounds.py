@@ -1,4 +1,4 @@
-"""What a config may ask of this machine, checked before Hydra starts (:func:`camdf.pipeline.gates.preflight`).
+"""What a config may ask of this machine, checked before Hydra starts (:func:`camdf.pipeline.checks.gates.preflight`).
 
 - **Config folders** a command line adds (``hydra.searchpath``) are read before Hydra composes anything from
   them (:func:`check_config_folders`). Hydra reads a YAML file whole and OmegaConf copies every node an alias
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from camdf.common.waits import NotRegular, cores, memory_bytes, read_regular
-from camdf.pipeline.refusals import ConfigError
+from camdf.pipeline.checks.errors import ConfigError
 
 #: Bytes of one config file (the project's largest is a few KB).
 MAX_BYTES = 1 << 20
@@ -47,7 +47,7 @@ def searchpath_folders(overrides: Iterable[str]) -> list[Path]:
             (override,) = OverridesParser.create().parse_overrides([line])
             value = override.value()
         except (HydraException, ValueError):
-            continue  # a syntax error: camdf.pipeline.choices.check_keys names it
+            continue  # a syntax error: camdf.pipeline.checks.choices.check_keys names it
         for entry in value if isinstance(value, list) else [value]:
             text = str(entry)
             if text.startswith("pkg://"):

@@ -1,7 +1,7 @@
 """The gates in front of Hydra: a stage's command line and the config it composes, checked before Hydra acts on either.
 
-:func:`preflight` runs the checks of :mod:`camdf.pipeline.gates` (code, paths, secrets) and of
-:mod:`camdf.pipeline.bounds` (config folders, fan-out) on the command line's overrides and on the config
+:func:`preflight` runs the checks of :mod:`camdf.pipeline.checks.gates` (code, paths, secrets) and of
+:mod:`camdf.pipeline.checks.bounds` (config folders, fan-out) on the command line's overrides and on the config
 they compose, Hydra's own node included, with each sweep's first value and again with each later value of a
 sweep that can name another file, a Hydra or path setting or an interpolation. A refusal is one line and
 exit 2.
@@ -13,12 +13,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from camdf.pipeline.bounds import check_config_folders, check_fanout
-from camdf.pipeline.choices import hydra_overrides
-from camdf.pipeline.gates import (CONFIG_DIR_OPTIONS, GateError, _get, check_code, check_overrides, check_paths,
+from camdf.pipeline.checks.bounds import check_config_folders, check_fanout
+from camdf.pipeline.checks.choices import hydra_overrides
+from camdf.pipeline.checks.gates import (CONFIG_DIR_OPTIONS, GateError, _get, check_code, check_overrides, check_paths,
                                   check_writable)
-from camdf.pipeline.interpolation import as_hydra_runs, resolved_now
-from camdf.pipeline.refusals import ConfigError
+from camdf.pipeline.checks.interpolation import as_hydra_runs, resolved_now
+from camdf.pipeline.checks.errors import ConfigError
 
 
 def _check_composed(cfg: Any, multirun: bool) -> str | None:
@@ -89,7 +89,7 @@ def _compose(config_name: str, overrides: Sequence[str]):
 @dataclass(frozen=True)
 class Checked:
     """What :func:`preflight` found: the resolved ``paths.output_dir`` (None when not known) and whether the stage
-    composed with every override (then :func:`camdf.pipeline.choices.check_keys` need not compose it again)."""
+    composed with every override (then :func:`camdf.pipeline.checks.choices.check_keys` need not compose it again)."""
 
     output_dir: str | None = None
     composed_whole: bool = False
@@ -153,7 +153,7 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> Checked:
                 continue
             _check_composed(later, multirun)
         return checked
-    except ConfigError as err:  # a gate's or a bound's (camdf.pipeline.bounds)
+    except ConfigError as err:  # a gate's or a bound's (camdf.pipeline.checks.bounds)
         from camdf.common.uri import safe_uri
 
         print(f"error: {safe_uri(str(err))}", file=sys.stderr)

@@ -9,7 +9,8 @@ import pytest
 from camdf.policies import CARDS, make_policy
 
 ROOT = Path(__file__).resolve().parents[3] / "camdf"
-GREPPED = ("runtime", "evaluation", "pipeline", "reporting", "cli")
+#: Every package but the registry's own (``policies``), found by folder: a new package is checked as it lands.
+GREPPED = tuple(sorted(p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name != "policies"))
 
 
 def _rule_classes() -> set[str]:
@@ -63,10 +64,21 @@ def _offences(path: Path, rules: set[str], names: set[str]) -> list[str]:
     return out
 
 
+#: Strings that spell a method's name but mean something else, by file: (file, what the check prints) -> why.
+HOMONYMS = {
+    ("camdf/common/process.py", "compares with the method name 'camdf'"): "the console script's name",
+    ("camdf/core/features.py", "assigns the method name 'score_per_cost'"): "a state feature of that name",
+    ("camdf/rankers/text.py", "endswith('s') on what may be a method name"): "a plural's s, stemming a word",
+}
+
+
 def test_no_isinstance_on_a_rule_class_or_branch_on_a_method_name_outside_the_registry():
     rules, names = _rule_classes(), set(CARDS)
+    assert {"runtime", "evaluation", "pipeline", "reporting", "cli", "core", "rankers", "adapters"} <= set(GREPPED)
     offences = [o for pkg in GREPPED for path in sorted((ROOT / pkg).rglob("*.py")) for o in _offences(path, rules, names)]
-    assert offences == []
+    homonym = [o for o in offences if (o.split(":")[0], o.split(": ", 1)[1]) in HOMONYMS]
+    assert [o for o in offences if o not in homonym] == []
+    assert {(o.split(":")[0], o.split(": ", 1)[1]) for o in homonym} == set(HOMONYMS)  # each homonym still there
 
 
 def test_the_check_sees_what_it_forbids(tmp_path):

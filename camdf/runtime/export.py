@@ -138,8 +138,9 @@ def _resolved(path: Path, name: Path) -> Path:
         raise ValueError(f"{name}: cannot resolve: {err.strerror or type(err).__name__}") from None
 
 
-def check_booster_file(path: Path) -> str:
-    """The LightGBM model text of an exported ``boosters/<k>.txt``, checked against the project's bounds.
+def check_booster_file(path: Path, data: bytes | None = None) -> str:
+    """The LightGBM model text of an exported ``boosters/<k>.txt`` (``data``: its bytes as already read, else read
+    here), checked against the project's bounds.
 
     :func:`camdf.policies.tree_text.parse_model` bounds it (trees, ``num_leaves`` against the leaf values
     present, feature indices below ``max_feature_idx + 1``, finite thresholds and leaf values, every array's
@@ -148,8 +149,10 @@ def check_booster_file(path: Path) -> str:
     """
     from camdf.policies.tree_text import parse_model
 
+    if data is None:
+        data = read_regular(path, MAX_BYTES, "LightGBM's text model format")
     try:
-        text = read_regular(path, MAX_BYTES, "LightGBM's text model format").decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{path}: expected LightGBM's text model format (UTF-8 text)") from None
     parse_model(text, str(path))
@@ -192,18 +195,23 @@ def read_export(folder: str | os.PathLike, lean: bool = False):
         path = _resolved(folder / rel, folder / rel)
         if not path.is_relative_to(root) or path == root:
             raise ValueError(f"{where}: files: {rel!r} leads outside the folder")
+    # Each listed file is read once: the bytes checked against the manifest are the bytes parsed below (a file
+    # swapped between the check and the parse is never read).
+    blobs: dict[str, bytes] = {}
     for rel, digest in files.items():
         path = _resolved(folder / rel, folder / rel)
         if not os.path.lexists(path):
             raise ValueError(f"{folder / rel}: missing (the manifest lists it)")
-        if _sha256(path) != digest:  # a regular file of at most MAX_BYTES, or refused naming it
+        blobs[rel] = read_regular(path, MAX_BYTES, f"a file of at most {MAX_BYTES >> 20} MB")
+        if hashlib.sha256(blobs[rel]).hexdigest() != digest:
             raise ValueError(f"{folder / rel}: its SHA-256 differs from the manifest's (altered or damaged)")
     # A checksum anyone can rewrite says nothing of the content: every model text is parsed and bounded by
     # the project (tree_text.parse_model) before anything else reads it - LightGBM's parser aborts the process
     # on some texts (num_leaves=2000000000).
-    texts = {rel: check_booster_file(folder / rel) for rel in sorted(files) if rel.startswith(f"{_BOOSTERS}/")}
+    texts = {rel: check_booster_file(folder / rel, blobs[rel]) for rel in sorted(files)
+             if rel.startswith(f"{_BOOSTERS}/")}
     try:
-        numbers = json.loads(read_regular(folder / POLICY_FILE, MAX_BYTES, "a camdf policy's JSON"))
+        numbers = json.loads(blobs[POLICY_FILE])
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ValueError(f"{folder / POLICY_FILE}: not JSON") from None
     from camdf.runtime.folder_schema import POLICY_FIELDS, check_fields

@@ -81,7 +81,7 @@ def _check_tie(numbers: dict, path: Path, policy_path: Path | None) -> None:
     if policy_path is None:
         return
     try:
-        tie = hashlib.sha256(Path(policy_path).read_bytes()).hexdigest()
+        tie = hashlib.sha256(read_regular(Path(policy_path), MAX_LEAN_BYTES, "a camdf policy's JSON")).hexdigest()
     except OSError as err:
         raise ValueError(f"{policy_path}: cannot read: {err.strerror or type(err).__name__} (the lean form "
                          f"{path.name} is checked against it)") from None

@@ -2,6 +2,7 @@
 tools fall outside the ranked list (a risk rule's -inf calibration scores), decides the same once loaded."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -62,3 +63,30 @@ def test_a_risk_rule_keeps_its_unlisted_tasks_as_documented_sentinels(tmp_path):
     back = load_policy(str(folder))
     assert np.array_equal(back.rule_.scores_, fitted.rule_.scores_)
     assert back.rule_.list_miss_ == fitted.rule_.list_miss_ > 0
+
+
+def test_each_listed_file_is_read_once_so_the_bytes_checked_are_the_bytes_parsed(tmp_path, monkeypatch):
+    """A file swapped after its checksum was checked is never read: read_export parses the bytes it checked."""
+    import camdf.runtime.export as export
+    from camdf.runtime.export import read_export
+
+    fitted = StopPolicy(method="camdf", lam=0.2).fit(_unlisted())
+    folder = export_policy(fitted, tmp_path / "policy")
+    listed = json.loads((folder / "manifest.json").read_text())["files"]
+    assert any(rel.startswith("boosters/") for rel in listed)
+    reads: list[str] = []
+    real = export.read_regular
+
+    def read_then_swap(path, *args, **kwargs):  # the real read; then the file on disk is replaced by another
+        data = real(path, *args, **kwargs)
+        rel = Path(path).relative_to(folder).as_posix()
+        reads.append(rel)
+        if rel in listed:
+            Path(path).write_bytes(b"swapped after the check")
+        return data
+
+    monkeypatch.setattr(export, "read_regular", read_then_swap)
+    back = read_export(folder)
+    assert sorted(r for r in reads if r in listed) == sorted(listed)  # each listed file once, no other read of it
+    requests = _requests(5, 40)
+    assert [s.to_json() for s in back.select_batch(requests)] == [s.to_json() for s in fitted.select_batch(requests)]

@@ -11,8 +11,9 @@ thread counts and batch company (a batch pads its texts to the longest), so a fl
 vector, and the cosines and rankings built from it, changed from one machine to the
 next. Three steps remove every such difference at the source:
 
-1. every text is encoded alone (no batch company) by the model cast to float64, whose
-   kernel-to-kernel differences are ~1e-16;
+1. texts are encoded in batches of equal token length (no padding: no text's vector sees
+   another's) by the model cast to float64, whose kernel-to-kernel and batch-to-batch
+   differences are ~1e-16;
 2. each component is rounded to the grid 2**-20 (:data:`GRID`, about 1e-6), far coarser
    than those differences, so every setting gives the same vector bytes;
 3. cosines are dot products of grid vectors in float64: each product is a multiple of
@@ -46,8 +47,10 @@ SCORER_FUNCTIONS = {"dense": "score_dense"}
 
 
 DEFAULT_THREADS = 2
-#: Part of every cache key: vectors encoded otherwise (in batches, in float32, unrounded) are never read.
-ENCODING = "single-text-float64-grid20-v3"
+#: Part of every cache key: vectors encoded otherwise (padded batches, float32, unrounded) are never read.
+ENCODING = "equal-length-float64-grid20-v4"
+#: Texts encoded in one forward pass, at most (all of one token length).
+BATCH = 32
 #: The precision every embedding component is rounded to (see the module docstring).
 GRID = 2.0 ** -20
 
@@ -161,16 +164,26 @@ def _encode(missing: list[tuple[str, str]], found: dict[str, np.ndarray], root: 
         import torch
 
         torch.set_num_threads(n_threads)  # the thread count is per process: the last load may have set another
-        # batch_size=1: each text alone, so no other text's padding reaches its vector.
-        vectors = model.encode(
-            [t for _, t in missing], batch_size=1, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
-        vectors = np.round(np.asarray(vectors, np.float64) / GRID) * GRID
+        texts = [t for _, t in missing]
+        vectors = np.zeros((len(texts), 384), np.float64)
+        for rows in equal_length_batches(model, texts):  # no padding: no other text reaches a text's vector
+            vectors[rows] = model.encode([texts[i] for i in rows], batch_size=len(rows), normalize_embeddings=True,
+                                         convert_to_numpy=True, show_progress_bar=False)
+        vectors = np.round(vectors / GRID) * GRID
         for (k, _), vec in zip(missing, vectors):
             found[k] = vec
             if root is not None:
                 write_checked_npz(_path(root, k), {"vector": vec})  # atomic, with its checksum
+
+
+def equal_length_batches(model, texts: list[str]) -> list[list[int]]:
+    """Indices of ``texts`` in batches of at most :data:`BATCH` whose texts have one token length as the model
+    truncates them (so a batch pads nothing), in order of length, then of position."""
+    ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+    by_length: dict[int, list[int]] = {}
+    for i, row in enumerate(ids):
+        by_length.setdefault(len(row), []).append(i)
+    return [rows[s:s + BATCH] for _, rows in sorted(by_length.items()) for s in range(0, len(rows), BATCH)]
 
 
 def score_dense(

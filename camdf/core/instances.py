@@ -52,6 +52,10 @@ class Instances:
         with the rankings the fold-f stopper is trained on; the rows of fold f equal
         these instances' rows. None when the ranker learns nothing: these rankings are
         then every fold's training view.
+    groups : ndarray of object, shape (T,), or None
+        Each task's fold group (``Task.group``, or the cell's ``folds.group_by`` field; None: a group of its
+        own), for a rule's inner cross-validation that keeps a group whole (:func:`inner_folds`); None when
+        the caller gives no groups (a run-time fit on a user's tasks).
     """
 
     task_ids: np.ndarray
@@ -69,6 +73,7 @@ class Instances:
     train_views: dict[int, "Instances"] | None = field(default=None, repr=False)
     sets: np.ndarray | None = field(default=None, repr=False)
     present: np.ndarray | None = field(default=None, repr=False)
+    groups: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def T(self) -> int:
@@ -129,6 +134,7 @@ class Instances:
             train_views=self.map_views(lambda v: v.subset(rows)),
             sets=None if self.sets is None else self.sets[rows],
             present=None if self.present is None else self.present[rows],
+            groups=None if self.groups is None else self.groups[rows],
         )
 
     def cost_free_inputs(self) -> tuple:
@@ -253,6 +259,7 @@ def build_instances(
     alternatives: dict[str, Sequence[Sequence[str]]] | None = None,
     texts: dict[str, str] | None = None,
     vocab: Sequence[str] = (),
+    groups: dict[str, str | None] | None = None,
 ) -> Instances:
     """Pad a long-format score table into :class:`Instances`.
 
@@ -267,6 +274,8 @@ def build_instances(
     vocab : sequence of str, optional
         Tool names whose ids come first, in this order (a learned ranker's training views
         share the test rankings' ids); other tools follow in first-seen order.
+    groups : dict task id -> group (str or None), optional
+        Each task's fold group (:attr:`Instances.groups`).
     """
     import pandas as pd  # imported here: the run-time stopper loads Instances without pandas
 
@@ -317,6 +326,7 @@ def build_instances(
         vocab=list(vocab),
         sets=sets,
         present=present,
+        groups=None if groups is None else np.array([groups.get(t) for t in order], dtype=object),
     )
 
 
@@ -362,3 +372,22 @@ def truncate(inst: Instances, top_k: int | None) -> Instances:
         sets=None if inst.sets is None else inst.sets[:, :, :k],
         present=None if inst.present is None else inst.present & ~inst.sets[:, :, k:].any(axis=2),
     )
+
+
+def inner_folds(inst: Instances, k: int, random_state: int) -> tuple[np.ndarray, str]:
+    """A rule's inner cross-validation folds over ``inst``'s tasks, and how they were drawn.
+
+    With :attr:`Instances.groups` and at least ``k`` distinct groups (a task of group None is one of its
+    own), no group is split (:func:`camdf.core.folds.assign_folds`, protocol ``group``): a member that
+    copies what similar training tasks needed is scored on tasks of templates it never saw, as the outer
+    group folds score it (``"group"``). Otherwise a seeded random partition into ``k`` near-equal folds
+    (``"kfold"``, the same as ``assign_folds``' ``kfold``).
+    """
+    from camdf.core.folds import assign_folds, group_codes
+
+    ids = [str(t) for t in inst.task_ids]
+    if inst.groups is not None and inst.T:
+        if int(group_codes(list(inst.groups)).max()) + 1 >= k:
+            return assign_folds(ids, n_folds=k, protocol="group", random_state=random_state,
+                                groups=list(inst.groups)), "group"
+    return assign_folds(ids, n_folds=k, protocol="kfold", random_state=random_state), "kfold"

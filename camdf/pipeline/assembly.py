@@ -95,7 +95,8 @@ def cell_folds(cfg: dict[str, Any], domain: Domain, repeat: int = 0) -> np.ndarr
 
 
 def scored_instances(
-    scores: pd.DataFrame, domain: Domain, costs: pd.Series | dict[str, float], label_source: str = "data"
+    scores: pd.DataFrame, domain: Domain, costs: pd.Series | dict[str, float], label_source: str = "data",
+    group_by: str | None = None,
 ) -> Instances:
     """A scorer's frame padded into :class:`Instances`, with a learned ranker's training views.
 
@@ -109,15 +110,19 @@ def scored_instances(
     costs : mapping tool -> cost
     label_source : str
         See :func:`required_sets`.
+    group_by : str, optional
+        The tasks' fold groups (:func:`task_groups`), carried as :attr:`Instances.groups` for the rules'
+        inner cross-validation.
     """
     from camdf.rankers.problem import VIEW, evaluation_view, training_view
 
     req, alts = required_sets(domain, label_source)
     texts = {t.id: t.text for t in domain.tasks}
-    inst = build_instances(evaluation_view(scores), req, costs, alternatives=alts, texts=texts)
+    groups = {t.id: g for t, g in zip(domain.tasks, task_groups(domain, group_by))}
+    inst = build_instances(evaluation_view(scores), req, costs, alternatives=alts, texts=texts, groups=groups)
     if VIEW in scores.columns:
         inst.train_views = {int(f): build_instances(training_view(scores, int(f)), req, costs, alternatives=alts,
-                                                    texts=texts, vocab=inst.vocab)
+                                                    texts=texts, vocab=inst.vocab, groups=groups)
                             for f in sorted(scores[VIEW].unique())}
     return inst
 
@@ -146,7 +151,7 @@ def cell_instances(
     scores = cell_scores(domain, cfg["domain"], scorer["name"], dict(scorer.get("params") or {}), folds,
                          int(cfg["seed"]) + repeat, Path(paths.data_dir), Path(paths.cache_dir))
     c = catalog_costs if catalog_costs is not None else cell_costs(cfg, domain, paths)
-    inst = scored_instances(scores, domain, c, cfg.get("label_source", "data"))
+    inst = scored_instances(scores, domain, c, cfg.get("label_source", "data"), cfg["folds"].get("group_by"))
     inst = truncate(inst, (cfg.get("candidates") or {}).get("top_k"))
     list_cost = cfg.get("list_cost")
     if list_cost is not None:

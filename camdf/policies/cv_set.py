@@ -17,8 +17,10 @@ G_x of nearest training tasks:
 - ``seen-sets/score``: :class:`camdf.core.set_models.SeenSets` on ``plugin/score``'s probabilities;
 - ``neighbours/5``, ``neighbours/15``: :class:`camdf.core.set_models.NeighbourSets`.
 
-Fitting splits the training tasks into ``inner_folds`` folds; each member is fitted on the
-other folds and decides for the held-out one, and the member of highest mean *realised*
+Fitting splits the training tasks into ``inner_folds`` folds, keeping each task group whole when the
+instances know the groups (:func:`camdf.core.instances.inner_folds`: a member that copies the G_x of
+similar training tasks is then scored on templates it never saw, as the outer group folds score it);
+each member is fitted on the other folds and decides for the held-out one, and the member of highest mean *realised*
 payoff over the training tasks (alternatives count, :func:`camdf.core.sets.set_payoffs`)
 is refitted on every training task (ties: the first in the pool). The training batch's
 membership probabilities are already cross-fitted within the training tasks, and the
@@ -41,6 +43,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from camdf.common.fit_memo import shared_fits
 from camdf.core.calibration import ToolCalibrator
+from camdf.core.instances import inner_folds
 from camdf.core.score_calibration import ScoreCalibrator, score_feature
 from camdf.core.vector_calibration import MAX_VECTOR_VOCAB, VectorCalibrator
 from camdf.core.membership import MembershipModel
@@ -50,8 +53,11 @@ from camdf.policies.base import StateBatch, StoppingRule, check_fitted
 from camdf.policies.baselines import list_coverage
 from camdf.policies.plain import OneTask, cv_set_task
 
-__all__ = ["CVSet", "POOL"]
+__all__ = ["CVSet", "POOL", "POOL_FROZEN"]
 
+#: The day :data:`POOL` was last changed (b6dfcdd). The pool is frozen: a change to it is a new rule (a new card and
+#: name), never a new version of this one, so every result that names cv_set names this pool.
+POOL_FROZEN = "2026-12-05"
 #: The pool, fixed before any evaluation: (name, model, settings). model: plugin, seen or neighbours;
 #: source: where the per-tool probabilities come from (the ranker's score or the membership model).
 POOL: tuple[tuple[str, str, dict[str, Any]], ...] = (
@@ -167,6 +173,9 @@ class CVSet(StoppingRule):
     ----------
     choice_ : str
         The chosen member.
+    inner_split_ : {"group", "kfold"}
+        How the inner folds were drawn: task groups kept whole, or tasks at random (no groups known, or
+        fewer groups than folds).
     inner_payoffs_ : dict of str to float
         Every member's mean inner-CV payoff.
     coverage_ : float
@@ -198,9 +207,8 @@ class CVSet(StoppingRule):
                      if _BY_NAME[m][1].get("source") != "vector" or len(inst.vocab) <= MAX_VECTOR_VOCAB)
         if not pool:
             raise ValueError(f"pool: no member applies to a vocabulary of {len(inst.vocab)} tools: {list(self.pool)}")
-        T = inst.T
-        k = max(2, min(int(self.inner_folds), T))
-        fold = np.random.default_rng(self.random_state).permutation(np.arange(T) % k)
+        k = max(2, min(int(self.inner_folds), inst.T))
+        fold, self.inner_split_ = inner_folds(inst, k, self.random_state)  # a task group stays whole when known
         masks = {m: np.zeros(inst.tools.shape, dtype=bool) for m in pool}
         for f in range(k):
             te = fold == f

@@ -229,6 +229,7 @@ def _builtin_cards() -> list[Card]:
         Card("risk_set", partial(_set_rule, cls="RiskSetRule"), family="camdf", ours=True, order=156,
              colour="#8c564b", marker="H", shippable=True, dials=(ALPHA,), picks_prefix=False,
              portable=partial(_portable, "PortableRiskSet")),
+        # cv_set's pool is frozen (camdf.policies.cv_set.POOL_FROZEN, 2026-12-05): another pool is another card.
         Card("cv_set", partial(_cv_set), family="camdf", ours=True, order=158, colour="#2f4b7c", marker="d",
              shippable=True, picks_prefix=False, portable=partial(_portable, "PortableCVSet")),
         # The plug-in set that knows a miss can be recovered by a search over the deferred tools (A29).

@@ -80,7 +80,8 @@ def catalog_instances(views: list[dict], tasks: Sequence[LoggedTask], top_n: int
                      tools=names[order], scores=np.take_along_axis(scores, order, axis=1), costs=cost[order],
                      member=member, success=success, partial=partial, n=n, folds=np.zeros(T, dtype=np.int64),
                      text_len=np.array([float(len(t.query)) for t in tasks]), tool_ids=order.astype(np.int64),
-                     vocab=list(names), sets=sets, present=present)
+                     vocab=list(names), sets=sets, present=present,
+                     groups=np.array([t.group for t in tasks], dtype=object))  # a rule's inner CV keeps a group whole
 
 
 def default_base():

@@ -48,3 +48,30 @@ def test_list_cost_scales_every_list_to_the_stated_mean_and_top_k_truncates(data
     assert np.allclose(scaled.costs, plain.costs * 3.5 / plain.costs.sum(axis=1).mean())
     short, *_ = cell_instances(_cfg(data_dir, tmp_path, "candidates.top_k=3"), paths)
     assert short.n.max() == 3 and (short.tools == plain.tools[:, :3]).all()
+
+
+def test_cv_sets_inner_cv_keeps_each_task_group_whole_and_stops_rewarding_copied_gold_sets(data_dir, tmp_path):
+    """Retail's tasks come in templates (task groups): cv_set's inner folds keep a group whole, so a member that
+    copies the G_x of a similar training task is scored on templates it never saw, as the outer group folds
+    score it; with the groups unknown (a random inner split) those members read higher."""
+    from dataclasses import replace
+
+    from camdf.core.instances import inner_folds
+    from camdf.core.membership import MembershipModel
+    from camdf.policies import StateBatch, make_policy
+
+    inst, domain, *_ = cell_instances(_cfg(data_dir, tmp_path), Paths(Path(data_dir), tmp_path / "cache"))
+    assert list(inst.groups) == [t.group for t in domain.tasks] and len(set(inst.groups)) > 5
+    assert list(inst.subset(inst.folds != 0).groups) == [g for g, f in zip(inst.groups, inst.folds) if f != 0]
+    folds, how = inner_folds(inst, 5, 0)
+    assert how == "group" and all(len(set(folds[inst.groups == g])) == 1 for g in set(inst.groups))
+    assert inner_folds(replace(inst, groups=None), 5, 0)[1] == "kfold"
+    assert inner_folds(replace(inst, groups=np.array(["a", "b"] * (inst.T // 2) + ["a"] * (inst.T % 2),
+                                                     dtype=object)), 5, 0)[1] == "kfold"  # fewer groups than folds
+    p = MembershipModel().fit(inst, inst.member).predict_proba(inst)
+    grouped = make_policy("cv_set").fit(StateBatch.make(inst, p, 0.12, "exact", train=True))
+    shuffled = make_policy("cv_set").fit(StateBatch.make(replace(inst, groups=None), p, 0.12, "exact", train=True))
+    assert (grouped.inner_split_, shuffled.inner_split_) == ("group", "kfold")
+    copying = ("neighbours/5", "neighbours/15", "seen-sets/score")
+    assert all(grouped.inner_payoffs_[m] < shuffled.inner_payoffs_[m] for m in copying), \
+        (grouped.inner_payoffs_, shuffled.inner_payoffs_)

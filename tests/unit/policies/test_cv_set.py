@@ -54,3 +54,16 @@ def test_the_inner_cv_picks_the_member_of_highest_inner_payoff_and_reports_it():
     assert rule.tuned_parameters()["params"] == rule.choice_
     with pytest.raises(ValueError, match="pool"):
         CVSet(pool=("plugin/unknown",)).fit(StateBatch.make(inst, p, 0.05, "exact", train=True))
+
+
+def test_the_pool_is_frozen_and_dated():
+    """cv_set's pool as of POOL_FROZEN: a change to it is a new rule (a new card), so this digest never moves."""
+    import hashlib
+
+    from camdf.policies.cv_set import POOL_FROZEN
+
+    digest = hashlib.sha256(json.dumps(POOL, sort_keys=True).encode()).hexdigest()
+    assert (POOL_FROZEN, digest) == ("2026-12-05", FROZEN_DIGEST)
+
+
+FROZEN_DIGEST = "3a594ddaebf2d6fa9d7932914e45cdd8ebbbc7dc29be7fa1b9f429717085b2de"  # json.dumps(POOL, sort_keys=True), SHA-256

@@ -119,6 +119,22 @@ RULE = (Path(__file__).resolve().parents[1] / "fixtures" / "capped_top_k.py").re
 
 CARD = '''
 
+def _one_file_cap(rs: int):
+    from camdf.policies.one_file_cap import CappedTopK
+
+    return CappedTopK()
+
+
+register(Card("one_file_cap", _one_file_cap, family="peer", shippable=True,
+              dials=(Dial("cap", default=1000.0, lo=0.0, hi=1e9, what="a cap on the tools exposed"),)))
+'''
+
+METHOD = '''# The new rule beside the tuned top k it caps, and full access; its dial per cell.
+names: [one_file_cap, fixed_k, full]  # methods of the cell
+dials:          # run-time dials of the rules
+  cap: 2        # the new rule's cap
+'''
+
 REGIME = '''"""A cost regime added as one module: a tool costs the characters of its description (a control)."""
 
 import numpy as np
@@ -141,22 +157,6 @@ params:
   floor: 10.0           # the least a tool costs, in characters
 '''
 
-
-def _one_file_cap(rs: int):
-    from camdf.policies.one_file_cap import CappedTopK
-
-    return CappedTopK()
-
-
-register(Card("one_file_cap", _one_file_cap, family="peer", shippable=True,
-              dials=(Dial("cap", default=1000.0, lo=0.0, hi=1e9, what="a cap on the tools exposed"),)))
-'''
-
-METHOD = '''# The new rule beside the tuned top k it caps, and full access; its dial per cell.
-names: [one_file_cap, fixed_k, full]  # methods of the cell
-dials:          # run-time dials of the rules
-  cap: 2        # the new rule's cap
-'''
 
 ADDED = {
     "camdf/reporting/tables/one_file_table.py": TABLE,

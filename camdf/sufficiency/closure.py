@@ -8,7 +8,7 @@ kinds, :attr:`ExecutableDomain.read_args`) and add every surface it returns
 
 Sufficiency of A (:meth:`Explorer.missing` returns what is lacking):
 
-(a) targets: every identifier-like argument value of every gold write (the
+(a) goals: every identifier-like argument value of every gold write (the
     domain's ``id_arguments``: order, item, product, user and payment-method
     ids in retail; reservation, user, flight-number and payment ids in airline)
     is a key of the closure (or was returned by an earlier gold write, which the
@@ -100,7 +100,7 @@ class State:
     keys: set[str]
     pools: dict[str, set[str]] = field(default_factory=dict)
     calls: dict[CallKey, Call] = field(default_factory=dict)
-    covered: set[int] = field(default_factory=set)  # communicate targets found as phrases
+    covered: set[int] = field(default_factory=set)  # communicate goals found as phrases
     lookups: set[tuple[str, str]] = field(default_factory=set)  # (tool, argument key) of calls made
     authenticated: set[str] = field(default_factory=set)  # users returned by user-built auth calls; "*": any
     bounded: set[str] = field(default_factory=set)  # tools whose candidates hit the bound
@@ -139,7 +139,7 @@ class Explorer:
     ----------
     exe : ExecutableDomain
     info : TaskInfo
-        The task's seed, targets, preconditions and arithmetic.
+        The task's seed, goals, preconditions and arithmetic.
     memo : CallMemo
         The domain's shared call results.
     """
@@ -150,7 +150,7 @@ class Explorer:
         self.memo = memo
         self._auth_tools = {t for r in info.rules if isinstance(r, Authenticated) for t in r.tools}
         self._phrases = [
-            (i, word_pattern(t.key)) for i, t in enumerate(info.targets)
+            (i, word_pattern(t.key)) for i, t in enumerate(info.goals)
             if t.kind in ("communicate", "fact") and not is_number(t.key)
         ]
         self._cover: dict[CallKey, frozenset[int]] = {}
@@ -224,7 +224,7 @@ class Explorer:
         entry also names the tools that would satisfy it (``sources``).
         """
         out: list[dict[str, str]] = []
-        for i, t in enumerate(self.info.targets):
+        for i, t in enumerate(self.info.goals):
             if t.key in st.keys or t.key in t.also_known or i in st.covered:
                 continue
             out.append({"need": t.kind, "value": t.shown or t.key, "key": t.key, "what": t.what})
@@ -269,8 +269,8 @@ class Explorer:
 def describe(info: TaskInfo) -> dict[str, Any]:
     """Counts of what a task is checked on (for the report)."""
     return {
-        "identifiers": sum(t.kind == "identifier" for t in info.targets),
-        "facts": sum(t.kind == "fact" for t in info.targets),
-        "communicate": sum(t.kind == "communicate" for t in info.targets),
+        "identifiers": sum(t.kind == "identifier" for t in info.goals),
+        "facts": sum(t.kind == "fact" for t in info.goals),
+        "communicate": sum(t.kind == "communicate" for t in info.goals),
         "rules": [r.name for r in info.rules],
     }

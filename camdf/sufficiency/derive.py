@@ -45,7 +45,7 @@ from camdf.common.progress import tracked
 from camdf.data.model import Domain, Task
 from camdf.sufficiency.arithmetic import find_expression
 from camdf.sufficiency.closure import CallMemo, Explorer, State, describe
-from camdf.sufficiency.calls import LookedUp, Target
+from camdf.sufficiency.calls import LookedUp, Goal
 from camdf.sufficiency.domain import ExecutableDomain, TaskInfo
 from camdf.sufficiency.values import is_number, jsonable, key, number_leaves, surface
 
@@ -159,7 +159,7 @@ def mask_to_row(mask: int, n_tools: int) -> np.ndarray:
 
 
 def task_info(exe: ExecutableDomain, task: Task) -> TaskInfo:
-    """Seed, targets, preconditions and gold arithmetic of a converted task.
+    """Seed, goals, preconditions and gold arithmetic of a converted task.
 
     Besides the domain's policy preconditions, one condition is domain-free: a
     task whose gold plan neither writes nor has anything to communicate ends in
@@ -175,21 +175,21 @@ def task_info(exe: ExecutableDomain, task: Task) -> TaskInfo:
     kinds = exe.tool_kinds()
     seed = frozenset(exe.seed(task.text))
     user_keys = frozenset(s.casefold() for s in seed)
-    targets: list[Target] = []
+    goals: list[Goal] = []
     for i, a in enumerate(actions):
         if kinds.get(a["name"]) != "write":
             continue
         before = replay.write_outputs[i - 1] if i > 0 else frozenset()
         for path, value in exe.identifier_values(a.get("arguments") or {}):
-            targets.append(Target(key(value), f"`{path}` of gold action {i} `{a['name']}`", "identifier", before,
+            goals.append(Goal(key(value), f"`{path}` of gold action {i} `{a['name']}`", "identifier", before,
                                   shown=value))
         for path, value in exe.fact_values(a.get("arguments") or {}):
-            targets.append(Target(key(value), f"`{path}` of gold action {i} `{a['name']}`", "fact", before,
+            goals.append(Goal(key(value), f"`{path}` of gold action {i} `{a['name']}`", "fact", before,
                                   shown=value))
     after = replay.write_outputs[-1] if replay.write_outputs else frozenset()
     communicate = list(meta.get("communicate_info") or [])
     for text in communicate:
-        targets.append(Target(key(text), "communicate_info", "communicate", after, shown=str(text)))
+        goals.append(Goal(key(text), "communicate_info", "communicate", after, shown=str(text)))
     rules = exe.rules(meta, replay)
     if not communicate and not any(kinds.get(a["name"]) == "write" for a in actions):
         for i, (a, out) in enumerate(zip(actions, replay.outputs)):
@@ -207,7 +207,7 @@ def task_info(exe: ExecutableDomain, task: Task) -> TaskInfo:
         text=task.text,
         seed=seed,
         user_keys=user_keys,
-        targets=list(dict.fromkeys(targets)),
+        goals=list(dict.fromkeys(goals)),
         rules=list(dict.fromkeys(rules)),
         expressions=exe.gold_expressions(meta),
         replay=replay,
@@ -264,7 +264,7 @@ def recover_arithmetic(exe: ExecutableDomain, ex: Explorer, full: State, actions
     out: list[str] = []
     gold = _gold_numbers(exe, actions, info.replay.outputs)
     entity = None
-    for t in info.targets:
+    for t in info.goals:
         if t.kind != "communicate" or not is_number(t.key) or t.key in full.keys or t.key in t.also_known:
             continue
         expr = find_expression(t.key, gold)

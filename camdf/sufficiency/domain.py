@@ -1,6 +1,6 @@
 """What an executable domain provides to the sufficiency check, and the registry of such domains.
 
-The terms it exchanges with the closure (calls, arguments, preconditions, targets) are
+The terms it exchanges with the closure (calls, arguments, preconditions, goals) are
 :mod:`camdf.sufficiency.calls`. A domain is *executable* when its real tools and database are at hand, so that a
 knowledge closure can call them. Adding one means subclassing
 :class:`ExecutableDomain` (how values fit read-tool arguments, which write
@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from camdf.sufficiency.calls import Argument, Call, Replay, Rule, Target, make_call
+from camdf.sufficiency.calls import Argument, Call, Replay, Rule, Goal, make_call
 from camdf.sufficiency.values import flatten, jsonable, key, surface, text_surfaces
 
 
@@ -79,7 +79,7 @@ class ExecutableDomain:
         Argument names (at any depth of a write action's arguments) whose values
         are facts the agent must know exactly, from the task text or a read (an
         address's street, city and zip code): a value the text does not state is
-        a target, so the reads that reveal it are required (``fact`` targets).
+        a goal, so the reads that reveal it are required (``fact`` goals).
         Details the agent completes itself (the state of a zip code) stay out.
     free_text_arguments : frozenset of str
         Argument names whose values are composed by the agent (reasons,
@@ -233,7 +233,7 @@ class ExecutableDomain:
     def _tool_kinds(self) -> dict[str, str]:
         raise NotImplementedError
 
-    # --- targets and policy ---------------------------------------------------
+    # --- goals and policy ---------------------------------------------------
     def identifier_values(self, arguments: dict[str, Any]) -> Iterator[tuple[str, str]]:
         """(argument path, value) for every identifier-like value of a write action's arguments."""
         yield from _argument_values(arguments, self.id_arguments - self.free_text_arguments)
@@ -304,13 +304,13 @@ def _argument_values(arguments: dict[str, Any], names: frozenset[str]) -> Iterat
 
 @dataclass
 class TaskInfo:
-    """What the closure of one task needs: its seed, targets, rules and gold arithmetic."""
+    """What the closure of one task needs: its seed, goals, rules and gold arithmetic."""
 
     task_id: str
     text: str
     seed: frozenset[str]  # surfaces the text makes known
     user_keys: frozenset[str]  # keys the user provides (the seed's keys)
-    targets: list[Target]
+    goals: list[Goal]
     rules: list[Rule]
     expressions: list[str]
     replay: Replay

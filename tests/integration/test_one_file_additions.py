@@ -212,7 +212,7 @@ def test_each_addition_is_its_own_files(tmp_path, data_dir):
         return proc
 
     # The copy's code is what runs: a stage imports camdf from the copy.
-    probe = run("camdf.pipeline.targets", "domains")
+    probe = run("camdf.pipeline.make_lists", "domains")
     assert "one_file" not in probe.stdout  # neither domain asked to be in `make data`
 
     # A task-format domain: its config file, built by the data stage.

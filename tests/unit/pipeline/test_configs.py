@@ -62,7 +62,7 @@ def test_every_experiment_composes_with_its_sweep_and_header(experiment):
 def test_make_data_builds_each_domain_after_the_domains_it_reads(tmp_path):
     from omegaconf import OmegaConf
 
-    from camdf.pipeline.targets import make_domains, make_experiments
+    from camdf.pipeline.make_lists import make_domains, make_experiments
 
     built = make_domains()
     assert {"retail", "airline", "telecom", "bfcl_multi_turn"} <= set(built)
@@ -81,7 +81,7 @@ def test_make_data_builds_each_domain_after_the_domains_it_reads(tmp_path):
 
 
 def test_make_needs_leaves_out_what_needs_a_missing_folder_in_one_line(tmp_path, monkeypatch):
-    from camdf.pipeline.targets import make_experiments, skipped
+    from camdf.pipeline.make_lists import make_experiments, skipped
 
     (tmp_path / "domain").mkdir()
     (tmp_path / "experiment").mkdir()

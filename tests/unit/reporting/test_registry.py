@@ -9,7 +9,7 @@ from omegaconf import OmegaConf
 
 import camdf.pipeline.resolvers  # noqa: F401  (registers resolvers)
 from camdf.pipeline.identity import CONF_DIR
-from camdf.pipeline.targets import make_experiments
+from camdf.pipeline.make_lists import make_experiments
 from camdf.reporting.evidence import Evidence
 from camdf.reporting.registry import experiments, table_modules, tables
 from camdf.reporting.tables.base import TableSpec

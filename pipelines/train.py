@@ -1,9 +1,10 @@
-"""Train stage: pick the best stopper out of fold, fit it on every task of one cell, log and register it.
+"""Train stage: pick the stopper out of fold, fit it on every task of one cell, log and register it.
 
 Inputs: data/<domain>/ and the cell config (scorer, cost regime, lambda, d) of conf/train.yaml.
 Outputs: an MLflow run (tag kind=policy) with the pyfunc model `policy` registered as
-`models:/camdf-stopper@champion`, candidates.csv (the out-of-fold comparison), decisions.parquet,
-requests.jsonl and, for camdf_lite, its 10 named coefficients.
+`models:/camdf-stopper@champion`, candidates.csv and candidates_group.csv (the out-of-fold comparisons and
+the pick's reason: camdf.pipeline.champion), decisions.parquet, requests.jsonl and, for camdf_lite, its 10
+named coefficients.
 Make target: `make reproduce` (after the experiments); alone: `python -m pipelines.train`.
 """
 
@@ -28,10 +29,12 @@ def main(cfg: DictConfig) -> None:
     tracker = open_tracker(resolved)
     paths = Paths(Path(cfg.paths.data_dir), Path(cfg.paths.cache_dir))
     uri, info = train_policy(resolved, paths, tracker, Path(cfg.paths.root_dir), unresolved=cfg)
-    if "comparison" in info:
-        table = info["comparison"][["payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed", "success"]]
-        print("out-of-fold comparison at the cell (mean over tasks and repeats):")
+    for comparison in info.get("comparisons", ()):
+        table = comparison.summary[["payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed", "success"]]
+        print(f"out-of-fold comparison at the cell, {comparison.protocol} folds (mean over tasks and repeats):")
         print(table.to_string(float_format=lambda v: f"{v:.4f}"))
+    if "reason" in info:
+        print(info["reason"])
     print(f"policy {info['method']}: logged {uri} (in-sample mean tools exposed {info['mean_exposed']:.2f})")
     if "coefficients" in info:
         print(info["coefficients"].to_string(float_format=lambda v: f"{v:+.4f}"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -31,24 +30,14 @@ def task_requests(domain: Domain, inst: Instances) -> list[dict]:
     return out
 
 
-def compare_candidates(cfg: dict[str, Any], paths: Paths, candidates: list[str]) -> pd.DataFrame:
-    """The candidates' out-of-fold figures at the cell (its folds and repeats), with the anchor cards (full access
-    and the best prefix) beside them: one row per method (``payoff_mean``, CIs, ``n_exposed``, ``success``, ...)."""
-    from camdf.pipeline.cell_job import run_cell
-    from camdf.policies import methods
-
-    names = [*candidates, *[m for m in methods(anchor=True) if m not in candidates]]
-    cell = {**cfg, "method": {**cfg["method"], "names": names}}
-    _, artifacts = run_cell(cell, paths)
-    return pd.read_csv(io.BytesIO(artifacts["summary.csv"]), index_col="method")
-
-
 def model_description(name: str, alias: str) -> str:
     """The registered model's description: what it decides and how to use it (markdown; the UI renders it)."""
     return (f"The run-time stopper of camdf: given a ranked tool list, their costs and lambda, which tools to "
             f"expose before an agent runs. Each version is fitted by `make reproduce` (`python -m pipelines.train`) "
-            f"at the main cell; `@{alias}` is the version chosen out of fold among the candidates (each version's "
-            f"description has the comparison; the `candidates.csv` artifact of its run has every number).\n\n"
+            f"at the main cell; `@{alias}` is the version chosen out of fold among the candidates, under the cell's "
+            f"folds and under group folds, the simplest of those that cannot be told apart from the best "
+            f"(camdf.pipeline.champion; each version's description has the comparison and the reason; the "
+            f"`candidates.csv` artifacts of its run have every number).\n\n"
             "Use it:\n\n"
             "```python\n"
             "from camdf.runtime import load_policy\n"
@@ -62,22 +51,25 @@ def model_description(name: str, alias: str) -> str:
             "(its checks, then `mlflow models serve`).")
 
 
-def version_description(cfg: dict[str, Any], method: str, info: dict, comparison: pd.DataFrame | None,
+def version_description(cfg: dict[str, Any], method: str, info: dict, comparisons: list | None,
                         run_id: str) -> str:
     """A model version's description: the rule shipped, the cell it was fitted at, and (``auto``) the
-    candidates' out-of-fold comparison it was chosen by (markdown)."""
+    candidates' out-of-fold comparisons it was chosen by, with the reason (markdown)."""
     c = cfg["cost"]
     text = (f"Rule `{method}` fitted on every task of {cfg['domain']['name']} ranked by "
             f"{cfg['scorer'].get('label', cfg['scorer']['name'])}, {c['regime']} costs at lambda={float(c['lam']):g}, "
             f"d={float(c['d']):g}; in sample it exposes {info['mean_exposed']:.2f} tools per task. Run `{run_id}` "
             "(artifacts: `candidates.csv`, `decisions.parquet`, `requests.jsonl`).")
-    if comparison is not None:
-        rows = ["| candidate | payoff (95% CI, out of fold) | tools | success |", "| --- | --- | ---: | ---: |"]
-        for m, r in comparison.sort_values("payoff_mean", ascending=False).iterrows():
-            mark = " (shipped)" if m == method else ""
-            rows.append(f"| {m}{mark} | {r.payoff_mean:.3f} [{r.payoff_ci_low:.3f}, {r.payoff_ci_high:.3f}] | "
-                        f"{r.n_exposed:.2f} | {r.success:.3f} |")
-        text += "\n\nChosen out of fold (the best mean payoff) among:\n\n" + "\n".join(rows)
+    if comparisons:
+        text += f"\n\n{info['reason']}."
+        for comparison in comparisons:
+            rows = ["| candidate | payoff (95% CI, out of fold) | tools | success |", "| --- | --- | ---: | ---: |"]
+            shown = comparison.summary.loc[[m for m in cfg["policy"]["candidates"] if m in comparison.summary.index]]
+            for m, r in shown.sort_values("payoff_mean", ascending=False).iterrows():
+                mark = " (shipped)" if m == method else ""
+                rows.append(f"| {m}{mark} | {r.payoff_mean:.3f} [{r.payoff_ci_low:.3f}, {r.payoff_ci_high:.3f}] | "
+                            f"{r.n_exposed:.2f} | {r.success:.3f} |")
+            text += f"\n\nOut of fold, {comparison.protocol} folds:\n\n" + "\n".join(rows)
     return text
 
 
@@ -85,9 +77,10 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
     """Fit the run-time stopper on every task of the cell, log it as an MLflow model and register it.
 
     With ``policy.method: auto`` each of ``policy.candidates`` is first evaluated out of fold
-    at the cell (:func:`compare_candidates`) and the one with the best mean payoff is shipped
-    (ties: the first listed); the comparison is logged with the run (``candidates.csv``,
-    metrics ``candidate/<method>/...``). The model is registered as ``policy.registered_name``
+    at the cell, under its folds and under group folds (:func:`camdf.pipeline.champion.compare`), and
+    the simplest candidate that cannot be told apart from the best is shipped
+    (:func:`camdf.pipeline.champion.pick`); the comparisons are logged with the run (``candidates.csv``
+    and ``candidates_<protocol>.csv``, metrics ``candidate/<method>/...`` of the cell's folds). The model is registered as ``policy.registered_name``
     with the alias ``policy.alias`` moved to the new version (``models:/camdf-stopper@champion``) when
     it was chosen out of fold (``auto``); an explicitly named method is registered without moving it.
     The candidates may be prefix and set rules alike. The run also records the policy's decision for
@@ -106,7 +99,8 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
         logged model's URI when not registered.
     info : dict
         ``run_id``, ``method``, ``mean_exposed`` and (a prefix rule) ``mean_depth`` (in-sample),
-        ``comparison`` (auto) and ``coefficients`` (camdf_lite).
+        ``comparison`` (auto: the cell's folds), ``comparisons`` and ``reason`` (auto) and ``coefficients``
+        (camdf_lite).
     """
     import mlflow
 
@@ -115,14 +109,17 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
     from camdf.pipeline.provenance import git_commit
     from camdf.tracking.locations import portable
 
+    from camdf.pipeline.champion import compare, pick
+
     pol = cfg["policy"]
-    comparison = None
+    comparison, comparisons, reason = None, [], None
     method = pol["method"]
     if method == "auto":
         candidates = list(pol["candidates"])
-        comparison = compare_candidates(cfg, paths, candidates)
-        payoff = comparison["payoff_mean"]
-        method = max(candidates, key=lambda m: (payoff[m], -candidates.index(m)))
+        comparisons, skipped = compare(cfg, paths, candidates)
+        comparison = comparisons[0].summary
+        method, reason = pick(comparisons, candidates, int(cfg["stats"]["n_resamples"]), int(cfg["seed"]))
+        reason += f" ({skipped})" if skipped else ""
     inst, domain, costs, _ = cell_instances(cfg, paths)
     policy = StopPolicy(method=method, kind=cfg["payoff"], lam=float(cfg["cost"]["lam"]),
                         lam_grid=pol.get("lam_grid") or None, random_state=int(cfg["seed"]),
@@ -151,6 +148,10 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
             info["mean_depth"] = float(depth.mean())
         if comparison is not None:
             files["candidates.csv"] = comparison.to_csv(float_format="%.6g")
+            files.update({f"candidates_{c.protocol}.csv": c.summary.to_csv(float_format="%.6g")
+                          for c in comparisons[1:]})
+            mlflow.set_tag("champion_reason", reason[:5000])
+            info["comparisons"], info["reason"] = comparisons, reason
             mlflow.log_metrics({f"candidate/{m}/{k}": float(comparison.loc[m, k]) for m in comparison.index
                                 for k in ("payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed", "success")})
             info["comparison"] = comparison
@@ -165,8 +166,7 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
         client = mlflow.MlflowClient(tracking_uri=tracker.uri, registry_uri=tracker.uri)
         version = max(client.search_model_versions(f"run_id = '{run.info.run_id}'"), key=lambda v: int(v.version))
         client.set_model_version_tag(name, version.version, "method", method)
-        shown = None if comparison is None else comparison.loc[[m for m in pol["candidates"] if m in comparison.index]]
-        client.update_model_version(name, version.version, version_description(cfg, method, info, shown,
+        client.update_model_version(name, version.version, version_description(cfg, method, info, comparisons,
                                                                                 run.info.run_id))
         client.update_registered_model(name, model_description(name, pol.get("alias") or "champion"))
         info["version"] = int(version.version)

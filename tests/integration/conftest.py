@@ -179,9 +179,12 @@ def trained(tmp_path_factory, data_dir):
             Path(client.download_artifacts(run.info.run_id, "requests.jsonl", str(folder))).read_text().splitlines()]
     candidates = pd.read_csv(client.download_artifacts(run.info.run_id, "candidates.csv", str(folder)),
                              index_col="method")
+    grouped = pd.read_csv(client.download_artifacts(run.info.run_id, "candidates_group.csv", str(folder)),
+                          index_col="method")
     return {"uri": uri, "run_id": run.info.run_id, "model_uri": model_uri, "decisions": decisions,
             "requests": reqs, "tmp": tmp, "stdout": proc.stdout, "candidates": candidates, "client": client,
-            "method": run.data.tags["policy_method"]}
+            "method": run.data.tags["policy_method"], "candidates_group": grouped,
+            "reason": run.data.tags["champion_reason"]}
 
 
 @pytest.fixture(scope="session")

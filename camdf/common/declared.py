@@ -44,12 +44,12 @@ def declared(folder: Path, variable: str, what: str) -> dict[str, str]:
     return found
 
 
-def keyword_only(folder: Path, ref: str, leave: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The keyword-only arguments of the function ``ref`` (``"module:function"`` in ``folder``) but ``leave``,
-    read from the source (nothing imported); ValueError when the module defines no such function."""
+def keyword_only(folder: Path, ref: str) -> tuple[str, ...]:
+    """The keyword-only arguments of the function ``ref`` (``"module:function"`` in ``folder``), read from the
+    source (nothing imported); ValueError when the module defines no such function."""
     module, function = ref.split(":")
     path = folder / f"{module}.py"
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
-            return tuple(a.arg for a in node.args.kwonlyargs if a.arg not in leave)
+            return tuple(a.arg for a in node.args.kwonlyargs)
     raise ValueError(f"{path}: declares {function!r} but defines no function of that name")

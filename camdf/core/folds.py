@@ -89,6 +89,11 @@ def group_codes(groups: Sequence[str | None]) -> np.ndarray:
     return out
 
 
+def count_groups(groups: Sequence[str | None]) -> int:
+    """Distinct groups of ``groups``, a task whose group is None counting as one of its own (:func:`group_codes`)."""
+    return int(group_codes(groups).max()) + 1 if len(groups) else 0
+
+
 def _group_folds(
     groups: Sequence[str | None] | None, n: int, n_folds: int, random_state: int | np.random.Generator
 ) -> np.ndarray:

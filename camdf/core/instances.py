@@ -383,11 +383,10 @@ def inner_folds(inst: Instances, k: int, random_state: int) -> tuple[np.ndarray,
     group folds score it (``"group"``). Otherwise a seeded random partition into ``k`` near-equal folds
     (``"kfold"``, the same as ``assign_folds``' ``kfold``).
     """
-    from camdf.core.folds import assign_folds, group_codes
+    from camdf.core.folds import assign_folds, count_groups
 
     ids = [str(t) for t in inst.task_ids]
-    if inst.groups is not None and inst.T:
-        if int(group_codes(list(inst.groups)).max()) + 1 >= k:
-            return assign_folds(ids, n_folds=k, protocol="group", random_state=random_state,
-                                groups=list(inst.groups)), "group"
+    if inst.groups is not None and count_groups(list(inst.groups)) >= k:
+        return assign_folds(ids, n_folds=k, protocol="group", random_state=random_state,
+                            groups=list(inst.groups)), "group"
     return assign_folds(ids, n_folds=k, protocol="kfold", random_state=random_state), "kfold"

@@ -28,7 +28,12 @@ REGIMES = tuple(COST_REGIME_FUNCTIONS)
 
 
 @functools.lru_cache(maxsize=None)
+def declared_arguments(regime: str) -> tuple[str, ...]:
+    """A declared regime's keyword-only arguments, read from the source (nothing imported)."""
+    return keyword_only(Path(__file__).parent, COST_REGIME_FUNCTIONS[regime])
+
+
 def declared_params(regime: str) -> tuple[str, ...]:
-    """The ``cost.params`` a declared regime accepts: its function's keyword-only arguments but :data:`CONTEXT`,
-    read from the source (the config checks call it without importing the regime)."""
-    return keyword_only(Path(__file__).parent, COST_REGIME_FUNCTIONS[regime], CONTEXT)
+    """The ``cost.params`` a declared regime accepts: its keyword-only arguments but :data:`CONTEXT` (the config
+    checks call it without importing the regime)."""
+    return tuple(a for a in declared_arguments(regime) if a not in CONTEXT)

@@ -29,28 +29,24 @@ from __future__ import annotations
 
 import functools
 import importlib
-import inspect
 from typing import Callable, Mapping
 
 import numpy as np
 import pandas as pd
 
-from camdf.costs import COST_REGIME_FUNCTIONS, CONTEXT, REGIMES, declared_params
+from camdf.costs import COST_REGIME_FUNCTIONS, CONTEXT, REGIMES, declared_arguments, declared_params
 from camdf.costs.measured import MeasuredRegime
 from camdf.data.model import Domain
 
 #: Significant decimals (of the binary mantissa) of every dispersed cost c_j(d) (see :func:`disperse`).
 COST_DIGITS = 12
+
+
 @functools.lru_cache(maxsize=None)
 def regime_function(regime: str) -> Callable[..., np.ndarray]:
     """The function of a declared regime (:data:`camdf.costs.COST_REGIME_FUNCTIONS`)."""
     module, function = COST_REGIME_FUNCTIONS[regime].split(":")
     return getattr(importlib.import_module(f"camdf.costs.{module}"), function)
-
-
-def regime_params(regime: str) -> tuple[str, ...]:
-    """The ``cost.params`` a declared regime accepts (:func:`camdf.costs.declared_params`)."""
-    return declared_params(regime)
 
 
 def is_unscaled(regime: str) -> bool:
@@ -65,7 +61,8 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0,
     Parameters
     ----------
     domain : Domain
-    regime : {"uniform", "schema_tokens", "tiers", "catalog", "permuted"} or a measured regime of ``measures``
+    regime : str
+        A declared regime (:data:`camdf.costs.REGIMES`) or a measured regime of ``measures``.
     random_state : int
         Seeds ``permuted``'s permutation.
     measures : mapping, optional
@@ -74,11 +71,8 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0,
         :func:`camdf.integrations.registry.cost_measures`. Needed by a measured regime (also
         under ``permuted``) only.
     **params
-        ``schema_tokens``: ``tokenizer_path``.  a measured regime: the keyword
-        arguments of its measuring function (its ``params``, e.g. ``environment``, ``cache_dir``).  ``tiers``: ``weights`` (tier ->
-        weight > 0), ``assign`` (fnmatch pattern -> tier, first match wins),
-        ``default`` (tier).  ``catalog``: ``missing`` ("error" or "median").
-        ``permuted``: ``of`` (the regime to permute) and ``of_params`` (its params).
+        The regime's parameters (``cost.params``): a declared regime's keyword-only arguments but
+        :data:`camdf.costs.CONTEXT` (:func:`camdf.costs.declared_params`), a measured regime's ``params``.
 
     Returns
     -------
@@ -88,10 +82,8 @@ def base_costs(domain: Domain, regime: str, *, random_state: int = 0,
     tools = domain.acquirable
     measures = measures or {}
     if regime in COST_REGIME_FUNCTIONS:
-        accepted = regime_params(regime)
-        function = regime_function(regime)
-        context = {k: v for k, v in (("random_state", random_state), ("measures", measures))
-                   if k in inspect.signature(function).parameters}
+        accepted, function = declared_params(regime), regime_function(regime)
+        context = {k: v for k, v in zip(CONTEXT, (random_state, measures)) if k in declared_arguments(regime)}
     elif regime in measures:
         accepted = measures[regime].params
         function, context = measures[regime].measure, {}

@@ -34,8 +34,8 @@ class Comparison:
 def compare(cfg: dict[str, Any], paths: Paths, candidates: list[str]) -> tuple[list[Comparison], str | None]:
     """The candidates' comparison under the cell's protocol and under group folds (with the anchor cards full
     access and the best prefix beside them), and why group folds were left out (None: they were run)."""
+    from camdf.core.folds import count_groups
     from camdf.pipeline.assembly import load_domain, task_groups
-    from camdf.core.folds import group_codes
     from camdf.policies import methods
 
     names = [*candidates, *[m for m in methods(anchor=True) if m not in candidates]]
@@ -43,8 +43,7 @@ def compare(cfg: dict[str, Any], paths: Paths, candidates: list[str]) -> tuple[l
     skipped = None
     if GROUP not in protocols:
         domain = load_domain(cfg, paths.data_dir)
-        groups = task_groups(domain, cfg["folds"].get("group_by"))
-        n_groups = int(group_codes(groups).max()) + 1 if groups else 0
+        n_groups = count_groups(task_groups(domain, cfg["folds"].get("group_by")))
         if n_groups >= int(cfg["folds"]["n_folds"]):
             protocols.append(GROUP)
         else:

@@ -99,25 +99,23 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
         logged model's URI when not registered.
     info : dict
         ``run_id``, ``method``, ``mean_exposed`` and (a prefix rule) ``mean_depth`` (in-sample),
-        ``comparison`` (auto: the cell's folds), ``comparisons`` and ``reason`` (auto) and ``coefficients``
-        (camdf_lite).
+        ``comparisons`` (auto: :class:`camdf.pipeline.champion.Comparison`, the cell's folds first) and
+        ``reason`` (auto), ``coefficients`` (camdf_lite).
     """
     import mlflow
 
     from camdf.runtime import StopPolicy, log_policy
     from camdf.pipeline.cell_job import cell_params, cell_tags
+    from camdf.pipeline.champion import compare, pick
     from camdf.pipeline.provenance import git_commit
     from camdf.tracking.locations import portable
 
-    from camdf.pipeline.champion import compare, pick
-
     pol = cfg["policy"]
-    comparison, comparisons, reason = None, [], None
+    comparisons, reason = [], None
     method = pol["method"]
     if method == "auto":
         candidates = list(pol["candidates"])
         comparisons, skipped = compare(cfg, paths, candidates)
-        comparison = comparisons[0].summary
         method, reason = pick(comparisons, candidates, int(cfg["stats"]["n_resamples"]), int(cfg["seed"]))
         reason += f" ({skipped})" if skipped else ""
     inst, domain, costs, _ = cell_instances(cfg, paths)
@@ -146,15 +144,15 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
         info = {"run_id": run.info.run_id, "method": method, "mean_exposed": float(exposed.sum(axis=1).mean())}
         if depth is not None:
             info["mean_depth"] = float(depth.mean())
-        if comparison is not None:
-            files["candidates.csv"] = comparison.to_csv(float_format="%.6g")
+        if comparisons:  # the cell's own folds first: candidates.csv and the candidate/ metrics
+            cell = comparisons[0].summary
+            files["candidates.csv"] = cell.to_csv(float_format="%.6g")
             files.update({f"candidates_{c.protocol}.csv": c.summary.to_csv(float_format="%.6g")
                           for c in comparisons[1:]})
             mlflow.set_tag("champion_reason", reason[:5000])
             info["comparisons"], info["reason"] = comparisons, reason
-            mlflow.log_metrics({f"candidate/{m}/{k}": float(comparison.loc[m, k]) for m in comparison.index
+            mlflow.log_metrics({f"candidate/{m}/{k}": float(cell.loc[m, k]) for m in cell.index
                                 for k in ("payoff_mean", "payoff_ci_low", "payoff_ci_high", "n_exposed", "success")})
-            info["comparison"] = comparison
         coefficients = policy.coefficients()
         if coefficients is not None:
             files["lite_coefficients.csv"] = coefficients.to_csv()
@@ -172,7 +170,7 @@ def train_policy(cfg: dict[str, Any], paths: Paths, tracker, root: Path, unresol
         info["version"] = int(version.version)
         info["logged_uri"] = uri
         uri = f"models:/{name}/{version.version}"
-        if comparison is not None:  # only a champion chosen out of fold moves the alias
+        if comparisons:  # only a champion chosen out of fold moves the alias
             alias = pol.get("alias") or "champion"
             client.set_registered_model_alias(name, alias, version.version)
             uri = f"models:/{name}@{alias}"

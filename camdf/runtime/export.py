@@ -138,9 +138,9 @@ def _resolved(path: Path, name: Path) -> Path:
         raise ValueError(f"{name}: cannot resolve: {err.strerror or type(err).__name__}") from None
 
 
-def check_booster_file(path: Path, data: bytes | None = None) -> str:
-    """The LightGBM model text of an exported ``boosters/<k>.txt`` (``data``: its bytes as already read, else read
-    here), checked against the project's bounds.
+def check_booster_file(path: Path, data: bytes) -> str:
+    """The LightGBM model text of an exported ``boosters/<k>.txt`` (``data``: its bytes, as checked against the
+    manifest), checked against the project's bounds.
 
     :func:`camdf.policies.tree_text.parse_model` bounds it (trees, ``num_leaves`` against the leaf values
     present, feature indices below ``max_feature_idx + 1``, finite thresholds and leaf values, every array's
@@ -149,8 +149,6 @@ def check_booster_file(path: Path, data: bytes | None = None) -> str:
     """
     from camdf.policies.tree_text import parse_model
 
-    if data is None:
-        data = read_regular(path, MAX_BYTES, "LightGBM's text model format")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -71,7 +71,7 @@ def test_a_registered_rule_runs_through_evaluate_train_and_select(data_dir, tmp_
         # the cell's dial as its default.
         cfg["method"]["dials"] = {"cap": 3.0}
         uri, info = train_policy(cfg, paths, open_tracker(cfg), ROOT)
-        assert info["method"] == TOY.name and TOY.name in info["comparison"].index
+        assert info["method"] == TOY.name and TOY.name in info["comparisons"][0].summary.index
         assert uri.endswith("@champion")
 
         # camdf select with its dial (the library's CLI entry, in this process), against the policy's own answer.

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import yaml
 
-from camdf.costs import COST_REGIME_FUNCTIONS, REGIMES, declared_regimes
+from camdf.costs import COST_REGIME_FUNCTIONS, REGIMES, declared_params, declared_regimes
+from camdf.costs.regimes import base_costs, costs, is_unscaled
 from camdf.data import read_domain
-from camdf.costs.regimes import base_costs, costs, is_unscaled, regime_params
 
 CONF = Path(__file__).resolve().parents[3] / "conf" / "cost"
 
@@ -28,12 +28,12 @@ def test_the_package_declares_every_shipped_regime_and_each_has_its_config():
 
 
 def test_a_regimes_parameters_are_its_keyword_only_arguments_and_a_config_gives_only_those():
-    assert regime_params("tiers") == ("weights", "assign", "default")
-    assert regime_params("permuted") == ("of", "of_params")  # random_state and measures come from the call
+    assert declared_params("tiers") == ("weights", "assign", "default")
+    assert declared_params("permuted") == ("of", "of_params")  # random_state and measures come from the call
     for path in CONF.glob("*.yaml"):
         cfg = yaml.safe_load(path.read_text())
         if cfg["regime"] in REGIMES:
-            assert set(cfg["params"] or {}) <= set(regime_params(cfg["regime"])), path.name
+            assert set(cfg["params"] or {}) <= set(declared_params(cfg["regime"])), path.name
 
 
 def test_a_new_module_is_found_and_a_helper_is_not(tmp_path):

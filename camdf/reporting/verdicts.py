@@ -178,6 +178,13 @@ class Judge:
             self._cache[ckey] = dict(zip(seeds, zip(lo[:, 0], hi[:, 0])))
         return self._cache[ckey]
 
+    def seed_ci(self, key: tuple, per_task: np.ndarray, n_resamples: int, seed: int) -> tuple[float, float]:
+        """The bootstrap CI of ``per_task``'s mean under ``seed`` (every stability seed drawn at once, cached
+        under ``key``: the comparison it belongs to)."""
+        seeds = STABILITY_SEEDS if seed in STABILITY_SEEDS else (seed,)
+        lo, hi = self._seed_cis(key, per_task, n_resamples, seeds)[seed]
+        return float(lo), float(hi)
+
     def compare(self, run_a: pd.Series, a: str, b: str, run_b: pd.Series | None = None,
                 column: str = "payoff") -> Comparison:
         """``a`` (in ``run_a``) minus ``b`` (in ``run_b``, default ``run_a``).
@@ -200,9 +207,7 @@ class Judge:
             if per_task is None:  # re-drawing needs the per-task differences: keep the logged CI
                 return Comparison(*logged)
             seed = int(float(run_a.get("p:seed", 0))) if self.seed is None else self.seed
-            key = (run_a["run_id"], a, run_b["run_id"], b, column)
-            seeds = STABILITY_SEEDS if seed in STABILITY_SEEDS else (seed,)
-            lo, hi = self._seed_cis(key, per_task, n_resamples, seeds)[seed]
+            lo, hi = self.seed_ci((run_a["run_id"], a, run_b["run_id"], b, column), per_task, n_resamples, seed)
             mean = float(per_task.mean()) if logged is None else logged[0]
         return Comparison(float(mean), float(lo), float(hi), per_task, per_fit)
 

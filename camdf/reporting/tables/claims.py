@@ -22,7 +22,6 @@ import pandas as pd
 from camdf.common.markdown import signed
 from camdf.evaluation.fits import paired_differences
 from camdf.evaluation.picks import pick_counts, picked_outcomes
-from camdf.evaluation.power import seed_intervals
 from camdf.evaluation.summary import deployable_kinds
 from camdf.policies import CARDS, FULL_ACCESS, REFERENCE, in_camdf_family, is_oracle
 from camdf.reporting.evidence import Evidence, is_degenerate, main_scorers
@@ -321,11 +320,24 @@ def cv_kinds(evidence: Evidence, run: pd.Series, judge: Judge) -> tuple[Comparis
     """Set rule minus prefix rule, each picked per fit out of fold (:func:`camdf.evaluation.picks.fold_picks`).
 
     Returns the comparison (CI drawn with ``judge``'s seed, else the cell's) and the picks as text
-    (``set: 25/25 cv_set; prefix: 20/25 camdf, ...``); None without the cell's outcomes.
+    (``set: 25/25 cv_set; prefix: 20/25 camdf, ...``); None without the cell's outcomes. The picks and
+    per-task differences read no seed: they are worked out once per run and shared by every seed's judge.
     """
+    picked = _cv_picks(evidence, run, judge)
+    if picked is None:
+        return None
+    per_task, per_fit, picks = picked
+    seed = int(float(run.get("p:seed", 0))) if judge.seed is None else judge.seed
+    n_resamples = int(float(run.get("p:stats.n_resamples", 2000)))
+    lo, hi = judge.seed_ci((run["run_id"], "cv_kinds"), per_task, n_resamples, seed)
+    return Comparison(float(per_task.mean()), lo, hi, per_task, per_fit), picks
+
+
+def _cv_picks(evidence: Evidence, run: pd.Series, judge: Judge) -> tuple[np.ndarray, np.ndarray, str] | None:
+    """The per-task and per-fit differences of :func:`cv_kinds` and its picks as text (cached per run)."""
     if evidence.artifacts is None:
         return None
-    key = ("cv_kinds", run["run_id"], judge.seed)
+    key = ("cv_kinds", run["run_id"])
     if key in judge._cache:
         return judge._cache[key]
     outcomes = evidence.artifacts.outcomes(run["run_id"])
@@ -340,11 +352,8 @@ def cv_kinds(evidence: Evidence, run: pd.Series, judge: Judge) -> tuple[Comparis
         if prefix and sets:
             both = pd.concat([a, b], ignore_index=True)
             task, fit = paired_differences(both, "set", both, "prefix")
-            per_task = task.to_numpy()
-            seed = int(float(run.get("p:seed", 0))) if judge.seed is None else judge.seed
-            lo, hi = seed_intervals(per_task[None, :], int(float(run.get("p:stats.n_resamples", 2000))), (seed,))
-            c = Comparison(float(per_task.mean()), float(lo[0, 0]), float(hi[0, 0]), per_task, fit.to_numpy())
-            out = c, f"set rule picked: {pick_counts(pa)}; prefix rule picked: {pick_counts(pb)}"
+            out = (task.to_numpy(), fit.to_numpy(),
+                   f"set rule picked: {pick_counts(pa)}; prefix rule picked: {pick_counts(pb)}")
     judge._cache[key] = out
     return out
 

@@ -44,12 +44,12 @@ def main(cfg: DictConfig) -> None:
     same_paths = [f"paths.{k}={paths[k]}" for k in ("root_dir", "data_dir", "output_dir")]
     names = c["experiments"] or experiments()  # null: the registered tables' experiments
     extra = [*same_paths, *searchpath_overrides(), *c["cell_overrides"]]  # the cells as the stage composes them
-    keys, missing = experiment_keys(names, paths["data_dir"], extra)
+    cells, missing = experiment_keys(names, paths["data_dir"], extra)
     tracker = open_tracker(c)
     readme = Path(c["readme"]) if c["update_readme"] else None
     main = anchored(c["main"], c["cell_overrides"])  # the anchor follows the overrides the cells ran with
     tables, one_line = asked_tables(declared(), c["experiments"])
-    written, skipped = build_tables(tracker, main, Path(c["out_dir"]), readme, keys=keys, stamp=code_stamp(),
+    written, skipped = build_tables(tracker, main, Path(c["out_dir"]), readme, cells=cells, stamp=code_stamp(),
                                     commit=short_commit(CONF_DIR.parent), tables=tables)
     if readme is not None and readme in written:
         written.append(splice_headline(Path(c["headline"]), readme))

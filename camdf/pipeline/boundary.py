@@ -52,6 +52,14 @@ def _is_store_error(err: BaseException) -> bool:
     return isinstance(err, sqlite3.Error) or module.split(".")[0] in ("mlflow", "sqlalchemy")
 
 
+def _is_composition_error(err: BaseException) -> bool:
+    """Whether ``err`` is Hydra's refusal of a config (a file it cannot compose, an override it cannot apply)."""
+    hydra_errors = sys.modules.get("hydra.errors")
+    return hydra_errors is not None and isinstance(
+        err, (hydra_errors.ConfigCompositionException, hydra_errors.MissingConfigException,
+              hydra_errors.OverrideParseException))
+
+
 def explain(err: BaseException, uri: str | None = None) -> tuple[str, int]:
     """The one line and exit code of a failure.
 
@@ -95,6 +103,9 @@ def explain(err: BaseException, uri: str | None = None) -> tuple[str, int]:
         text = _one_line(err).split("; ")[0][:300]
         return (f"{store} failed: {type(err).__name__}: {safe_uri(text)} (is it a readable MLflow store? "
                 "check the file or server, or point MLFLOW_TRACKING_URI at another store)"), FAULT
+    if _is_composition_error(err):  # a config file or override Hydra cannot compose: the user's input
+        return (f"config: {safe_uri(_one_line(err))[:300]} (a config file or override Hydra could not compose; "
+                "fix the file or the override it names)"), BAD_INPUT
     if isinstance(err, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):
         name = err.filename or _where(err)
         return f"{name}: {err.strerror or err} (expected it to exist; run `make data` if it is a data file)", BAD_INPUT

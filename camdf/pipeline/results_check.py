@@ -84,10 +84,10 @@ def recompute(overrides: list[str] | None = None) -> tuple[str | None, dict[str,
                           "(run make reproduce, or point MLFLOW_TRACKING_URI at the store the Results came from)")
     paths = c["paths"]
     same_paths = [f"paths.{k}={paths[k]}" for k in ("root_dir", "data_dir", "output_dir")]
-    keys, _ = experiment_keys(c["experiments"] or experiments(), paths["data_dir"],
+    cells, _ = experiment_keys(c["experiments"] or experiments(), paths["data_dir"],
                               [*same_paths, *c["cell_overrides"]])
     tables, _ = asked_tables(declared(), c["experiments"])
-    body = results_body(open_tracker(c), anchored(c["main"], c["cell_overrides"]), keys, code_stamp(), tables=tables)
+    body = results_body(open_tracker(c), anchored(c["main"], c["cell_overrides"]), cells, code_stamp(), tables=tables)
     return body, c
 
 

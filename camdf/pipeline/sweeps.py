@@ -120,29 +120,44 @@ def experiment_jobs(experiment: str, config_name: str = "evaluate", extra: Itera
 
 def experiment_cells(experiment: str, extra: Iterable[str] = ()) -> list[dict[str, Any]]:
     """The resolved, validated evaluate config of every cell of an experiment's sweep."""
+    return [cell for cell, _ in _swept_cells(experiment, extra)]
+
+
+def _swept_cells(experiment: str, extra: Iterable[str]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each cell of the experiment's sweep with the values of the keys the sweep varies (``{"cost.lam": 0.02,
+    "cost.d": 0.0}``: the keys whose value differs between its jobs, each typed as Hydra parses it)."""
     from camdf.pipeline.checks.values import resolve, validate
 
     jobs = experiment_jobs(experiment, extra=extra)
-    return [validate(resolve(cfg), "evaluate") for cfg in compose_jobs("evaluate", jobs)]
+    parser = OverridesParser.create()
+    values = [{o.get_key_element(): o.value() for o in parser.parse_overrides(job)} for job in jobs]
+    keys = dict.fromkeys(k for v in values for k in v)
+    varying = [k for k in keys if len({repr(v.get(k)) for v in values}) > 1]
+    cells = [validate(resolve(cfg), "evaluate") for cfg in compose_jobs("evaluate", jobs)]
+    return [(cell, {k: v.get(k) for k in varying}) for cell, v in zip(cells, values)]
 
 
-def experiment_keys(experiments: Iterable[str], data_dir: str | Path, extra: Iterable[str] = ()) -> tuple[set[str], list[str]]:
-    """The cell keys of the experiments' sweeps at the current code and data, and what could not be keyed.
+def experiment_keys(experiments: Iterable[str], data_dir: str | Path, extra: Iterable[str] = ()
+                    ) -> tuple[dict[str, dict[str, dict[str, Any]]], list[str]]:
+    """The cells of each experiment's sweep at the current code and data, by cell key, and what could not be keyed.
 
-    A cell whose domain is not built under ``data_dir`` has no key yet; it is reported
-    (``missing``) and the tables that need it are skipped.
+    Returns ``{experiment: {cell key: {swept key: value}}}`` (the values of the keys its sweep varies: what
+    tells its cells apart, :func:`_swept_cells`) and the messages of the cells without a key: a cell whose
+    domain is not built under ``data_dir`` has none yet; the tables that need it are skipped. A cell two
+    experiments share (the same config) has one key and is listed under each.
     """
     from camdf.pipeline.identity import cell_key
 
-    keys: set[str] = set()
+    out: dict[str, dict[str, dict[str, Any]]] = {}  # camdf.reporting.evidence.ExperimentCells
     missing: list[str] = []
     for name in experiments:
-        for cell in experiment_cells(name, extra):
+        cells = out.setdefault(name, {})
+        for cell, swept in _swept_cells(name, extra):
             try:
-                keys.add(cell_key(cell, Path(data_dir)))
+                cells[cell_key(cell, Path(data_dir))] = swept
             except FileNotFoundError:
                 missing.append(f"experiment {name}: domain `{cell['domain']['name']}` is not built under {data_dir}")
-    return keys, sorted(set(missing))
+    return out, sorted(set(missing))
 
 
 class CheckSweep(Callback):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from camdf.common.files import write_atomic
-from camdf.reporting.evidence import Evidence, gather
+from camdf.reporting.evidence import Evidence, ExperimentCells, all_keys, gather
 from camdf.reporting.findings import headlines
 from camdf.reporting.readme import results_markdown, update_readme
 from camdf.reporting.registry import tables as declared_tables
@@ -141,34 +141,36 @@ def write_set(out_dir, files: dict[str, bytes | str]) -> tuple[list[Path], list[
     return [out_dir / n for n in files], sorted(kept)
 
 
-def from_store(tracker, main: dict, keys: set[str] | None = None, tables: tuple[TableSpec, ...] | None = None
+def from_store(tracker, main: dict, cells: ExperimentCells | None = None, tables: tuple[TableSpec, ...] | None = None
                ) -> tuple[Evidence, list[Report], dict[str, bytes], list[str]]:
-    """The evidence, tables, figures and skipped tables of the store's cells with cell keys ``keys`` (None: all)."""
+    """The evidence, tables, figures and skipped tables of the store's cells of the experiments ``cells``
+    (:func:`camdf.pipeline.sweeps.experiment_keys`; None: every cell run, and no experiment's cells by key)."""
     runs = runs_frame(tracker)
+    keys = all_keys(cells)
     if keys is not None and not runs.empty:
         runs = runs[runs["t:cell_key"].isin(keys)].reset_index(drop=True)
-    evidence = gather(runs, main, tracker)  # the tracker: the tables read the cells' outcomes and tuned.csv too
+    evidence = gather(runs, main, tracker, cells=cells)  # the tracker: the tables read the cells' outcomes too
     reports, figures, missing = build_all(evidence, main, tables)
     return evidence, reports, figures, missing
 
 
-def results_body(tracker, main: dict, keys: set[str] | None, stamp: str | None, commit: str | None = None,
+def results_body(tracker, main: dict, cells: ExperimentCells | None, stamp: str | None, commit: str | None = None,
                  tables: tuple[TableSpec, ...] | None = None) -> str | None:
     """The Results page's generated block as the tables stage writes it (None: the store supports no table)."""
-    evidence, reports, _, _ = from_store(tracker, main, keys, tables)
+    evidence, reports, _, _ = from_store(tracker, main, cells, tables)
     if not reports:
         return None
     return results_markdown(reports, "make reproduce", headlines(evidence, main, reports), stamp, commit)
 
 
-def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | None = None,
+def build_tables(tracker, main: dict, out_dir, readme=None, cells: ExperimentCells | None = None,
                  stamp: str | None = None, commit: str | None = None, tables: tuple[TableSpec, ...] | None = None
                  ) -> tuple[list, list[str]]:
     """Build every table and figure from the store into ``out_dir`` (and the README's Results).
 
-    ``keys``: the cell keys the tables may read (the cells of the tables' experiments at
-    the current code and data, :func:`camdf.pipeline.sweeps.experiment_keys`, whose code version
-    ``stamp`` the README Results carry); any other
+    ``cells``: the cells the tables may read, by experiment and cell key (the cells of the tables'
+    experiments at the current code and data, :func:`camdf.pipeline.sweeps.experiment_keys`, whose code
+    version ``stamp`` the README Results carry); any other
     run in the store (a smoke grid, an ad-hoc sweep, an older code version) is ignored.
     The files are written as a set (:func:`write_set`): a table this build cannot make (no
     matching cells) keeps its previous files, and the returned messages say so.
@@ -177,7 +179,7 @@ def build_tables(tracker, main: dict, out_dir, readme=None, keys: set[str] | Non
     version updates it (its files are replaced), so the UI shows the latest ones and no duplicates.
     """
     out_dir = Path(out_dir)
-    evidence, reports, figures, missing = from_store(tracker, main, keys, tables)
+    evidence, reports, figures, missing = from_store(tracker, main, cells, tables)
     files: dict[str, bytes | str] = {}
     for report in reports:
         files.update(report.files())

@@ -1,9 +1,14 @@
 """The evidence layer: every sweep the tables and claims read, selected once from the store's cell runs.
 
-Each function returns the deduplicated frame of one sweep's cells (one row per cell: the
-latest FINISHED run of it, rows oldest first unless stated), empty when the store holds none;
-:func:`gather` calls each once and the tables, the claims and the headline findings all read
-the resulting :class:`Evidence`, so they cannot disagree about which runs count.
+An experiment's cells are found by their key: the tables stage computes the cell keys each experiment's sweep
+makes at the current code and data (:func:`camdf.pipeline.sweeps.experiment_keys`), and
+:meth:`Evidence.cells` gives them back as one frame per experiment, with a column per key the sweep varies;
+a table on a new experiment reads ``evidence.cells("<experiment>")`` and needs nothing else.
+The named sweeps below (the paper's tables) select by the main cell's params. Each function returns the
+deduplicated frame of one sweep's cells (one row per cell: the latest FINISHED run of it, rows oldest
+first unless stated), empty when the store holds none; :func:`gather` calls each once and the tables, the
+claims and the headline findings all read the resulting :class:`Evidence`, so they cannot disagree about
+which runs count.
 """
 
 from __future__ import annotations
@@ -281,6 +286,37 @@ def transfer_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     return sel.sort_values(["p:domain.name", "leave_out"], ascending=[True, False], kind="stable")
 
 
+#: An experiment's cells by key, as :func:`camdf.pipeline.sweeps.experiment_keys` finds them:
+#: ``{experiment: {cell key: {swept key: value}}}``.
+ExperimentCells = dict[str, dict[str, dict[str, Any]]]
+
+
+def all_keys(cells: ExperimentCells | None) -> set[str] | None:
+    """Every cell key of ``cells`` (None: None, every cell)."""
+    return None if cells is None else {key for keyed in cells.values() for key in keyed}
+
+
+def experiment_frame(runs: pd.DataFrame, keyed: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """An experiment's cells: the latest FINISHED run of each of its cell keys (rows oldest first), with one
+    column per key its sweep varies (``cost.lam``, ``scorer``, ...: the value that cell was run with).
+
+    Parameters
+    ----------
+    runs : DataFrame
+        :func:`camdf.reporting.store.runs_frame`'s rows.
+    keyed : dict
+        ``{cell key: {swept key: value}}``, one experiment of :data:`ExperimentCells`.
+    """
+    if runs.empty or "t:cell_key" not in runs:
+        return runs.iloc[0:0]
+    sel = runs[runs["t:cell_key"].isin(keyed)].sort_values("start", kind="stable")
+    sel = sel.drop_duplicates("t:cell_key", keep="last")
+    swept = list(dict.fromkeys(k for values in keyed.values() for k in values))
+    out = sel.assign(**{k: [keyed[key].get(k) for key in sel["t:cell_key"]] for k in swept})
+    out.attrs["swept"] = swept
+    return out
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Every sweep's cells, each selected once (:func:`gather`); an empty frame (the default): the store holds none.
@@ -299,6 +335,8 @@ class Evidence:
     artifacts : CellArtifacts or None
         The cell runs' outcomes and tuned parameters (per-fit differences, inner-CV choices,
         MDDs, seed stability); None: the tables read the logged metrics alone.
+    experiments : dict of str to DataFrame
+        Each experiment's cells by key (:func:`experiment_frame`); read through :meth:`cells`.
     judge : Judge
         The comparisons of these cells (:class:`~camdf.reporting.verdicts.Judge` over ``artifacts``).
     """
@@ -315,19 +353,29 @@ class Evidence:
     catalog: pd.DataFrame = field(default_factory=pd.DataFrame)
     fallback: pd.DataFrame = field(default_factory=pd.DataFrame)
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
+    experiments: dict[str, pd.DataFrame] = field(default_factory=dict)
     judge: Judge = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         # One Judge per Evidence, so every table and claim shares what it has read and re-drawn.
         object.__setattr__(self, "judge", Judge(self.artifacts))
 
+    def cells(self, experiment: str) -> pd.DataFrame:
+        """The cells of ``experiment``'s sweep (``conf/experiment/<experiment>.yaml``) at the current code and data,
+        found by their key: one row per cell (its latest FINISHED run, oldest first), a column per key the
+        sweep varies; empty when the store holds none of them (or the experiment was not asked for: a
+        table lists the experiments it reads in its ``TableSpec``)."""
+        return self.experiments.get(experiment, pd.DataFrame())
 
-def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifacts | None = None) -> Evidence:
+
+def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifacts | None = None,
+           cells: ExperimentCells | None = None) -> Evidence:
     """Select every sweep once from ``runs`` (the frame of :func:`camdf.reporting.store.runs_frame`).
 
     ``tracker`` (:class:`camdf.tracking.client.Tracker`) lets the tables read the cells'
     artifacts (:class:`~camdf.reporting.artifacts.CellArtifacts`), or ``artifacts`` gives the
-    reader itself; with neither the tables read the logged metrics alone.
+    reader itself; with neither the tables read the logged metrics alone. ``cells``: each
+    experiment's cells by key (:meth:`Evidence.cells`).
     """
     if artifacts is None and tracker is not None:
         artifacts = CellArtifacts.from_tracker(tracker)
@@ -338,4 +386,5 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
         domains=domain_cells(runs, main), risk=risk_cells(runs, main),
         artifacts=artifacts, catalog=catalog_cells(runs, main), fallback=fallback_cells(runs, main),
         transfer=transfer_cells(runs, main),
+        experiments={name: experiment_frame(runs, keyed) for name, keyed in (cells or {}).items()},
     )

@@ -2,6 +2,8 @@
 files, then the stages (as subprocesses of the copy) find and run it. Issue 37, acceptance 1.
 
 - a table on an existing experiment: 1 file (its module under camdf/reporting/tables/), built by pipelines.tables;
+- a table on a new experiment: 2 files (the experiment's conf/experiment/ file and the table's module), its cells
+  found by their key (no method set or selector to add), run by pipelines.evaluate, built by pipelines.tables;
 - a domain in the task format: 1 file (conf/domain/<name>.yaml), built by pipelines.data;
 - an executable benchmark domain: its package (2 files) and its config, built with derived labels;
 - a ranker: 2 files (its module under camdf/rankers/ declaring SCORER_FUNCTIONS, its conf/scorer/ file), scored
@@ -34,13 +36,52 @@ from camdf.reporting.tables.base import TableSpec
 
 
 def build(evidence, main):
-    if evidence.grid.empty:
-        raise LookupError("one_file_table: no grid cell; run experiment=smoke first")
-    frame = pd.DataFrame({"cells": [len(evidence.grid)]}, index=pd.Index(["smoke grid"], name="sweep"))
+    cells = evidence.cells("smoke")
+    if cells.empty:
+        raise LookupError("one_file_table: no smoke cell; run experiment=smoke first")
+    frame = pd.DataFrame({"cells": [len(cells)]}, index=pd.Index(["smoke grid"], name="sweep"))
     return Report("one_file_table", "One file: the grid cells in the store", frame)
 
 
 SPECS = (TableSpec("one_file_table", order=10_000, experiments=("smoke",), build=build),)
+'''
+
+EXPERIMENT = '''# @package _global_
+# A new experiment, added as this file: two tiny retail cells over lambda, its own method list.
+# Run: python -m pipelines.evaluate -m experiment=one_file_exp
+folds:               # cross-fitting
+  n_folds: 3         # K
+  repeats: 1         # R
+stats:               # per-cell statistics
+  n_resamples: 200   # bootstrap resamples
+method:                                  # the rules of its cells
+  names: [camdf_lite, fixed_k, full]     # methods of the cell
+
+hydra:      # the sweep of this experiment
+  sweeper:  # basic sweeper: the cartesian product of params
+    params: # swept keys
+      cost.lam: 0.04,0.3  # cost pressure
+'''
+
+EXPERIMENT_TABLE = '''"""The table of the new experiment: full access minus the tuned top k, per lambda of its sweep."""
+
+import pandas as pd
+
+from camdf.reporting.report import Report
+from camdf.reporting.store import mkey
+from camdf.reporting.tables.base import TableSpec
+
+
+def build(evidence, main):
+    cells = evidence.cells("one_file_exp")
+    if cells.empty:
+        raise LookupError("one_file_exp: no cell; run experiment=one_file_exp first")
+    frame = pd.DataFrame({"lambda": cells["cost.lam"], "full": cells[mkey("full", "payoff_mean")],
+                          "fixed_k": cells[mkey("fixed_k", "payoff_mean")]}).set_index("lambda").sort_index()
+    return Report("one_file_exp", "One experiment, two files: payoff per lambda", frame)
+
+
+SPECS = (TableSpec("one_file_exp", order=10_001, experiments=("one_file_exp",), build=build),)
 '''
 
 USER_DOMAIN = '''# A domain in the task format, added as one file.
@@ -160,6 +201,8 @@ params:
 
 ADDED = {
     "camdf/reporting/tables/one_file_table.py": TABLE,
+    "conf/experiment/one_file_exp.yaml": EXPERIMENT,
+    "camdf/reporting/tables/one_file_exp.py": EXPERIMENT_TABLE,
     "conf/domain/one_file_user.yaml": USER_DOMAIN,
     "camdf/integrations/one_file_shop/__init__.py": SHOP_INIT,
     "camdf/integrations/one_file_shop/shop.py": SHOP,
@@ -227,9 +270,17 @@ def test_each_addition_is_its_own_files(tmp_path, data_dir):
 
     # A table on an existing experiment: its module, built by the tables stage.
     run("pipelines.evaluate", "-m", "experiment=smoke", "cost.lam=0.12", "cost.d=1.0")  # one cell of the grid
-    run("pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}")
+    run("pipelines.tables", "update_readme=false", "experiments=[smoke]")  # its cells by key: no method set named
     table = (out / "tables" / "one_file_table.md").read_text()
     assert "| smoke grid | 1 |" in table
+
+    # A table on a new experiment: the experiment's file and the table's module; its cells found by their key.
+    run("pipelines.evaluate", "-m", "experiment=one_file_exp")
+    built = run("pipelines.tables", "update_readme=false", "experiments=[one_file_exp]")
+    rows = (out / "tables" / "one_file_exp.csv").read_text().splitlines()
+    assert rows[0] == "lambda,full,fixed_k" and [r.split(",")[0] for r in rows[1:]] == ["0.04", "0.3"], built.stdout
+    full = [float(r.split(",")[1]) for r in rows[1:]]
+    assert full[0] > full[1]  # full access pays more for its tools at the higher lambda
 
     # A ranker: its module and its config, scored and evaluated in a cell.
     run("pipelines.evaluate", "scorer=one_file_short", "debug=tiny", "method.names=[camdf_lite,fixed_k,full]")

@@ -158,6 +158,19 @@ def test_an_override_hydra_cannot_parse_is_one_line(base):
     assert_refused(proc, base, before, 2, "cost.lam=", "not a valid override")
 
 
+@pytest.mark.parametrize("multirun", [False, True], ids=["run", "multirun"])
+def test_an_experiment_file_hydra_cannot_compose_is_refused_in_one_line(multirun, base):
+    """A user's experiment file on ``hydra.searchpath`` overriding a group its primary config leaves null: Hydra's
+    composition error is the user's input (exit 2, the file named), not an internal error."""
+    (base / "conf" / "experiment").mkdir(parents=True)
+    (base / "conf" / "experiment" / "mine.yaml").write_text("# @package _global_\ndefaults:\n"
+                                                           "  - override /debug: tiny\n")
+    before = _outside_out(base)
+    proc = _run("evaluate", [*(["-m"] if multirun else []), f"hydra.searchpath=[file://{base / 'conf'}]",
+                             "experiment=mine"], base)
+    assert_refused(proc, base, before, 2, "config: In 'experiment/mine'", "Could not override 'debug'")
+
+
 UNKNOWN = [
     ("evaluate", "+cost.lamda=0.5", "cost.lam"), ("evaluate", "cost.lamda=0.5", "cost.lam"),
     ("train", "+polcy.method=camdf", "policy.method"), ("scores", "+folds.n_fold=3", "folds.n_folds"),

@@ -97,7 +97,7 @@ default-policy: data ## fit the runtime's default policy on every built-in domai
 reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, tables
 	@$(PY) -m pipelines.data domain=retail $(HYDRA_QUIET)
 	@$(PY) -m pipelines.evaluate -m experiment=smoke $(or $(LAUNCHER),$(CELL_LAUNCHER)) $(HYDRA_QUIET)
-	@$(PY) -m pipelines.tables update_readme=false 'experiments=[smoke]' 'main.methods=$${grid_methods.names}' $(HYDRA_QUIET)
+	@$(PY) -m pipelines.tables update_readme=false 'experiments=[smoke]' $(HYDRA_QUIET)
 
 tables: setup ## rebuild outputs/tables/ and the README Results from the MLflow store alone
 	@$(PY) -m pipelines.tables $(HYDRA_QUIET)

@@ -71,16 +71,16 @@ def anchor_hints(runs: pd.DataFrame, main: dict) -> list[str]:
     return hints
 
 
-def sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...], methods: str, **fixed: Any) -> pd.DataFrame:
+def sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...], **fixed: Any) -> pd.DataFrame:
     """FINISHED runs of a sweep over the params ``vary``, every other param at the main cell.
 
-    ``methods`` names the method list (a key of ``main``) the sweep ran; ``fixed`` overrides
-    main-cell params. Rows come oldest first, one per cell key (see :func:`~camdf.reporting.store.select`).
+    ``runs``: the cells of the sweep's experiments (:data:`SWEEPS`); ``fixed`` overrides main-cell params.
+    Rows come oldest first, one per cell key (see :func:`~camdf.reporting.store.select`).
     """
     p = main_params(main)
     for key in vary:
         p.pop(key)
-    return select(runs, **{**p, **fixed}, method__names=str(list(main[methods])))
+    return select(runs, **{**p, **fixed})
 
 
 def _latest(sel: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:
@@ -110,8 +110,7 @@ def main_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     unscaled costs (``list_cost`` unset), ordered by scorer, then k-fold before the other protocols.
     """
     base = main_params(main)
-    sel = select(runs, **{k: v for k, v in base.items() if k not in ("scorer__label", "folds__protocol")},
-                 method__names=str(list(main["methods"])))
+    sel = select(runs, **{k: v for k, v in base.items() if k not in ("scorer__label", "folds__protocol")})
     if sel.empty:
         return sel
     if "p:list_cost" in sel:
@@ -140,13 +139,13 @@ def main_cell(cells: pd.DataFrame, what: str, scorer: str, protocol: str | None 
 
 def ablation_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     """A20: the family and its ablations at the main cell, one row per ranking source."""
-    sel = sweep(runs, main, ("scorer__label",), "ablation_methods")
+    sel = sweep(runs, main, ("scorer__label",))
     return sel if sel.empty else _latest(sel, "p:scorer.label")
 
 
 def grid_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     """A18/A24 (and A20's lambda dial, claims b, c, g): the lambda x d grid, one row per (``lam``, ``d``)."""
-    sel = sweep(runs, main, ("cost__lam", "cost__d"), "grid_methods")
+    sel = sweep(runs, main, ("cost__lam", "cost__d"))
     if sel.empty:
         return sel
     return _latest(sel.assign(lam=sel["p:cost.lam"].astype(float), d=sel["p:cost.d"].astype(float)), ["lam", "d"])
@@ -157,7 +156,7 @@ def noise_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
 
     Rows come by the ranking sources of :func:`main_scorers`, then by ``eps``.
     """
-    sel = sweep(runs, main, ("label_noise", "scorer__label"), "noise_methods")
+    sel = sweep(runs, main, ("label_noise", "scorer__label"))
     if sel.empty:
         return sel
     scorers = main_scorers(main)
@@ -169,13 +168,13 @@ def noise_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
 
 def ranker_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     """A21 (and claim c): the ranking sources at the main cell, one row per scorer label."""
-    sel = sweep(runs, main, ("scorer__label",), "methods")
+    sel = sweep(runs, main, ("scorer__label",))
     return sel if sel.empty else _latest(sel, "p:scorer.label")
 
 
 def label_source_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     """A25: the training label sources at the main cell with verified metrics, one row per label source."""
-    sel = sweep(runs, main, ("label_source",), "methods")
+    sel = sweep(runs, main, ("label_source",))
     if sel.empty or mkey("camdf", "verified_success") not in sel:
         return sel.iloc[0:0]
     return _latest(sel[sel[mkey("camdf", "verified_success")].notna()], "p:label_source")
@@ -187,7 +186,7 @@ def domain_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     p = main_params(main)
     for key in ("domain__name", "payoff"):
         p.pop(key)
-    sel = select(runs, **p, method__names=str(list(main["methods"])))
+    sel = select(runs, **p)
     if sel.empty:
         return sel
     sel = sel[(sel["p:domain.name"] != main["domain"]) & ~cuts_to_top_n(sel)]
@@ -215,7 +214,7 @@ def risk_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     p = main_params(main)
     for key in ("domain__name", "scorer__label"):
         p.pop(key)
-    sel = select(runs, **p, method__names=str(list(main["risk_methods"])))
+    sel = select(runs, **p)
     dials = sorted(c for c in sel.columns if c.startswith(DIALS))
     if sel.empty or not dials:
         return sel.iloc[0:0]
@@ -227,12 +226,10 @@ def risk_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
 def catalog_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     """A28: the catalog-scale cells (a top-N cut of the whole catalog), one row per (domain, scorer, N, fold
     protocol and grouping), at the main lambda, d, cost regime and seed, sorted by them."""
-    if "catalog_methods" not in main:
-        return runs.iloc[0:0]
     p = main_params(main)
     for key in ("domain__name", "scorer__label", "folds__protocol"):
         p.pop(key)
-    sel = select(runs, **p, method__names=str(list(main["catalog_methods"])))
+    sel = select(runs, **p)
     sel = sel[cuts_to_top_n(sel)]
     if sel.empty:
         return sel
@@ -252,12 +249,10 @@ def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     """A29: the cells of the recovery payoff (a search fallback), one row per (domain, scorer, search cost, k,
     noise, aware) at the main lambda, d, cost regime, seed and fold protocol, sorted by them; the search's
     cost and k as numbers (``search_cost``, ``search_k``; a cost of None, no fallback, as inf)."""
-    if "fallback_methods" not in main:
-        return runs.iloc[0:0]
     p = main_params(main)
     for key in ("domain__name", "scorer__label", "payoff"):
         p.pop(key)
-    sel = select(runs, **p, payoff="recovery", method__names=str(list(main["fallback_methods"])))
+    sel = select(runs, **p, payoff="recovery")
     if sel.empty or SEARCH + "cost" not in sel:
         return sel.iloc[0:0]
     sel = sel.assign(search_cost=[float("inf") if c == "None" else float(c) for c in sel[SEARCH + "cost"]],
@@ -368,23 +363,46 @@ class Evidence:
         return self.experiments.get(experiment, pd.DataFrame())
 
 
+#: The experiments whose cells each named sweep of :class:`Evidence` slices (the paper's tables and claims read
+#: them by these names); a cell two experiments share is counted once. The smoke grid (``make reproduce-smoke``,
+#: the README's walkthrough) stands in for the main cell and the lambda x d grid when it is asked for.
+SWEEPS: dict[str, tuple[str, ...]] = {
+    "main": ("table2", "table2_group", "smoke"), "ablations": ("a20",), "grid": ("a18", "smoke"), "noise": ("a19",),
+    "rankers": ("a21", "a21_oracle", "smoke"), "label_sources": ("a25", "smoke"), "domains": ("a22", "smoke"),
+    "risk": ("a26", "a26_supervised"), "catalog": ("a28", "a28_unseen"), "fallback": ("a29", "a29_catalog"),
+    "transfer": ("a30", "a30_in_domain"),
+}
+
+
+def _of(frames: dict[str, pd.DataFrame], names: tuple[str, ...]) -> pd.DataFrame:
+    """The cells of the experiments ``names`` (each once, rows oldest first)."""
+    parts = [frames[n] for n in names if n in frames and not frames[n].empty]
+    if not parts:
+        return pd.DataFrame()
+    both = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    return both.sort_values("start", kind="stable").drop_duplicates("t:cell_key", keep="last")
+
+
 def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifacts | None = None,
            cells: ExperimentCells | None = None) -> Evidence:
     """Select every sweep once from ``runs`` (the frame of :func:`camdf.reporting.store.runs_frame`).
 
-    ``tracker`` (:class:`camdf.tracking.client.Tracker`) lets the tables read the cells'
-    artifacts (:class:`~camdf.reporting.artifacts.CellArtifacts`), or ``artifacts`` gives the
-    reader itself; with neither the tables read the logged metrics alone. ``cells``: each
-    experiment's cells by key (:meth:`Evidence.cells`).
+    ``cells``: each experiment's cells by key (:func:`camdf.pipeline.sweeps.experiment_keys`); each named
+    sweep reads the cells of its experiments (:data:`SWEEPS`), and :meth:`Evidence.cells` any experiment's
+    (None: no experiment's, every sweep empty). ``tracker``
+    (:class:`camdf.tracking.client.Tracker`) lets the tables read the cells' artifacts
+    (:class:`~camdf.reporting.artifacts.CellArtifacts`), or ``artifacts`` gives the reader itself; with
+    neither the tables read the logged metrics alone.
     """
     if artifacts is None and tracker is not None:
         artifacts = CellArtifacts.from_tracker(tracker)
+    frames = {name: experiment_frame(runs, keyed) for name, keyed in (cells or {}).items()}
+    of = {sweep: _of(frames, names) for sweep, names in SWEEPS.items()}
     return Evidence(
-        main=main_cells(runs, main),
-        ablations=ablation_cells(runs, main), grid=grid_cells(runs, main), noise=noise_cells(runs, main),
-        rankers=ranker_cells(runs, main), label_sources=label_source_cells(runs, main),
-        domains=domain_cells(runs, main), risk=risk_cells(runs, main),
-        artifacts=artifacts, catalog=catalog_cells(runs, main), fallback=fallback_cells(runs, main),
-        transfer=transfer_cells(runs, main),
-        experiments={name: experiment_frame(runs, keyed) for name, keyed in (cells or {}).items()},
+        main=main_cells(of["main"], main), ablations=ablation_cells(of["ablations"], main),
+        grid=grid_cells(of["grid"], main), noise=noise_cells(of["noise"], main),
+        rankers=ranker_cells(of["rankers"], main), label_sources=label_source_cells(of["label_sources"], main),
+        domains=domain_cells(of["domains"], main), risk=risk_cells(of["risk"], main),
+        artifacts=artifacts, catalog=catalog_cells(of["catalog"], main), fallback=fallback_cells(of["fallback"], main),
+        transfer=transfer_cells(of["transfer"], main), experiments=frames,
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 QUIET = ["hydra/job_logging=none", "hydra/hydra_logging=none"]
 SMOKE = ["pipelines.evaluate", "-m", "experiment=smoke"]
-TABLES = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
+TABLES = ["pipelines.tables", "update_readme=false", "experiments=[smoke]"]
 
 
 def _env(out: Path, uri: str | None = None, environ=None) -> dict:
@@ -57,7 +57,7 @@ def _results_check_recomputes_the_numbers(tmp_path: Path, out: Path, data: Path)
     page, readme = checkout / "results.md", checkout / "README.md"
     page.write_text("# Results\n<!-- results:start -->\n<!-- results:end -->\n")
     readme.write_text("# x\n<!-- headline:start -->\n<!-- headline:end -->\n")
-    same = ["experiments=[smoke]", "main.lam=0.12", "main.d=1.0", "main.methods=${grid_methods.names}"]
+    same = ["experiments=[smoke]", "main.lam=0.12", "main.d=1.0"]
     root = [f"paths.root_dir={checkout}"]  # the Results are written only inside the root
     _run(["pipelines.tables", *same, *root, f"readme={page}", f"headline={readme}"], out, data)
     overrides = [a for o in [*same, *root, f"paths.output_dir={out}", f"paths.data_dir={data}"]
@@ -89,8 +89,7 @@ def check_smoke_store(tmp_path: Path, out: Path, data_dir: Path, reference: dict
     same store is read only when asked."""
     keys = _finished_keys(f"sqlite:///{out}/mlflow.db")
     assert len(keys) == 4 and len(set(keys)) == 4
-    _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0",
-          "main.methods=${grid_methods.names}"], out, data_dir)
+    _run(["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.lam=0.12", "main.d=1.0"] , out, data_dir)
     first = _tables(out / "tables")
     # The notes name the MLflow run id, which differs between stores by design; compare everything else.
     assert _strip(first) == _strip(reference)
@@ -118,7 +117,7 @@ def check_smoke_store(tmp_path: Path, out: Path, data_dir: Path, reference: dict
     # Deleted and rebuilt, with d spelled 1: byte-identical (the tables read only the cells of their own
     # experiments, not the newer 2-fold cell), and one tables run per code version (the build updated it).
     shutil.rmtree(out / "tables")
-    args = ["pipelines.tables", "update_readme=false", "experiments=[smoke]", "main.methods=${grid_methods.names}"]
+    args = ["pipelines.tables", "update_readme=false", "experiments=[smoke]"]
     _run([*args, "main.lam=0.12", "main.d=1"], out, data_dir)
     assert _tables(out / "tables") == first
     again = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("kind") == "tables"]

@@ -244,8 +244,6 @@ SCHEMAS: dict[str, dict[str, Callable[[str, Any], Any]]] = {
         "main.payoff": OneOf(PAYOFF_KINDS), "main.protocol": OneOf(PROTOCOLS),
         "experiments": Optional(ListOf(experiment_name)),
         "cell_overrides": Optional(override_list),
-        **{f"main.{k}": ListOf(OneOf(methods)) for k in ("methods", "grid_methods", "noise_methods",
-                                                          "ablation_methods", "risk_methods")},
     },
 }
 

@@ -512,7 +512,8 @@ def claims(evidence: Evidence, main: dict) -> Report:
 
 #: The claims read the main cells, the A18 grid, A19, A21, A28 and A29.
 TABLE = TableSpec("claims", order=140,
-                  experiments=("table2", "table2_group", "a18", "a19", "a21", "a28", "a28_unseen", "a29", "a30"),
+                  experiments=("table2", "table2_group", "a18", "a19", "a21", "a21_oracle", "a28", "a28_unseen", "a29",
+                               "a29_catalog", "a30", "a30_in_domain"),
                   build=claims)
 
 #: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).

@@ -5,9 +5,11 @@ import pytest
 
 from camdf.evaluation.summary import summarize_cell
 from camdf.reporting.tables.claims import FAILS, HOLDS, rows_i
-from camdf.reporting.evidence import Evidence, catalog_cells
+from camdf.reporting.evidence import Evidence, gather
 from camdf.reporting.tables.a28 import a28, coverage_at
 from camdf.reporting.tables.base import Figure
+
+from .cells import by_experiment
 
 METHODS = ["camdf", "plugin_set", "predict_threshold", "full", "oracle_set", "best_prefix"]
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
@@ -41,12 +43,12 @@ def _run(scorer: str, n: int, protocol: str, group_by: str, gap: float, start: i
 def _evidence(gaps) -> Evidence:
     runs = [_run("bm25", n, proto, by, gap, i) for i, ((n, proto, by), gap) in
             enumerate(zip([(20, "kfold", "None"), (1000, "kfold", "None"), (20, "group", "meta.tool_group")], gaps))]
-    runs.append({**_run("bm25", 20, "kfold", "None", 0.0, 9), "p:method.names": str(["camdf"])})  # another sweep
+    other = {**_run("bm25", 20, "kfold", "None", 0.0, 9), "p:method.names": str(["camdf"])}  # another experiment's
     runs.append({**_run("bm25", 20, "kfold", "None", 0.0, 10), "p:candidates.top_k": "None"})  # no top-N cut
-    return Evidence(catalog=catalog_cells(pd.DataFrame(runs), MAIN))
+    return gather(pd.DataFrame([*runs, other]), MAIN, cells=by_experiment(a28=runs, table2=[other]))
 
 
-def test_catalog_cells_keep_the_top_n_cells_of_the_catalog_methods():
+def test_catalog_cells_are_the_top_n_cells_of_the_catalog_experiments():
     cells = _evidence([0.1, 0.1, 0.1]).catalog
     assert list(zip(cells["protocol"], cells["top_n"])) == [("group:tool_group", 20), ("kfold", 20), ("kfold", 1000)]
 

@@ -5,6 +5,8 @@ import pandas as pd
 from camdf.reporting.tables.claims import FAILS, HOLDS, UNSURE, claim_a, claims
 from camdf.reporting.evidence import gather
 
+from .cells import by_experiment
+
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
         "methods": ["camdf", "camdf_lite", "full", "none", "best_prefix"],
         "grid_methods": ["camdf", "predict_threshold", "score_per_cost", "full"], "noise_methods": ["camdf"],
@@ -58,7 +60,7 @@ def test_table_has_a_row_per_claim_with_evidence_and_a_stated_rule():
     grid.append(_row("g0.3-0.5", MAIN["grid_methods"], behind, {"camdf": 0.3, "predict_threshold": 0.33,
                                                                 "score_per_cost": 0.33, "full": 0.33},
                      **{"cost.lam": "0.3", "cost.d": "0.5"}))
-    report = claims(gather(pd.DataFrame([main, *grid]), MAIN), MAIN)
+    report = claims(gather(pd.DataFrame([main, *grid]), MAIN, cells=by_experiment(table2=[main], a18=grid)), MAIN)
     frame = report.frame
     assert set(frame.index) >= {"a (bm25, kfold folds)", "b", "c", "d (bm25)", "e (bm25)", "g"}
     assert frame.index.is_unique

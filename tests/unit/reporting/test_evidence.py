@@ -7,6 +7,8 @@ from camdf.reporting.tables.claims import claims
 from camdf.reporting.evidence import domain_cells, gather, main_cells
 from camdf.reporting.tables.grid import a18
 
+from .cells import by_experiment
+
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
         "table2_scorers": ["bm25", "supervised"], "methods": ["camdf", "full", "none"],
         "grid_methods": ["camdf", "predict_threshold", "score_per_cost", "full"],
@@ -32,7 +34,8 @@ def test_a_rerun_cell_counts_once_and_tables_and_claims_read_the_same_run():
     grid = [_run("old", 1, MAIN["grid_methods"], 0.05, **{"cost.lam": "0.2"}),    # full beats CAM-DF ...
             _run("new", 2, MAIN["grid_methods"], -0.05, **{"cost.lam": "0.2"}),   # ... until the cell is rerun
             _run("other", 3, MAIN["grid_methods"], -0.05, **{"cost.lam": "0.3"})]
-    evidence = gather(pd.DataFrame(grid + [_run("main", 0, MAIN["methods"], -0.05)]), MAIN)
+    main = _run("main", 0, MAIN["methods"], -0.05)
+    evidence = gather(pd.DataFrame(grid + [main]), MAIN, cells=by_experiment(table2=[main], a18=grid))
     assert evidence.grid["run_id"].tolist() == ["new@2", "other@3"]
     report = a18(evidence, MAIN)[0]
     assert "(2 favour CAM-DF, 0 favour" in report.note.replace("predict_threshold", "")

@@ -18,6 +18,8 @@ from camdf.reporting.tables.family import family_verdict
 from camdf.reporting.tables.notes import choice_text
 from camdf.reporting.verdicts import Comparison, Judge, direction, wording
 
+from .cells import by_experiment
+
 MAIN = {"domain": "retail", "scorer": "bm25", "regime": "schema_tokens", "lam": 0.12, "d": 1.0, "seed": 0,
         "table2_scorers": ["bm25", "supervised"], "methods": ["camdf", "full", "none"],
         "grid_methods": ["camdf", "predict_threshold"], "noise_methods": ["camdf", "full"],
@@ -84,7 +86,7 @@ def _main_cell(n_losing: int):
 
 def test_a_loss_carried_by_4_of_25_fits_does_not_beat_and_one_in_most_fits_is_worse():
     few, few_out = _main_cell(4)
-    evidence = gather(pd.DataFrame([few]), MAIN)
+    evidence = gather(pd.DataFrame([few]), MAIN, cells=by_experiment(table2=[few]))
     judge = Judge(_store({"main": few_out}))
     c = judge.compare(pd.Series(few), "camdf", "full")
     assert c.hi < 0                                     # the CI alone would call it a loss ...
@@ -99,7 +101,7 @@ def test_a_loss_carried_by_4_of_25_fits_does_not_beat_and_one_in_most_fits_is_wo
     assert wording(c, "full access") == "is worse than full access"
 
     # The family table and claim (a) follow the same rule.
-    with_fits = gather(pd.DataFrame([few]), MAIN, artifacts=_store({"main": few_out}))
+    with_fits = gather(pd.DataFrame([few]), MAIN, artifacts=_store({"main": few_out}), cells=by_experiment(table2=[few]))
     fam = family_verdict(with_fits, MAIN).frame
     assert fam.loc["bm25, kfold folds / camdf", "verdict"] == "does not beat it (the loss is carried by 4 of 25 fits)"
     assert fam.loc["bm25, kfold folds / camdf", "fits lower / higher"] == "4 / 0 of 25"
@@ -148,7 +150,8 @@ def test_noise_drop_is_signed_and_can_be_negative():
             _run("noisy", **{"method.names": str(MAIN["noise_methods"]), "label_noise": "0.05"})]
     for r, pay in zip(rows, (0.3, 0.35)):
         r.update({"m:camdf/payoff_mean": pay, "m:full/payoff_mean": 0.3})
-    evidence = gather(pd.DataFrame(rows), MAIN, artifacts=_store({"clean": clean, "noisy": noisy}))
+    evidence = gather(pd.DataFrame(rows), MAIN, artifacts=_store({"clean": clean, "noisy": noisy}),
+                      cells=by_experiment(a19=rows))
     ((eps, drop),) = noise_drops(evidence, "bm25")
     assert eps == 0.05 and drop.mean == pytest.approx(-0.05) and drop.hi < 0
     table = a19(evidence, MAIN).frame
@@ -158,7 +161,8 @@ def test_noise_drop_is_signed_and_can_be_negative():
     assert row.claim == "f (bm25)" and row.verdict == UNSURE and "epsilon 0.05 -0.050" in row.statistic
     for r in rows:
         r["m:full/payoff_mean"] = 0.2  # now CAM-DF gains 0.1 over max(full, none), and noise does not erode it
-    evidence = gather(pd.DataFrame(rows), MAIN, artifacts=_store({"clean": clean, "noisy": noisy}))
+    evidence = gather(pd.DataFrame(rows), MAIN, artifacts=_store({"clean": clean, "noisy": noisy}),
+                      cells=by_experiment(a19=rows))
     (row,) = rows_f(evidence, MAIN, evidence.judge)
     assert row.verdict == HOLDS and "noise-free gain over max(full, none) +0.100" in row.statistic
 

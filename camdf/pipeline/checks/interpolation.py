@@ -3,6 +3,9 @@
 - :func:`calls_node_resolver`: whether a value calls a resolver that makes a config node from a string
   (:data:`NODE_RESOLVERS`: ``${oc.create:{_target_: ...}}``), escaped, nested or with an interpolated name; such a
   node would reach Hydra's ``instantiate`` after the gates had seen only a string, so the gates refuse the value.
+- :func:`check_expansion`: a value whose interpolations would grow past :data:`MAX_EXPANDED` characters once
+  resolved (a key that repeats the one above it nine times, ten keys deep: 9**10 characters) is refused before
+  anything resolves it, by counting, not by resolving.
 - :func:`resolved_now` and :func:`as_hydra_runs`: the composed config as Hydra will start it (its job number and id
   and ``hydra.runtime.output_dir`` set), with every value resolved that resolves before Hydra starts, so the gates
   check the tree Hydra instantiates and the files it writes, not only the text of the config.
@@ -64,6 +67,74 @@ def calls_node_resolver(value: Any) -> bool:
     if not isinstance(value, str) or "${" not in value:
         return False
     return any(n in NODE_RESOLVERS or "${" in n for n in _resolver_names(value))
+
+
+#: The most characters one config value may resolve to (a path, a list of overrides, a prompt: far less).
+MAX_EXPANDED = 1_000_000
+#: A plain node interpolation, absolute (``${a.b}``) or relative (``${..a}``), also inside a resolver's arguments,
+#: and the key ``oc.select`` reads (``${oc.select:a.b,default}``).
+_REFERENCE = re.compile(r"\$\{\s*(?:oc\.select\s*:\s*)?(\.*[A-Za-z_][\w\-]*(?:\.[\w\-]+)*)\s*[,}]")
+
+
+def check_expansion(raw: Any, limit: int = MAX_EXPANDED) -> None:
+    """Refuse a config (a plain container, interpolations unresolved) with a value whose interpolations would
+    resolve to more than ``limit`` characters: each value's size is its own text plus, for every reference it
+    makes, the size of what it references (memoised, so the count costs one visit per value, whatever the
+    expansion). :class:`~camdf.pipeline.checks.errors.ConfigError` names the first such key."""
+    from camdf.pipeline.checks.errors import ConfigError
+
+    memo: dict[tuple, int] = {}
+
+    def at(path: tuple) -> Any:
+        node = raw
+        for part in path:
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and str(part).isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return None
+        return node
+
+    def target(path: tuple, ref: str) -> tuple:
+        dots = len(ref) - len(ref.lstrip("."))
+        if not dots:
+            return tuple(ref.split("."))
+        base = path[:-1][: max(0, len(path) - dots)]  # ${.x}: a sibling; each further dot, one level up
+        return (*base, *ref.lstrip(".").split("."))
+
+    def size(path: tuple, visiting: frozenset) -> int:
+        if path in memo:
+            return memo[path]
+        if path in visiting:  # a cycle: OmegaConf refuses it when it resolves; nothing to count here
+            return 0
+        node = at(path)
+        if isinstance(node, dict):
+            total = sum(size((*path, k), visiting | {path}) for k in node)
+        elif isinstance(node, list):
+            total = sum(size((*path, str(i)), visiting | {path}) for i in range(len(node)))
+        else:
+            text = "" if node is None else str(node)
+            total = len(text)
+            for ref in _REFERENCE.findall(text) if "${" in text else ():
+                total += size(target(path, ref), visiting | {path})
+                if total > limit:
+                    break
+        memo[path] = min(total, limit + 1)
+        return memo[path]
+
+    def walk(node: Any, path: tuple) -> None:
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in items:
+            here = (*path, str(k))
+            if isinstance(v, (dict, list)):
+                walk(v, here)
+            elif isinstance(v, str) and "${" in v and size(here, frozenset()) > limit:
+                shown = v if len(v) <= 80 else f"{v[:80]}... ({len(v)} characters)"
+                raise ConfigError(".".join(here), shown, f"a value that resolves to at most {limit:,} characters "
+                                                         "(its interpolations repeat others until it would be larger)")
+
+    walk(raw, ())
 
 
 def resolved_now(node: Any) -> Any:

@@ -17,7 +17,7 @@ from camdf.pipeline.checks.bounds import check_config_folders, check_fanout
 from camdf.pipeline.checks.choices import hydra_overrides
 from camdf.pipeline.checks.gates import (CONFIG_DIR_OPTIONS, GateError, _get, check_code, check_overrides, check_paths,
                                   check_writable)
-from camdf.pipeline.checks.interpolation import as_hydra_runs, resolved_now
+from camdf.pipeline.checks.interpolation import as_hydra_runs, check_expansion, resolved_now
 from camdf.pipeline.checks.errors import ConfigError
 
 
@@ -27,6 +27,7 @@ def _check_composed(cfg: Any, multirun: bool) -> str | None:
     from omegaconf import OmegaConf
 
     raw = OmegaConf.to_container(cfg, resolve=False)
+    check_expansion(raw)  # before anything resolves it
     check_code(raw)
     params = (raw.get("hydra", {}).get("sweeper") or {}).get("params") or {}
     check_overrides([f"{k}={v}" for k, v in params.items()], where="sweeper's params")

@@ -1,5 +1,6 @@
 """What a config may ask of this machine (issue 51, point 4; camdf/pipeline/checks/bounds.py): a config folder on the
-search path holding a YAML alias bomb, a FIFO, a huge file or a whole tree, and a local launcher asking for more
+search path holding a YAML alias bomb, a FIFO, a huge file or a whole tree, a value whose interpolations expand
+past a bound (camdf/pipeline/checks/interpolation.py: check_expansion), and a local launcher asking for more
 worker processes than cores, are each refused before Hydra composes or launches anything: one line, exit 2,
 within seconds, nothing made.
 
@@ -34,6 +35,53 @@ def _bomb(lines: int = 10) -> str:
     for i in range(1, lines):
         text += f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]\n"
     return text
+
+
+def _expansion(ref: str, where: str = "scorer.params", levels: int = 10, repeats: int = 9) -> dict[str, str]:
+    """Keys ``a0`` .. ``a<levels-1>`` under ``where``, each the one above it ``repeats`` times through the reference
+    ``ref`` (``{key}``: the full key, ``{name}``: the key's own name): 10 * 9**9 characters at the last, no alias."""
+    out = {f"{where}.a0": "x" * 10}
+    for i in range(1, levels):
+        out[f"{where}.a{i}"] = ref.format(key=f"{where}.a{i - 1}", name=f"a{i - 1}") * repeats
+    return out
+
+
+#: (case, the reference each level repeats, whether each level is a list of the references).
+EXPANSIONS = [("absolute", "${{{key}}}", False), ("relative", "${{.{name}}}", False),
+              ("oc.select", "${{oc.select:{key},z}}", False), ("in a list", "${{{key}}}", True)]
+
+
+def _expansion_yaml(ref: str, as_list: bool = False) -> str:
+    lines = ["# @package _global_", "scorer:", "  params:"]
+    for key, value in _expansion(ref, repeats=1 if as_list else 9).items():
+        name = key.rsplit(".", 1)[1]
+        lines.append(f"    {name}: [{', '.join([repr(value)] * 9)}]" if as_list and name != "a0" else
+                     f"    {name}: '{value}'")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("case, ref, as_list", EXPANSIONS, ids=[e[0] for e in EXPANSIONS])
+def test_a_value_whose_interpolations_expand_past_the_bound_is_refused_unresolved(case, ref, as_list, tmp_path,
+                                                                                  capsys):
+    """Ten lines, no YAML alias: before the check the gate itself was still resolving at 30 s."""
+    conf = _folder(tmp_path, "evil", _expansion_yaml(ref, as_list))
+    start = time.monotonic()
+    line = _refused(capsys, "evaluate", [f"hydra.searchpath=[file://{conf}]", "experiment=evil", *_outputs(tmp_path)],
+                    "scorer.params.a", "at most 1,000,000 characters")
+    assert time.monotonic() - start < BOUND, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_expansion_on_the_command_line_is_refused(tmp_path, capsys):
+    argv = [f"+{k}={v}" if k.endswith("a0") else f"+{k}='{v}'" for k, v in _expansion("${{{key}}}", "x").items()]
+    _refused(capsys, "evaluate", [*argv, *_outputs(tmp_path)], "x.a", "at most 1,000,000 characters")
+
+
+def test_interpolations_that_stay_small_pass_the_expansion_check():
+    from camdf.pipeline.checks.interpolation import check_expansion
+
+    check_expansion({"paths": {"root": "/r", "out": "${paths.root}/outputs", "log": "${.out}/log"},
+                     "a": "${paths.out}${paths.log}", "cycle": {"x": "${cycle.y}", "y": "${cycle.x}"}})
 
 
 def _folder(tmp_path: Path, name: str, body: str | None) -> Path:
@@ -109,9 +157,11 @@ def test_a_launcher_within_the_cores_passes(n_jobs, tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize("case", ["alias bomb", "fifo"])
+@pytest.mark.parametrize("case", ["alias bomb", "fifo", "interpolation expansion"])
 def test_a_stage_process_refuses_within_seconds(case, tmp_path):
-    conf = _folder(tmp_path, "evil", "# @package _global_\n" + _bomb() if case == "alias bomb" else None)
+    body = {"alias bomb": "# @package _global_\n" + _bomb(), "fifo": None,
+            "interpolation expansion": _expansion_yaml("${{{key}}}")}[case]
+    conf = _folder(tmp_path, "evil", body)
     if case == "fifo":
         os.mkfifo(conf / "experiment" / "evil.yaml")
     start = time.monotonic()
@@ -121,7 +171,8 @@ def test_a_stage_process_refuses_within_seconds(case, tmp_path):
     assert time.monotonic() - start < BOUND
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "evil.yaml" in lines[0], proc.stderr
+    named = "scorer.params.a" if case == "interpolation expansion" else "evil.yaml"
+    assert len(lines) == 1 and lines[0].startswith("error: ") and named in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
 
 

@@ -103,6 +103,14 @@ def explain(err: BaseException, uri: str | None = None) -> tuple[str, int]:
         text = _one_line(err).split("; ")[0][:300]
         return (f"{store} failed: {type(err).__name__}: {safe_uri(text)} (is it a readable MLflow store? "
                 "check the file or server, or point MLFLOW_TRACKING_URI at another store)"), FAULT
+    if type(err).__name__ == "UncompletedJobError":  # submitit: a job of the sweep stopped; its own line says why
+        said = re.search(r"^\s*error: (.+)$", str(err), re.M)
+        job = re.search(r"Job (\S+)", str(err))
+        where = f"job {job.group(1)} of the sweep" if job else "a job of the sweep"
+        if said:
+            return f"{where} (submitit) stopped: {safe_uri(said.group(1))[:300]}", BAD_INPUT
+        return (f"{where} (submitit) produced no result: {safe_uri(_one_line(err))[:300]} (its log is in the "
+                "sweep folder's .submitit/)"), FAULT
     if _is_composition_error(err):  # a config file or override Hydra cannot compose: the user's input
         return (f"config: {safe_uri(_one_line(err))[:300]} (a config file or override Hydra could not compose; "
                 "fix the file or the override it names)"), BAD_INPUT

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from camdf.pipeline.checks.bounds import check_config_folders, check_fanout
+from camdf.pipeline.checks.bounds import check_config_folders, check_fanout, check_local_fanout
 from camdf.pipeline.checks.choices import hydra_overrides
 from camdf.pipeline.checks.gates import (CONFIG_DIR_OPTIONS, GateError, _get, check_code, check_overrides, check_paths,
                                   check_writable)
@@ -45,6 +45,17 @@ def _check_composed(cfg: Any, multirun: bool) -> str | None:
     check_paths(resolved)
     check_writable(resolved)
     return _get(resolved, "paths.output_dir")
+
+
+def _count_jobs(parsed: Sequence[Any]) -> int:
+    """The jobs of a sweep: the product of each swept key's values (a later override of a key replaces an earlier
+    one, as the command line replaces the sweeper's params)."""
+    import math
+
+    counts: dict[str, int] = {}
+    for o in parsed:
+        counts[o.key_or_group] = len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
+    return math.prod(counts.values())
 
 
 def _value_text(value: Any) -> str:
@@ -146,7 +157,9 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> Checked:
             swept = parser.parse_overrides([f"{k}={v}" for k, v in params.items()])
             variants = _sweep_variants(parsed, groups)[1:] + [first + v for v in _sweep_variants(swept, groups)[1:]]
         except Exception:  # noqa: BLE001  Hydra's sweeper names it
-            variants = []
+            swept, variants = [], []
+        check_local_fanout(_get(resolved_now(as_hydra_runs(cfg, multirun)), "hydra.launcher"),
+                           _count_jobs([*swept, *parsed]))
         for variant in variants:
             try:
                 later = _compose(config_name, variant)

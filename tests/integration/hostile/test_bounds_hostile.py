@@ -157,6 +157,43 @@ def test_a_launcher_within_the_cores_passes(n_jobs, tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+#: Sweeps on submitit's local executor (``hydra/launcher=slurm_local``), which starts every job at once: the
+#: smoke grid's 4 jobs, and sweeps past the limit (:func:`bounds.local_jobs_limit`) from the command line alone
+#: and with the experiment's own params.
+LAMBDAS = ",".join(f"0.{i:02d}" for i in range(1, bounds.local_jobs_limit() + 2))
+
+
+@pytest.mark.parametrize("argv, jobs", [(["experiment=smoke", f"cost.lam={LAMBDAS}"], 2 * (bounds.local_jobs_limit() + 1)),
+                                        ([f"cost.lam={LAMBDAS}"], bounds.local_jobs_limit() + 1)],
+                         ids=["with the experiment's params", "command line alone"])
+def test_a_local_submitit_sweep_past_the_limit_is_refused(argv, jobs, tmp_path, capsys):
+    line = _refused(capsys, "evaluate", ["-m", "hydra/launcher=slurm_local", *argv, *_outputs(tmp_path)],
+                    "error: hydra/launcher:", f"at most {bounds.local_jobs_limit()} jobs", f"this sweep has {jobs}")
+    assert "hydra/launcher=parallel" in line
+
+
+def test_a_local_submitit_sweep_within_the_limit_passes_and_shares_the_memory(tmp_path, capsys):
+    from camdf.pipeline.checks.preflight import preflight
+
+    argv = ["-m", "experiment=smoke", "hydra/launcher=slurm_local", *_outputs(tmp_path)]
+    assert preflight("evaluate", argv).output_dir == f"{tmp_path}/out"
+    assert capsys.readouterr().err == ""
+    local = {"_target_": bounds.SUBMITIT_LOCAL}
+    assert bounds.workers(local) == bounds.local_jobs_limit()  # each job held to memory / limit, not all of it
+    assert bounds.memory_share(bounds.workers(local)) <= bounds.memory_bytes() // bounds.local_jobs_limit()
+
+
+def test_a_failed_local_submitit_job_is_its_own_line(tmp_path):
+    """A job that stops (here: its domain is not built) surfaced as submitit's UncompletedJobError, 'internal
+    error' and exit 1; now the job's own line, exit 2."""
+    proc = subprocess.run([sys.executable, "-m", "pipelines.evaluate", "-m", "experiment=smoke", "cost.d=1.0",
+                           "cost.lam=0.04", "hydra/launcher=slurm_local", *_outputs(tmp_path), "hydra/job_logging=none",
+                           "hydra/hydra_logging=none"], cwd=ROOT, capture_output=True, text=True, timeout=BOUND * 3)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1 and "of the sweep (submitit) stopped:" in lines[0] and "is not built" in lines[0], lines
+
+
 @pytest.mark.parametrize("case", ["alias bomb", "fifo", "interpolation expansion"])
 def test_a_stage_process_refuses_within_seconds(case, tmp_path):
     body = {"alias bomb": "# @package _global_\n" + _bomb(), "fifo": None,

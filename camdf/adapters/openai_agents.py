@@ -56,6 +56,7 @@ from typing import Any, Callable, Sequence
 from agents import FunctionTool, ToolSearchTool
 from agents.mcp import ToolFilterContext
 
+from camdf.common.waits import TOOL_LIST, within
 from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import FailOpenWarning, Scorer, ToolChooser, search_deferred
 from camdf.runtime.tooltext import check_tools, describe_tool
@@ -216,8 +217,8 @@ class CamdfToolFilter:
                 raise ValueError(f"MCP server {context.server_name!r} was not attached (CamdfToolFilter.attach)")
             tools, cursor = [], None
             while True:
-                page = await server.session.list_tools(
-                    params=None if cursor is None else _page(cursor))
+                page = await within(server.session.list_tools(params=None if cursor is None else _page(cursor)),
+                                    TOOL_LIST, f"MCP server {context.server_name!r}'s tool list")
                 tools += page.tools
                 cursor = page.next_cursor
                 if not cursor:

@@ -9,10 +9,13 @@ _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
 # A URI's query values (``?token=abc&x=1``): access tokens travel there as often as in the userinfo.
 _QUERY = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*:[^\s?'\"]*\?)(?P<query>[^\s'\"#]*)")
 # Secrets written as prose (a query an agent was given, an error a library raised): a value after a word that
-# names one (``password: x``, ``api_key=x``, ``Authorization: Bearer x``), and tokens whose shape says what they
-# are (provider key prefixes, AWS access key ids, JWTs). Each is at least 8 characters, so plain words stay.
+# names one (``password: x``, ``api_key=x``, ``aws_secret_access_key=x``, ``Authorization: Bearer x`` or
+# ``Authorization: Basic x``), and tokens whose shape says what they are (provider key prefixes, AWS access key ids,
+# JWTs). Each is at least 8 characters, so plain words stay.
 _NAMED = re.compile(r"(?i)(?P<head>\b(?:(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|token"
-                    r"|access[_-]?token|api[_-]?key|apikey|auth[_-]?token)\b['\"]?\s*(?:\bis\b|[:=])\s*|bearer\s+)"
+                    r"|access[_-]?token|api[_-]?key|apikey|auth[_-]?token|aws[_-]?secret[_-]?access[_-]?key"
+                    r"|secret[_-]?access[_-]?key)\b['\"]?\s*(?:\bis\b|[:=])\s*|bearer\s+"
+                    r"|authorization['\"]?\s*[:=]\s*['\"]?basic\s+)"
                     r"['\"]?)(?P<value>[^\s'\",;&*]{8,})")
 _SHAPED = re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj|ant)?[-_]?[A-Za-z0-9_-]{16,}"  # OpenAI, Anthropic, Stripe
                      r"|\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}"  # GitHub

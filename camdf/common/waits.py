@@ -45,6 +45,8 @@ STORE_CHECK = 1.5
 SQLITE_LOCK = 5.0
 #: Seconds the trace exporter may spend at exit on what is still queued.
 EXIT_FLUSH = 5.0
+#: Seconds an adapter waits for one page of an MCP server's tool list before it fails open (every tool, a warning).
+TOOL_LIST = 10.0
 #: Seconds for one ``git`` query of the checkout (a run's commit).
 GIT = 10.0
 #: Seconds for a child that builds (the camdf wheel a logged model carries).

@@ -220,6 +220,8 @@ def convert_solvable_queries(source: str | Path) -> Domain:
         parsed.append((stem, row, where, gold))
     for _, _, where, gold in parsed:
         problems += [f"{where}: gold API {list(g)} is in no query's api_list" for g in gold if g not in apis]
+    if len(problems) == 1:  # one line: the problem, its file named
+        raise SourceError(f"{root}: {problems[0]}")
     if problems:
         shown = problems[:50]
         more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""

@@ -284,6 +284,25 @@ def test_a_decision_that_fails_enables_every_tool_with_one_warning():
     assert len([w for w in caught if issubclass(w.category, FailOpenWarning)]) == 1
 
 
+def test_a_tool_list_that_never_comes_fails_open_within_its_bound(monkeypatch):
+    """An MCP server whose listing never answers: the run's checks all waited on it (the audit: > 25 s, bounded only
+    by the SDK's own session timeout, which a caller can switch off); now every tool, one warning, at the bound."""
+    import camdf.adapters.openai_agents as adapter
+
+    monkeypatch.setattr(adapter, "TOOL_LIST", 0.3)
+
+    async def go():
+        server = _Server("shop", GOOD, gate=asyncio.Event())  # never set: the listing never answers
+        flt, ctx = _agents_filter(server)
+        checks = asyncio.gather(*(flt(ctx, SimpleNamespace(name=t["name"])) for t in GOOD))
+        return await asyncio.wait_for(checks, BOUND)
+
+    with pytest.warns(FailOpenWarning, match="tool list: no answer within 0.3 s") as caught:
+        answers = asyncio.run(go())
+    assert answers == [True] * len(GOOD)
+    assert len([w for w in caught if issubclass(w.category, FailOpenWarning)]) == 1
+
+
 # -- `camdf mcp-proxy` in front of a hostile upstream: one line naming it, exit 2, no traceback ----------------------
 EMPTY_NAME = textwrap.dedent('''
     """A real MCP server (the SDK's lowlevel Server over stdio) whose fourth tool has an empty name."""

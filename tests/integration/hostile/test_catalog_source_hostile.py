@@ -41,8 +41,9 @@ def test_a_query_file_that_is_not_a_regular_file_is_named_not_read(catalog, kind
                           capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert done.returncode != 0 and "G9_odd.json" in done.stderr, done.stderr
     with pytest.raises(SourceError, match=r"G9_odd\.json:1: (not a regular file|a folder, not a file|broken symbolic "
-                                          r"link)"):
+                                          r"link)") as refused:
         convert_solvable_queries(catalog)
+    assert "\n" not in str(refused.value)  # one problem, one line (a header line came first before)
 
 
 @pytest.mark.parametrize("route", ["override", "environment"])

@@ -44,6 +44,8 @@ SECRETS = {
     "a password in prose": ("my password is {s}, thanks", "hunter2-Pa55"),
     "a provider key in prose": ("use {s} for the refund API", "sk-proj-Abc123def456GHI789jk"),
     "a bearer token in prose": ("send Authorization: Bearer {s}", "abcdefgh12345678"),
+    "basic credentials in a header": ("curl -H 'Authorization: Basic {s}' https://api.example", "YWxhZGRpbjpvcGVu"),
+    "an AWS secret key named": ("aws_secret_access_key={s} in my env", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
 }
 
 

@@ -148,7 +148,7 @@ def experiment_keys(experiments: Iterable[str], data_dir: str | Path, extra: Ite
     """
     from camdf.pipeline.identity import cell_key
 
-    out: dict[str, dict[str, dict[str, Any]]] = {}  # camdf.reporting.evidence.ExperimentCells
+    out: dict[str, dict[str, dict[str, Any]]] = {}  # camdf.reporting.experiment_cells.ExperimentCells
     missing: list[str] = []
     for name in experiments:
         cells = out.setdefault(name, {})

@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from camdf.common.files import write_atomic
-from camdf.reporting.evidence import Evidence, ExperimentCells, all_keys, gather
+from camdf.reporting.evidence import Evidence, gather
+from camdf.reporting.experiment_cells import ExperimentCells, all_keys
 from camdf.reporting.findings import headlines
 from camdf.reporting.readme import results_markdown, update_readme
 from camdf.reporting.registry import tables as declared_tables

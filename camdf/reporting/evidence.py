@@ -1,10 +1,9 @@
 """The evidence layer: every sweep the tables and claims read, selected once from the store's cell runs.
 
-An experiment's cells are found by their key: the tables stage computes the cell keys each experiment's sweep
-makes at the current code and data (:func:`camdf.pipeline.sweeps.experiment_keys`), and
-:meth:`Evidence.cells` gives them back as one frame per experiment, with a column per key the sweep varies;
-a table on a new experiment reads ``evidence.cells("<experiment>")`` and needs nothing else.
-The named sweeps below (the paper's tables) select by the main cell's params. Each function returns the
+An experiment's cells are found by their key (:mod:`camdf.reporting.experiment_cells`): :meth:`Evidence.cells`
+gives them back as one frame per experiment, a column per key the sweep varies; a table on a new experiment
+reads ``evidence.cells("<experiment>")`` and needs nothing else. The named sweeps below (the paper's tables)
+slice their experiments' cells by the main cell's params. Each function returns the
 deduplicated frame of one sweep's cells (one row per cell: the latest FINISHED run of it, rows oldest
 first unless stated), empty when the store holds none; :func:`gather` calls each once and the tables, the
 claims and the headline findings all read the resulting :class:`Evidence`, so they cannot disagree about
@@ -20,6 +19,7 @@ import pandas as pd
 
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.reporting.artifacts import CellArtifacts
+from camdf.reporting.experiment_cells import SWEEPS, ExperimentCells, cells_of, experiment_frame
 from camdf.reporting.store import mkey, select
 from camdf.reporting.verdicts import Judge
 
@@ -281,37 +281,6 @@ def transfer_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     return sel.sort_values(["p:domain.name", "leave_out"], ascending=[True, False], kind="stable")
 
 
-#: An experiment's cells by key, as :func:`camdf.pipeline.sweeps.experiment_keys` finds them:
-#: ``{experiment: {cell key: {swept key: value}}}``.
-ExperimentCells = dict[str, dict[str, dict[str, Any]]]
-
-
-def all_keys(cells: ExperimentCells | None) -> set[str] | None:
-    """Every cell key of ``cells`` (None: None, every cell)."""
-    return None if cells is None else {key for keyed in cells.values() for key in keyed}
-
-
-def experiment_frame(runs: pd.DataFrame, keyed: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """An experiment's cells: the latest FINISHED run of each of its cell keys (rows oldest first), with one
-    column per key its sweep varies (``cost.lam``, ``scorer``, ...: the value that cell was run with).
-
-    Parameters
-    ----------
-    runs : DataFrame
-        :func:`camdf.reporting.store.runs_frame`'s rows.
-    keyed : dict
-        ``{cell key: {swept key: value}}``, one experiment of :data:`ExperimentCells`.
-    """
-    if runs.empty or "t:cell_key" not in runs:
-        return runs.iloc[0:0]
-    sel = runs[runs["t:cell_key"].isin(keyed)].sort_values("start", kind="stable")
-    sel = sel.drop_duplicates("t:cell_key", keep="last")
-    swept = list(dict.fromkeys(k for values in keyed.values() for k in values))
-    out = sel.assign(**{k: [keyed[key].get(k) for key in sel["t:cell_key"]] for k in swept})
-    out.attrs["swept"] = swept
-    return out
-
-
 @dataclass(frozen=True)
 class Evidence:
     """Every sweep's cells, each selected once (:func:`gather`); an empty frame (the default): the store holds none.
@@ -363,26 +332,6 @@ class Evidence:
         return self.experiments.get(experiment, pd.DataFrame())
 
 
-#: The experiments whose cells each named sweep of :class:`Evidence` slices (the paper's tables and claims read
-#: them by these names); a cell two experiments share is counted once. The smoke grid (``make reproduce-smoke``,
-#: the README's walkthrough) stands in for the main cell and the lambda x d grid when it is asked for.
-SWEEPS: dict[str, tuple[str, ...]] = {
-    "main": ("table2", "table2_group", "smoke"), "ablations": ("a20",), "grid": ("a18", "smoke"), "noise": ("a19",),
-    "rankers": ("a21", "a21_oracle", "smoke"), "label_sources": ("a25", "smoke"), "domains": ("a22", "smoke"),
-    "risk": ("a26", "a26_supervised"), "catalog": ("a28", "a28_unseen"), "fallback": ("a29", "a29_catalog"),
-    "transfer": ("a30", "a30_in_domain"),
-}
-
-
-def _of(frames: dict[str, pd.DataFrame], names: tuple[str, ...]) -> pd.DataFrame:
-    """The cells of the experiments ``names`` (each once, rows oldest first)."""
-    parts = [frames[n] for n in names if n in frames and not frames[n].empty]
-    if not parts:
-        return pd.DataFrame()
-    both = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
-    return both.sort_values("start", kind="stable").drop_duplicates("t:cell_key", keep="last")
-
-
 def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifacts | None = None,
            cells: ExperimentCells | None = None) -> Evidence:
     """Select every sweep once from ``runs`` (the frame of :func:`camdf.reporting.store.runs_frame`).
@@ -397,7 +346,7 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
     if artifacts is None and tracker is not None:
         artifacts = CellArtifacts.from_tracker(tracker)
     frames = {name: experiment_frame(runs, keyed) for name, keyed in (cells or {}).items()}
-    of = {sweep: _of(frames, names) for sweep, names in SWEEPS.items()}
+    of = {sweep: cells_of(frames, names) for sweep, names in SWEEPS.items()}
     return Evidence(
         main=main_cells(of["main"], main), ablations=ablation_cells(of["ablations"], main),
         grid=grid_cells(of["grid"], main), noise=noise_cells(of["noise"], main),

@@ -2,7 +2,7 @@
 
 
 def by_experiment(**experiments: list) -> dict:
-    """``{experiment: {cell key: {}}}`` (:data:`camdf.reporting.evidence.ExperimentCells`) from each experiment's
+    """``{experiment: {cell key: {}}}`` (:data:`camdf.reporting.experiment_cells.ExperimentCells`) from each experiment's
     runs (dicts or Series with a ``t:cell_key``) or cell keys."""
     def key(r):
         return r if isinstance(r, str) else r["t:cell_key"]

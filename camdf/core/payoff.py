@@ -11,8 +11,16 @@ import numpy as np
 from camdf.core.instances import Instances
 
 PAYOFF_KINDS = ("exact", "partial")
+#: The exact payoff with a search fallback (:mod:`camdf.core.recovery`): a cell's payoff kind, not a label's.
+RECOVERY = "recovery"
 #: The payoff kinds a cell evaluates: the exact and partial payoffs, and the exact one with a search fallback.
-CELL_KINDS = (*PAYOFF_KINDS, "recovery")
+CELL_KINDS = (*PAYOFF_KINDS, RECOVERY)
+
+
+def has_fallback(kind: str | None) -> bool:
+    """Whether the payoff ``kind`` (a cell's ``payoff``) is :data:`RECOVERY`: the exact payoff with a search
+    fallback, which the cell's ``search`` config defines."""
+    return kind == RECOVERY
 
 
 def cumulative_costs(costs: np.ndarray) -> np.ndarray:

@@ -25,7 +25,7 @@ from camdf.core.reliability import calibration_rows, fold_calibrations
 from camdf.core.folds import fold_ids
 from camdf.core.instances import Instances, curves_from_sets
 from camdf.core.membership import fold_probabilities
-from camdf.core.payoff import CELL_KINDS, prefix_payoffs
+from camdf.core.payoff import CELL_KINDS, has_fallback, prefix_payoffs
 from camdf.core.recovery import Search, recovery_outcomes, recovery_prefix_payoffs
 from camdf.core.sets import set_cost, set_partial, set_success
 from camdf.common.fit_memo import fitted
@@ -163,13 +163,13 @@ def evaluate_cell(
         raise ValueError(f"label_noise: must be in [0, 1), got {label_noise}")
     if kind not in CELL_KINDS or (train_kind or kind) not in CELL_KINDS:
         raise ValueError(f"kind: expected one of {CELL_KINDS}, got {kind!r} (train_kind {train_kind!r})")
-    recovery = kind == "recovery"
+    recovery = has_fallback(kind)
     if recovery and search is None:
         raise ValueError("search: the recovery payoff needs the fallback's search (camdf.core.recovery.Search)")
     # The search the training labels know (None: rules unaware of the fallback), and the value the features read.
-    train_search = search if recovery and (train_kind or kind) == "recovery" else None
+    train_search = search if recovery and has_fallback(train_kind or kind) else None
     value_kind = "exact" if recovery else kind
-    train_value = "exact" if (train_kind or kind) == "recovery" else (train_kind or kind)
+    train_value = "exact" if has_fallback(train_kind or kind) else (train_kind or kind)
     u_true = recovery_prefix_payoffs(inst, lam, search) if recovery else prefix_payoffs(inst, lam, kind)
     train_member = noisy_membership(inst.member, inst.valid, label_noise, random_state)
     train_inst = inst if label_noise == 0 else with_membership(inst, train_member)
@@ -250,7 +250,7 @@ def _mask_outcomes(name, fold, exposed, sub, lam, kind, search, prefix) -> pd.Da
     n_exposed = exposed.sum(axis=1)
     partial = set_partial(exposed, sub.member, sub.g_size)
     extra = {}
-    if kind == "recovery":
+    if has_fallback(kind):
         out = recovery_outcomes(exposed, sub, lam, search)
         success, cost, payoff = out.success, out.cost, out.payoff
         extra = {"searched": out.searched, "recovered": out.recovered, "loaded": out.loaded}

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
+from camdf.core.payoff import has_fallback
 from camdf.core.recovery import Search
 from camdf.common.files import parquet_bytes
 from camdf.common.fingerprint import package_versions
@@ -98,7 +99,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
             fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
             dials=cfg["method"].get("dials"),
         )
-        verified = verified_curves(domain, inst) if cfg["payoff"] != "recovery" and not transfer else None
+        verified = verified_curves(domain, inst) if not has_fallback(cfg["payoff"]) and not transfer else None
         if verified is not None:
             result.outcomes["verified"] = verified_outcomes(result.outcomes, inst, verified, domain, result.exposed)
         outcomes.append(result.outcomes.assign(repeat=r))
@@ -143,14 +144,14 @@ def train_kind(cfg: dict[str, Any]) -> str | None:
     (``label_source: partial``), or the exact payoff for rules unaware of the fallback (``search.aware: false``)."""
     if cfg.get("label_source") == "partial":
         return "partial"
-    if cfg["payoff"] == "recovery" and not (cfg.get("search") or {}).get("aware", True):
+    if has_fallback(cfg["payoff"]) and not (cfg.get("search") or {}).get("aware", True):
         return "exact"
     return None
 
 
 def cell_search(cfg: dict[str, Any], random_state: int) -> Search | None:
     """The cell's search fallback (``search``) for payoff recovery, None otherwise; its noise seeded per repeat."""
-    if cfg["payoff"] != "recovery":
+    if not has_fallback(cfg["payoff"]):
         return None
     s = cfg.get("search") or {}
     cost = math.inf if s.get("cost") is None else float(s["cost"])

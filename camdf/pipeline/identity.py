@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from camdf.common.fingerprint import code_version, hash_json, hash_paths
+from camdf.core.payoff import has_fallback
 from camdf.data.io import CATALOG, TASKS
 
 
@@ -43,7 +44,7 @@ def cell_config(cfg: dict[str, Any]) -> dict[str, Any]:
     if isinstance(out.get("transfer"), dict) and isinstance(out["transfer"].get("domains"), dict):
         out["transfer"] = {**out["transfer"], "domains": {name: _without_inputs(d)
                                                           for name, d in out["transfer"]["domains"].items()}}
-    if cfg.get("payoff") == "recovery":  # the fallback defines the cell only where the payoff reads it
+    if has_fallback(cfg.get("payoff")):  # the fallback defines the cell only where the payoff reads it
         out["search"] = cfg.get("search")
     return out
 
@@ -99,7 +100,7 @@ def cell_name(cfg: dict[str, Any]) -> str:
     parts = [cfg["domain"]["name"], cfg["scorer"].get("label", cfg["scorer"]["name"]), c["regime"], f"lam={c['lam']}", f"d={c['d']}"]
     if cfg.get("payoff", "exact") != "exact":
         parts.append(cfg["payoff"])
-    if cfg.get("payoff") == "recovery":
+    if has_fallback(cfg.get("payoff")):
         search = cfg.get("search") or {}
         parts.append(f"search={search.get('cost')}x{search.get('k')}" + (f"~{search['noise']}" if search.get("noise")
                                                                           else "")

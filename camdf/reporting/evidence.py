@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from camdf.core.payoff import RECOVERY
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.reporting.artifacts import CellArtifacts
 from camdf.reporting.experiment_cells import SWEEPS, ExperimentCells, cells_of, experiment_frame
@@ -252,7 +253,7 @@ def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     p = main_params(main)
     for key in ("domain__name", "scorer__label", "payoff"):
         p.pop(key)
-    sel = select(runs, **p, payoff="recovery")
+    sel = select(runs, **p, payoff=RECOVERY)
     if sel.empty or SEARCH + "cost" not in sel:
         return sel.iloc[0:0]
     sel = sel.assign(search_cost=[float("inf") if c == "None" else float(c) for c in sel[SEARCH + "cost"]],

@@ -109,12 +109,14 @@ def _done(line: str) -> bool:
 
 
 def summarise(tracker, run_id: str, experiment: str, run_ids: list[str]) -> None:
-    """Log a sweep's table, heatmap, summary metrics and description (:mod:`camdf.reporting.sweep_report`) to its parent run."""
+    """Log a sweep's table, heatmap, summary metrics, lambda curves and description
+    (:mod:`camdf.reporting.sweep_report`) to its parent run."""
     from camdf.reporting.sweep_report import sweep_report
 
-    files, metrics, description = sweep_report(tracker, experiment, run_ids)
+    files, metrics, curves, description = sweep_report(tracker, experiment, run_ids)
     tracker.log_files(run_id, files)
     tracker.log_metrics(run_id, metrics)
+    tracker.log_series(run_id, curves)
     tracker.describe(run_id, description)
 
 

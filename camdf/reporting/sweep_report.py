@@ -3,7 +3,8 @@
 :func:`sweep_report` reads the sweep's cell runs from the store (:func:`camdf.reporting.store.cell_row`)
 and returns what :class:`camdf.pipeline.sweep_run.SweepRun` logs on the parent: ``sweep.csv`` and
 ``sweep.md`` (one row per cell, CAM-DF against its cell's best baseline), the A18 heatmaps of a
-lambda x d grid (:func:`grid_heatmaps`), the metrics ``sweep/n_camdf_above`` / ``sweep/n_camdf_below``
+lambda x d grid (:func:`grid_heatmaps`), the metrics ``sweep/n_camdf_above`` / ``sweep/n_camdf_below``,
+each method's payoff along the sweep's lambda as metric series the run's charts draw (:func:`lambda_curves`)
 and a one-paragraph description.
 """
 
@@ -113,8 +114,46 @@ def grid_heatmaps(cells: pd.DataFrame, title: str) -> tuple[dict[str, bytes], st
     return files, f" {where}: CAM-DF minus predict-then-threshold over the lambda x d grid{split}."
 
 
-def sweep_report(tracker, experiment: str, run_ids: list[str]) -> tuple[dict[str, bytes | str], dict[str, float], str]:
-    """A sweep's files, summary metrics and description, from its cell runs ``run_ids`` (repeats counted once)."""
+#: A curve's step is lambda times this (steps are integers): step 120 is lambda 0.12.
+LAMBDA_STEP = 1000
+
+
+def lambda_curves(cells: pd.DataFrame) -> dict[str, list[tuple[int, float]]]:
+    """Each method's payoff along the sweep's lambda, one series per facet (d, and each other key that varies):
+    ``Sweep/<facet>/<method>`` (CAM-DF's 95% CI too, ``Sweep/<facet>/camdf_ci_low`` / ``_ci_high``), each point
+    ``(step, payoff)`` with step = lambda x :data:`LAMBDA_STEP`, so the parent run's charts (Model metrics)
+    draw payoff against lambda with no configuration. Empty when the sweep has one lambda or more than
+    :data:`MAX_FACETS` facets.
+    """
+    from camdf.policies import REFERENCE
+    from camdf.reporting.store import mkey
+
+    if cells.empty or "p:cost.lam" not in cells or cells["p:cost.lam"].astype(float).nunique() < 2:
+        return {}
+    cells = cells.assign(step=(cells["p:cost.lam"].astype(float) * LAMBDA_STEP).round().astype(int))
+    keys = [*(["p:cost.d"] if "p:cost.d" in cells else []), *facet_keys(cells)]
+    groups = list(cells.groupby([cells[k].astype(str) for k in keys], sort=True)) if keys else [((), cells)]
+    if len(groups) > MAX_FACETS:
+        return {}
+    methods = sorted(c[2:-len("/payoff_mean")] for c in cells if c.startswith("m:") and c.endswith("/payoff_mean"))
+    series: dict[str, list[tuple[int, float]]] = {}
+    for values, group in groups:
+        values = values if isinstance(values, tuple) else (values,)
+        facet = " ".join(f"{k[2:]} {v}" for k, v in zip(keys, values)) or "all"
+        columns = {m: mkey(m, "payoff_mean") for m in methods}
+        columns |= {f"{REFERENCE}_ci_{end}": mkey(REFERENCE, f"payoff_ci_{end}") for end in ("low", "high")}
+        for name, column in columns.items():
+            if column in group:
+                points = sorted((int(st), float(v)) for st, v in zip(group["step"], group[column]) if pd.notna(v))
+                if points:
+                    series[f"Sweep/{facet}/{name}"] = points
+    return series
+
+
+def sweep_report(tracker, experiment: str, run_ids: list[str]
+                 ) -> tuple[dict[str, bytes | str], dict[str, float], dict[str, list[tuple[int, float]]], str]:
+    """A sweep's files, summary metrics, lambda curves (:func:`lambda_curves`) and description, from its cell runs
+    ``run_ids`` (repeats counted once)."""
     from camdf.common.markdown import markdown_table
     from camdf.reporting.store import cell_row, mkey
 
@@ -134,4 +173,8 @@ def sweep_report(tracker, experiment: str, run_ids: list[str]) -> tuple[dict[str
     text = (f"Sweep of experiment {experiment}: {n} cells. CAM-DF's 95% CI against its cell's best baseline lies "
             f"above 0 in {metrics['sweep/n_camdf_above']} and below 0 in {metrics['sweep/n_camdf_below']} of them "
             "(sweep.md has one row per cell; the children are the cells' runs)." + heatmap_text)
-    return files, metrics, text
+    curves = lambda_curves(cells)
+    if curves:
+        text += (f" The run's charts (Model metrics, section Sweep) draw each method's payoff against lambda "
+                 f"(step = lambda x {LAMBDA_STEP}), one chart per method and facet.")
+    return files, metrics, curves, text

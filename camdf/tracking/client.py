@@ -338,9 +338,19 @@ class Tracker(ClaimsMixin):
 
         now = int(time.time() * 1000)  # when it was logged (the UI shows it); values are what results read
         # The headline first: the UI's Compare view opens on the first metric the store returns (their logged order).
-        items = [Metric(k, float(v), now, 0)
-                 for k, v in sorted(metrics.items(), key=lambda kv: (not kv[0].startswith(HEADLINE), kv[0]))]
-        for i in range(0, len(items), 500):
+        self._log_batches(run_id, [Metric(k, float(v), now, 0) for k, v in
+                                   sorted(metrics.items(), key=lambda kv: (not kv[0].startswith(HEADLINE), kv[0]))])
+
+    def log_series(self, run_id: str, series: dict[str, list[tuple[int, float]]]) -> None:
+        """Log metric series (``name -> [(step, value), ...]``): a chart per name, its points by step."""
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        self._log_batches(run_id, [Metric(k, float(v), now, int(step))
+                                   for k, points in sorted(series.items()) for step, v in points])
+
+    def _log_batches(self, run_id: str, items: list) -> None:
+        for i in range(0, len(items), 500):  # MLflow takes at most 1,000 metrics a batch
             self.client.log_batch(run_id, metrics=items[i:i + 500])
 
     def log_files(self, run_id: str, files: dict[str, bytes | str], folders: dict[str, str] | None = None) -> None:

@@ -42,6 +42,7 @@ def test_sweep_store_has_a_parent_run_tagged_children_portable_values_and_moves(
     assert {"cells.csv", "sweep.md", "sweep.csv", "figures"} <= files
     assert [f.path for f in client.list_artifacts(parent.info.run_id, "figures")] == ["figures/heatmap.png"]
     assert {"sweep/n_camdf_above", "sweep/n_camdf_below"} <= set(parent.data.metrics)
+    assert not [k for k in parent.data.metrics if k.startswith("Sweep/")]  # one lambda: no curve along it
     assert parent.data.tags["mlflow.note.content"].startswith("Sweep of experiment smoke: 2 cells.")
     assert not [k for k in parent.data.tags if k.startswith("cell.")]  # bookkeeping: in cells.csv, not the tags
     assert "heatmap" in exp.tags["mlflow.note.content"] and "Table 2" in exp.tags["mlflow.note.content"]

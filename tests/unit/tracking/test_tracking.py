@@ -497,3 +497,18 @@ def test_a_cells_headline_is_logged_first(store, exp):
                                          (run.info.run_id,))]
     assert keys == [f"{HEADLINE}best_rule_payoff", f"{HEADLINE}camdf_payoff", "best_prefix/diff_vs_ref",
                     "camdf/payoff_mean"]
+
+
+def test_a_series_is_logged_as_one_metric_history_by_step(store, exp):
+    """A sweep's lambda curves (camdf.reporting.sweep_report.lambda_curves) in a real store: one history per name,
+    its points by step, and a run's last-value metrics beside them."""
+    tracker = _tracker(store, exp)
+    run = tracker.client.create_run(tracker.experiment_id, run_name="parent")
+    rid = run.info.run_id
+    tracker.log_metrics(rid, {"sweep/n_cells": 3})
+    tracker.log_series(rid, {"Sweep/cost.d 1.0/camdf": [(40, 0.5), (120, 0.4), (300, 0.1)],
+                             "Sweep/cost.d 1.0/full": [(40, 0.45), (120, 0.2), (300, -0.3)]})
+    history = tracker.client.get_metric_history(rid, "Sweep/cost.d 1.0/camdf")
+    assert [(m.step, m.value) for m in sorted(history, key=lambda m: m.step)] == [(40, 0.5), (120, 0.4), (300, 0.1)]
+    got = tracker.client.get_run(rid).data.metrics
+    assert got["Sweep/cost.d 1.0/full"] == -0.3 and got["sweep/n_cells"] == 3

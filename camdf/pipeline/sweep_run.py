@@ -61,16 +61,6 @@ def parent_tags() -> dict[str, str]:
     return {"mlflow.parentRunId": parent} if parent else {}
 
 
-def varying_keys(jobs: list[list[str]]) -> list[str]:
-    """The keys whose value differs between a sweep's jobs (override lists), in override order."""
-    values: dict[str, set[str]] = {}
-    for job in jobs:
-        for override in job:
-            key, _, value = override.partition("=")
-            values.setdefault(key.lstrip("+~"), set()).add(value)
-    return [k for k, v in values.items() if len(v) > 1]
-
-
 def sweep_domains(config: Any, jobs: list[list[str]]) -> str:
     """The domain (or the domains, comma-separated) a sweep's cells are of: the swept ``domain=`` values, else the
     config's ``domain.name``."""
@@ -176,7 +166,7 @@ class SweepRun(Callback):
 
     def on_multirun_start(self, config: DictConfig, config_name: str | None = None, **kwargs: Any) -> None:
         from camdf.pipeline.identity import code_stamp
-        from camdf.pipeline.sweeps import expand, sweep_params
+        from camdf.pipeline.sweeps import expand, sweep_params, varying_keys
         from camdf.pipeline.provenance import NOT_PARAMS
         from camdf.tracking.client import Tracker
 

@@ -33,15 +33,10 @@ def max_jobs() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else MAX_JOBS
 
 
-def expand(overrides: Iterable[str]) -> list[list[str]]:
-    """The jobs of a sweep: the cartesian product of every discrete sweep, in Hydra's basic-sweeper order.
-
-    A later override of a key replaces an earlier one (command line after the experiment's
-    ``hydra.sweeper.params``), as in Hydra. More than :func:`max_jobs` jobs raise ValueError
-    (counted before the product is built).
-    """
-    import math
-
+def _values_by_key(overrides: Iterable[str]) -> dict[str, list[str]]:
+    """Each key's overrides in a sweep (``key=value``, one per value), a later override of a key replacing an earlier
+    one (command line after the experiment's ``hydra.sweeper.params``), as in Hydra; ValueError for a sweep that
+    is not discrete."""
     by_key: dict[str, list[str]] = {}
     for override in OverridesParser.create().parse_overrides(list(overrides)):
         key = override.get_key_element()
@@ -51,10 +46,39 @@ def expand(overrides: Iterable[str]) -> list[list[str]]:
             by_key[key] = [f"{key}={v}" for v in override.sweep_string_iterator()]
         else:
             by_key[key] = [f"{key}={override.get_value_element_as_str()}"]
-    n = math.prod(len(v) for v in by_key.values())
+    return by_key
+
+
+def job_count(overrides: Iterable[str]) -> int:
+    """How many jobs a sweep of ``overrides`` has (the product of each key's values), counted without building
+    them; ValueError as :func:`_values_by_key`."""
+    import math
+
+    return math.prod(len(v) for v in _values_by_key(overrides).values())
+
+
+def expand(overrides: Iterable[str]) -> list[list[str]]:
+    """The jobs of a sweep: the cartesian product of every discrete sweep, in Hydra's basic-sweeper order.
+
+    A later override of a key replaces an earlier one (command line after the experiment's
+    ``hydra.sweeper.params``), as in Hydra. More than :func:`max_jobs` jobs raise ValueError
+    (counted before the product is built).
+    """
+    overrides = list(overrides)
+    n = job_count(overrides)
     if n > max_jobs():
         raise ValueError(f"{n} jobs, more than the limit of {max_jobs()} (CAMDF_MAX_JOBS raises it)")
-    return [list(job) for job in itertools.product(*by_key.values())]
+    return [list(job) for job in itertools.product(*_values_by_key(overrides).values())]
+
+
+def varying_keys(jobs: list[list[str]]) -> list[str]:
+    """The keys whose value differs between a sweep's jobs (override lists), in override order."""
+    values: dict[str, set[str]] = {}
+    for job in jobs:
+        for override in job:
+            key, _, value = override.partition("=")
+            values.setdefault(key.lstrip("+~"), set()).add(value)
+    return [k for k, v in values.items() if len(v) > 1]
 
 
 def sweep_params(cfg: DictConfig) -> list[str]:
@@ -129,10 +153,9 @@ def _swept_cells(experiment: str, extra: Iterable[str]) -> list[tuple[dict[str, 
     from camdf.pipeline.checks.values import resolve, validate
 
     jobs = experiment_jobs(experiment, extra=extra)
+    varying = varying_keys(jobs)
     parser = OverridesParser.create()
-    values = [{o.get_key_element(): o.value() for o in parser.parse_overrides(job)} for job in jobs]
-    keys = dict.fromkeys(k for v in values for k in v)
-    varying = [k for k in keys if len({repr(v.get(k)) for v in values}) > 1]
+    values = [{o.key_or_group: o.value() for o in parser.parse_overrides(job)} for job in jobs]
     cells = [validate(resolve(cfg), "evaluate") for cfg in compose_jobs("evaluate", jobs)]
     return [(cell, {k: v.get(k) for k in varying}) for cell, v in zip(cells, values)]
 

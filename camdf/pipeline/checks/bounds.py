@@ -102,21 +102,42 @@ def check_config_folders(overrides: Iterable[str]) -> None:
 
 #: The launcher whose ``n_jobs`` worker processes run on this machine.
 JOBLIB = "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"
+#: The launcher that starts every job of a sweep at once on this machine (submitit's local executor,
+#: ``hydra/launcher=slurm_local``): it has no cap of its own.
+SUBMITIT_LOCAL = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"
+#: The most jobs a ``slurm_local`` sweep may start at once, per core (each job held to its memory share).
+LOCAL_JOBS_PER_CORE = 4
+
+
+def _is(launcher: object, target: str) -> bool:
+    """Whether a resolved ``hydra.launcher`` node is the launcher ``target``."""
+    return isinstance(launcher, dict) and launcher.get("_target_") == target
+
+
+def local_jobs_limit() -> int:
+    """The most jobs a sweep on submitit's local executor may have (:data:`LOCAL_JOBS_PER_CORE` per core)."""
+    return LOCAL_JOBS_PER_CORE * cores()
 
 
 def _n_jobs(launcher: object) -> int | None:
     """A joblib launcher's ``n_jobs`` (a resolved ``hydra.launcher`` node) when it is a usable count (a non-zero
     integer; -1: every core); None for another launcher or another value."""
-    if not isinstance(launcher, dict) or launcher.get("_target_") != JOBLIB:
+    if not _is(launcher, JOBLIB):
         return None
     n = launcher.get("n_jobs")
     return None if isinstance(n, bool) or not isinstance(n, int) or n == 0 else n
 
 
-def check_fanout(launcher: object) -> None:
-    """Refuse a joblib launcher (a resolved ``hydra.launcher`` node) asking for more worker processes than
-    :func:`cores` (or for none)."""
-    if not isinstance(launcher, dict) or launcher.get("_target_") != JOBLIB:
+def check_fanout(launcher: object, n_jobs: int = 1) -> None:
+    """Refuse a launcher (a resolved ``hydra.launcher`` node) that would start more processes on this machine than
+    it has: a joblib launcher asking for more worker processes than :func:`cores` (or for none), or a sweep of
+    more than :func:`local_jobs_limit` jobs (``n_jobs``) on submitit's local executor, which starts every job at
+    once, one process each."""
+    if _is(launcher, SUBMITIT_LOCAL) and n_jobs > local_jobs_limit():
+        raise ConfigError("hydra/launcher", "slurm_local", f"a sweep of at most {local_jobs_limit()} jobs (submitit's "
+                          f"local executor starts every job at once, one process each; this sweep has {n_jobs}): "
+                          "use hydra/launcher=parallel on this machine, or a cluster launcher")
+    if not _is(launcher, JOBLIB):
         return
     n, limit = _n_jobs(launcher), cores()
     if n is None or not -limit <= n <= limit:
@@ -129,32 +150,11 @@ def check_fanout(launcher: object) -> None:
 MEMORY_ENV = "CAMDF_WORKER_MEMORY_MB"
 
 
-#: The launcher that starts every job of a sweep at once on this machine (submitit's local executor,
-#: ``hydra/launcher=slurm_local``): it has no cap of its own.
-SUBMITIT_LOCAL = "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher"
-#: The most jobs a ``slurm_local`` sweep may start at once, per core (each job held to its memory share).
-LOCAL_JOBS_PER_CORE = 4
-
-
-def local_jobs_limit() -> int:
-    """The most jobs a sweep on submitit's local executor may have (:data:`LOCAL_JOBS_PER_CORE` per core)."""
-    return LOCAL_JOBS_PER_CORE * cores()
-
-
-def check_local_fanout(launcher: object, n_jobs: int) -> None:
-    """Refuse a sweep of more than :func:`local_jobs_limit` jobs on submitit's local executor, which starts every
-    job at once (one process each)."""
-    if isinstance(launcher, dict) and launcher.get("_target_") == SUBMITIT_LOCAL and n_jobs > local_jobs_limit():
-        raise ConfigError("hydra/launcher", "slurm_local", f"a sweep of at most {local_jobs_limit()} jobs (submitit's "
-                          f"local executor starts every job at once, one process each; this sweep has {n_jobs}): "
-                          "use hydra/launcher=parallel on this machine, or a cluster launcher")
-
-
 def workers(launcher: object) -> int:
     """The worker processes a (resolved) ``hydra.launcher`` node runs on this machine at once: the joblib
     launcher's ``n_jobs`` (-1: every core), submitit's local executor :func:`local_jobs_limit` (it starts every
     job at once), else 1 (Hydra's basic launcher runs one job at a time; a cluster's jobs run elsewhere)."""
-    if isinstance(launcher, dict) and launcher.get("_target_") == SUBMITIT_LOCAL:
+    if _is(launcher, SUBMITIT_LOCAL):
         return local_jobs_limit()
     n = _n_jobs(launcher)
     if n is None:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from camdf.pipeline.checks.bounds import check_config_folders, check_fanout, check_local_fanout
+from camdf.pipeline.checks.bounds import check_config_folders, check_fanout
 from camdf.pipeline.checks.choices import hydra_overrides
 from camdf.pipeline.checks.gates import (CONFIG_DIR_OPTIONS, GateError, _get, check_code, check_overrides, check_paths,
                                   check_writable)
@@ -21,9 +21,10 @@ from camdf.pipeline.checks.interpolation import as_hydra_runs, check_expansion, 
 from camdf.pipeline.checks.errors import ConfigError
 
 
-def _check_composed(cfg: Any, multirun: bool) -> str | None:
-    """:func:`check_code` (as written and as Hydra instantiates it), the launcher's fan-out, :func:`check_paths` and
-    :func:`check_writable` of one composed config; its resolved ``paths.output_dir`` (None when not known)."""
+def _check_composed(cfg: Any, multirun: bool, n_jobs: int = 1) -> str | None:
+    """:func:`check_code` (as written and as Hydra instantiates it), the launcher's fan-out over the sweep's
+    ``n_jobs``, :func:`check_paths` and :func:`check_writable` of one composed config; its resolved
+    ``paths.output_dir`` (None when not known)."""
     from omegaconf import OmegaConf
 
     raw = OmegaConf.to_container(cfg, resolve=False)
@@ -33,7 +34,7 @@ def _check_composed(cfg: Any, multirun: bool) -> str | None:
     check_overrides([f"{k}={v}" for k, v in params.items()], where="sweeper's params")
     now = resolved_now(as_hydra_runs(cfg, multirun))
     check_code(now)  # as Hydra instantiates it (callbacks, launcher, sweeper, logging, the task's nodes)
-    check_fanout(_get(now, "hydra.launcher"))
+    check_fanout(_get(now, "hydra.launcher"), n_jobs)
     task = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
     try:
         resolved = OmegaConf.to_container(task, resolve=True)
@@ -45,17 +46,6 @@ def _check_composed(cfg: Any, multirun: bool) -> str | None:
     check_paths(resolved)
     check_writable(resolved)
     return _get(resolved, "paths.output_dir")
-
-
-def _count_jobs(parsed: Sequence[Any]) -> int:
-    """The jobs of a sweep: the product of each swept key's values (a later override of a key replaces an earlier
-    one, as the command line replaces the sweeper's params)."""
-    import math
-
-    counts: dict[str, int] = {}
-    for o in parsed:
-        counts[o.key_or_group] = len(list(o.sweep_string_iterator())) if o.is_sweep_override() else 1
-    return math.prod(counts.values())
 
 
 def _value_text(value: Any) -> str:
@@ -148,24 +138,29 @@ def preflight(config_name: str, argv: Sequence[str] | None = None) -> Checked:
             return Checked()
         multirun = any(a in ("-m", "--multirun") for a in args) or \
             str(OmegaConf.select(cfg, "hydra.mode", default=None, throw_on_resolution_failure=False)) == "MULTIRUN"
-        checked = Checked(_check_composed(cfg, multirun), composed_whole=True)
         if not multirun:
-            return checked
-        groups = set(OmegaConf.to_container(cfg.hydra.runtime.choices, resolve=False))
-        params = (OmegaConf.to_container(cfg.hydra.sweeper, resolve=False) or {}).get("params") or {}
+            return Checked(_check_composed(cfg, multirun), composed_whole=True)
+        from camdf.pipeline.sweeps import job_count  # a sweep's only: a single run does not import it
+
+        params = [f"{k}={v}" for k, v in ((OmegaConf.to_container(cfg.hydra.sweeper, resolve=False) or {})
+                                          .get("params") or {}).items()]
         try:
-            swept = parser.parse_overrides([f"{k}={v}" for k, v in params.items()])
+            n_jobs = job_count([*params, *overrides])  # the command line after the sweeper's params, as in Hydra
+        except Exception:  # noqa: BLE001  Hydra's sweeper names it
+            n_jobs = 1
+        checked = Checked(_check_composed(cfg, multirun, n_jobs), composed_whole=True)
+        groups = set(OmegaConf.to_container(cfg.hydra.runtime.choices, resolve=False))
+        try:
+            swept = parser.parse_overrides(params)
             variants = _sweep_variants(parsed, groups)[1:] + [first + v for v in _sweep_variants(swept, groups)[1:]]
         except Exception:  # noqa: BLE001  Hydra's sweeper names it
-            swept, variants = [], []
-        check_local_fanout(_get(resolved_now(as_hydra_runs(cfg, multirun)), "hydra.launcher"),
-                           _count_jobs([*swept, *parsed]))
+            variants = []
         for variant in variants:
             try:
                 later = _compose(config_name, variant)
             except Exception:  # noqa: BLE001  that job's own composition fails and says why
                 continue
-            _check_composed(later, multirun)
+            _check_composed(later, multirun, n_jobs)
         return checked
     except ConfigError as err:  # a gate's or a bound's (camdf.pipeline.checks.bounds)
         from camdf.common.uri import safe_uri

@@ -13,7 +13,6 @@ which runs count.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
@@ -72,16 +71,16 @@ def anchor_hints(runs: pd.DataFrame, main: dict) -> list[str]:
     return hints
 
 
-def sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...], **fixed: Any) -> pd.DataFrame:
+def sweep(runs: pd.DataFrame, main: dict, vary: tuple[str, ...]) -> pd.DataFrame:
     """FINISHED runs of a sweep over the params ``vary``, every other param at the main cell.
 
-    ``runs``: the cells of the sweep's experiments (:data:`SWEEPS`); ``fixed`` overrides main-cell params.
-    Rows come oldest first, one per cell key (see :func:`~camdf.reporting.store.select`).
+    ``runs``: the cells of the sweep's experiments (:data:`SWEEPS`). Rows come oldest first, one per cell key
+    (see :func:`~camdf.reporting.store.select`).
     """
     p = main_params(main)
     for key in vary:
         p.pop(key)
-    return select(runs, **{**p, **fixed})
+    return select(runs, **p)
 
 
 def _latest(sel: pd.DataFrame, by: str | list[str]) -> pd.DataFrame:

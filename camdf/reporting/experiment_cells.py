@@ -35,10 +35,8 @@ def experiment_frame(runs: pd.DataFrame, keyed: dict[str, dict[str, Any]]) -> pd
         return runs.iloc[0:0]
     sel = runs[runs["t:cell_key"].isin(keyed)].sort_values("start", kind="stable")
     sel = sel.drop_duplicates("t:cell_key", keep="last")
-    swept = list(dict.fromkeys(k for values in keyed.values() for k in values))
-    out = sel.assign(**{k: [keyed[key].get(k) for key in sel["t:cell_key"]] for k in swept})
-    out.attrs["swept"] = swept
-    return out
+    swept = dict.fromkeys(k for values in keyed.values() for k in values)
+    return sel.assign(**{k: [keyed[key].get(k) for key in sel["t:cell_key"]] for k in swept})
 
 
 #: The experiments whose cells each named sweep of :class:`camdf.reporting.evidence.Evidence` slices (the paper's

@@ -136,12 +136,12 @@ def lambda_curves(cells: pd.DataFrame) -> dict[str, list[tuple[int, float]]]:
     if len(groups) > MAX_FACETS:
         return {}
     methods = sorted(c[2:-len("/payoff_mean")] for c in cells if c.startswith("m:") and c.endswith("/payoff_mean"))
+    columns = {m: mkey(m, "payoff_mean") for m in methods}
+    columns |= {f"{REFERENCE}_ci_{end}": mkey(REFERENCE, f"payoff_ci_{end}") for end in ("low", "high")}
     series: dict[str, list[tuple[int, float]]] = {}
     for values, group in groups:
         values = values if isinstance(values, tuple) else (values,)
         facet = " ".join(f"{k[2:]} {v}" for k, v in zip(keys, values)) or "all"
-        columns = {m: mkey(m, "payoff_mean") for m in methods}
-        columns |= {f"{REFERENCE}_ci_{end}": mkey(REFERENCE, f"payoff_ci_{end}") for end in ("low", "high")}
         for name, column in columns.items():
             if column in group:
                 points = sorted((int(st), float(v)) for st, v in zip(group["step"], group[column]) if pd.notna(v))

@@ -178,9 +178,11 @@ class Judge:
             self._cache[ckey] = dict(zip(seeds, zip(lo[:, 0], hi[:, 0])))
         return self._cache[ckey]
 
-    def seed_ci(self, key: tuple, per_task: np.ndarray, n_resamples: int, seed: int) -> tuple[float, float]:
-        """The bootstrap CI of ``per_task``'s mean under ``seed`` (every stability seed drawn at once, cached
-        under ``key``: the comparison it belongs to)."""
+    def seed_ci(self, run: pd.Series, key: tuple, per_task: np.ndarray) -> tuple[float, float]:
+        """The bootstrap CI of ``per_task``'s mean, drawn as ``run`` draws its CIs (its resamples) with this judge's
+        seed, else the run's (every stability seed drawn at once, cached under ``key``: the comparison)."""
+        n_resamples = int(float(run.get("p:stats.n_resamples", 2000)))
+        seed = int(float(run.get("p:seed", 0))) if self.seed is None else self.seed
         seeds = STABILITY_SEEDS if seed in STABILITY_SEEDS else (seed,)
         lo, hi = self._seed_cis(key, per_task, n_resamples, seeds)[seed]
         return float(lo), float(hi)
@@ -200,14 +202,12 @@ class Judge:
         if diffs is None and logged is None:
             raise LookupError(f"no logged or computable difference {a} - {b} in run {run_a['run_id']}")
         per_task, per_fit = diffs if diffs is not None else (None, None)
-        n_resamples = int(float(run_a.get("p:stats.n_resamples", 2000)))
         if logged is not None and self.seed is None:
             mean, lo, hi = logged
         else:
             if per_task is None:  # re-drawing needs the per-task differences: keep the logged CI
                 return Comparison(*logged)
-            seed = int(float(run_a.get("p:seed", 0))) if self.seed is None else self.seed
-            lo, hi = self.seed_ci((run_a["run_id"], a, run_b["run_id"], b, column), per_task, n_resamples, seed)
+            lo, hi = self.seed_ci(run_a, (run_a["run_id"], a, run_b["run_id"], b, column), per_task)
             mean = float(per_task.mean()) if logged is None else logged[0]
         return Comparison(float(mean), float(lo), float(hi), per_task, per_fit)
 

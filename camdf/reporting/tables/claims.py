@@ -327,9 +327,7 @@ def cv_kinds(evidence: Evidence, run: pd.Series, judge: Judge) -> tuple[Comparis
     if picked is None:
         return None
     per_task, per_fit, picks = picked
-    seed = int(float(run.get("p:seed", 0))) if judge.seed is None else judge.seed
-    n_resamples = int(float(run.get("p:stats.n_resamples", 2000)))
-    lo, hi = judge.seed_ci((run["run_id"], "cv_kinds"), per_task, n_resamples, seed)
+    lo, hi = judge.seed_ci(run, (run["run_id"], "cv_kinds"), per_task)
     return Comparison(float(per_task.mean()), lo, hi, per_task, per_fit), picks
 
 

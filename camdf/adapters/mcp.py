@@ -63,24 +63,22 @@ from camdf.runtime.search import check_max_results, search_tools
 from camdf.runtime.toolset import Choice, FailOpenWarning, ToolChooser, search_deferred
 from camdf.runtime.tooltext import describe_tool
 
+
+def _text_tool(name: str, description: str, argument: str, about: str) -> types.Tool:
+    """A meta-tool of one required string argument."""
+    return types.Tool(name=name, description=description, input_schema={
+        "type": "object", "properties": {argument: {"type": "string", "description": about}}, "required": [argument]})
+
+
 #: The meta-tool that sets the task.
 SELECT_TOOL = "select_tools"
-_SELECT = types.Tool(
-    name=SELECT_TOOL,
-    description=("Set the task you are working on; the tools for it are then listed (tools/list). Call it first, "
-                 "with the user's request as `task`, and again when the task changes."),
-    input_schema={"type": "object", "properties": {"task": {"type": "string", "description": "the task, in words"}},
-                  "required": ["task"]},
-)
+_SELECT = _text_tool(SELECT_TOOL, "Set the task you are working on; the tools for it are then listed (tools/list). "
+                     "Call it first, with the user's request as `task`, and again when the task changes.",
+                     "task", "the task, in words")
 #: The meta-tool that searches the tools a deferring policy did not preload.
 SEARCH_TOOL = "search_tools"
-_SEARCH = types.Tool(
-    name=SEARCH_TOOL,
-    description=("Find more tools for the current task: say what you need to do; the best matching tools are "
-                 "then listed too (tools/list)."),
-    input_schema={"type": "object", "properties": {"query": {"type": "string", "description": "what you need"}},
-                  "required": ["query"]},
-)
+_SEARCH = _text_tool(SEARCH_TOOL, "Find more tools for the current task: say what you need to do; the best matching "
+                     "tools are then listed too (tools/list).", "query", "what you need")
 #: The 2026-07-28 meta-tool that forwards a call of any upstream tool.
 CALL_TOOL = "call_tool"
 #: Claude Code's per-tool "load this up front" mark (``_meta``), on the preload and the meta-tools.

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from camdf.cli.fit import add_fit_command
-from camdf.cli.options import flag_lam, parse_dial, policy_options
+from camdf.cli.options import command, flag_lam, parse_dial, policy_options
 from camdf.cli.preload import add_preload_command
 from camdf.cli.serve import add_serve_command
 from camdf.common.markdown import markdown_table
@@ -91,7 +91,9 @@ def _alias(name: str, text: str) -> tuple[str, float]:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    """Read a JSON request (or a list of them), write the selection(s) as JSON."""
+    """Read a request (a JSON object with `tools` (OpenAI function tools or MCP tool descriptions) and `scores`, or a
+    `query` for the built-in bm25 ranker; optional `costs`, `lam`, the rule's dials), or a list of them, and
+    print the selection(s) as JSON: `depth`, `exposed`, `ranked` and the exposed `tools`."""
     from camdf.runtime import load_policy
     from camdf.runtime.jsonio import parse_json
 
@@ -121,7 +123,9 @@ def cmd_select(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Write the policy of a model URI or folder as a self-contained folder (camdf.runtime.export)."""
+    """Write the policy of POLICY_URI (runs:/..., models:/..., a model folder) into DIR: policy.json, LightGBM boosters
+    as text, manifest.json with the SHA-256 of each file. camdf.runtime.load_policy(DIR) reads it without
+    MLflow; nothing in it is unpickled."""
     from camdf.runtime import load_policy
     from camdf.runtime.export import export_policy
 
@@ -155,7 +159,9 @@ def _scorer(spec: str | None):
 
 
 def cmd_mcp_proxy(args: argparse.Namespace) -> int:
-    """Serve the MCP proxy over stdio (camdf.adapters.mcp) until the client closes it."""
+    """Serve an MCP proxy over stdio in front of the upstream servers. A 2026-07-28 client gets a fixed tools/list
+    (search_tools, call_tool and the preload); an older client calls the select_tools meta-tool with the task,
+    then tools/list answers the policy's selection (docs/harness.md)."""
     try:
         import anyio
 
@@ -261,12 +267,7 @@ def _data_commands(sub) -> None:
 
 
 def _select_command(sub) -> None:
-    select = sub.add_parser(
-        "select", help="expose a prefix of a ranked tool list with a fitted policy",
-        description="Read a request (a JSON object with `tools` (OpenAI function tools or MCP tool "
-                    "descriptions) and `scores`, or a `query` for the built-in bm25 ranker; optional `costs`, "
-                    "`lam`, the rule's dials), or a list of them, and print the selection(s) as JSON: `depth`, "
-                    "`exposed`, `ranked` and the exposed `tools`.")
+    select = command(sub, "select", cmd_select, help="expose a prefix of a ranked tool list with a fitted policy")
     policy_options(
         select,
         policy="MLflow model URI (runs:/..., models:/...) or model folder (default: the package's default policy, "
@@ -280,27 +281,18 @@ def _select_command(sub) -> None:
     for spec in dial_specs().values():  # --<dial> VALUE, an alias of --dial <dial>=VALUE, for every registered dial
         select.add_argument(f"--{spec.name}", dest="dial", action="append", metavar="VALUE",
                             type=partial(_alias, spec.name), help=f"--dial {spec.name}=VALUE ({spec.describe()})")
-    select.set_defaults(func=cmd_select)
 
 
 def _export_command(sub) -> None:
-    export = sub.add_parser(
-        "export", help="write a fitted policy as a self-contained folder (JSON, LightGBM text, manifest)",
-        description="Write the policy of POLICY_URI (runs:/..., models:/..., a model folder) into DIR: policy.json, "
-                    "LightGBM boosters as text, manifest.json with the SHA-256 of each file. "
-                    "camdf.runtime.load_policy(DIR) reads it without MLflow; nothing in it is unpickled.")
+    export = command(sub, "export", cmd_export,
+                     help="write a fitted policy as a self-contained folder (JSON, LightGBM text, manifest)")
     export.add_argument("policy", metavar="POLICY_URI", help="MLflow model URI or model folder")
     export.add_argument("dir", metavar="DIR", help="the folder to create (must not exist, or be empty)")
-    export.set_defaults(func=cmd_export)
 
 
 def _proxy_command(sub) -> None:
-    proxy = sub.add_parser(
-        "mcp-proxy", help="an MCP server (stdio) listing only the tools the policy exposes for the task",
-        description="Serve an MCP proxy over stdio in front of the upstream servers. A 2026-07-28 client gets a "
-                    "fixed tools/list (search_tools, call_tool and the preload); an older client calls the "
-                    "select_tools meta-tool with the task, then tools/list answers the policy's selection "
-                    "(docs/harness.md).")
+    proxy = command(sub, "mcp-proxy", cmd_mcp_proxy,
+                    help="an MCP server (stdio) listing only the tools the policy exposes for the task")
     proxy.add_argument("--upstream", action="append", metavar="CMD_OR_URL",
                        help="an upstream MCP server: a command line (stdio) or an http(s):// URL (repeatable)")
     policy_options(proxy, policy="model URI or folder (default: the package's default policy)",
@@ -324,7 +316,6 @@ def _proxy_command(sub) -> None:
                        help="tools one search_tools call exposes (a handshake-era client, a policy that defers)")
     proxy.add_argument("--preload", type=_names, default=[], metavar="NAMES", help="tools listed from the start")
     proxy.add_argument("--search-max", type=int, default=None, metavar="N", help="at most N tools a search")
-    proxy.set_defaults(func=cmd_mcp_proxy)
 
 
 def _results_commands(sub) -> None:

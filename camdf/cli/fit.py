@@ -13,7 +13,10 @@ from pathlib import Path
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    """Read ``--tools`` and ``--tasks``, fit, print the comparison, export to ``--out``."""
+    """Rank every task's tools with the built-in bm25 ranker over your catalog, price each tool by its schema tokens,
+    fit the candidate rule(s) and compare them out of fold with the base policy on your tasks (payoff = success
+    - tokens / task value); export the better one to --out with the comparison in its manifest (docs/harness.md,
+    `camdf fit`)."""
     from camdf.runtime.fit_compare import comparison_lines
     from camdf.runtime.fit_inputs import read_tasks, read_tools
     from camdf.runtime.fitting import PolicyFitter
@@ -59,18 +62,12 @@ def _positive_float(text: str) -> float:
 
 def add_fit_command(sub) -> None:
     """The ``fit`` subcommand and its options."""
+    from camdf.cli.options import catalog_options, command
     from camdf.costs.units import DEFAULT_TASK_VALUE
 
-    fit = sub.add_parser(
-        "fit", help="fit a policy on your own tools and logged tasks (kept only if it beats the base out of fold)",
-        description="Rank every task's tools with the built-in bm25 ranker over your catalog, price each tool by "
-                    "its schema tokens, fit the candidate rule(s) and compare them out of fold with the base "
-                    "policy on your tasks (payoff = success - tokens / task value); export the better one to "
-                    "--out with the comparison in its manifest (docs/harness.md, `camdf fit`).")
-    fit.add_argument("--tools", required=True, help="your tools: an MCP tools/list result ({\"tools\": [...]}) or a "
-                                                    "JSON list of OpenAI function tools")
-    fit.add_argument("--tasks", required=True, help="JSONL, one logged task a line: "
-                                                    "{\"query\": \"...\", \"tools_used\": [\"name\", ...]}")
+    fit = command(sub, "fit", cmd_fit,
+                  help="fit a policy on your own tools and logged tasks (kept only if it beats the base out of fold)")
+    catalog_options(fit, tasks_required=True, tasks_use="what a policy is fitted on and judged by")
     fit.add_argument("--out", required=True, help="the policy folder to create (must not exist, or be empty)")
     fit.add_argument("--task-value", type=_positive_float, default=DEFAULT_TASK_VALUE,
                      help=f"tokens of tool definitions one solved task is worth (lambda = 1 / task value; "
@@ -84,4 +81,3 @@ def add_fit_command(sub) -> None:
                      help="ranked tools kept per task, and per request when deciding (default 50)")
     fit.add_argument("--folds", type=_positive_int, default=5, help="inner folds of the comparison (default 5)")
     fit.add_argument("--seed", type=int, default=0, help="seeds the folds, the rules and the bootstrap (default 0)")
-    fit.set_defaults(func=cmd_fit)

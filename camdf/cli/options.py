@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 
 
 def parse_dial(text: str) -> tuple[str, float]:
@@ -41,3 +42,24 @@ def policy_options(cmd: argparse.ArgumentParser, policy: str, lam: str, dial_hel
                           "(the default policy's default: 5,000): lambda = 1 / TOKENS (give it or --lam)")
     if dial_help is not None:  # None: a command without run-time dials
         cmd.add_argument("--dial", type=parse_dial, action="append", metavar="NAME=VALUE", help=dial_help)
+
+
+#: What ``--tools`` reads (``camdf fit``, ``camdf preload``).
+TOOLS_HELP = ("your tools: an MCP tools/list result ({\"tools\": [...]}) or a list of tools (OpenAI, MCP or Anthropic "
+              "shape)")
+#: One logged task, a line of the ``--tasks`` JSONL.
+TASK_LINE = "{\"query\": \"...\", \"tools_used\": [\"name\", ...]}"
+
+
+def catalog_options(cmd: argparse.ArgumentParser, tasks_required: bool, tasks_use: str) -> None:
+    """``--tools`` (required) and ``--tasks`` (the logged tasks, ``tasks_use`` saying what they are read for)."""
+    cmd.add_argument("--tools", required=True, help=TOOLS_HELP)
+    cmd.add_argument("--tasks", required=tasks_required, default=None,
+                     help=f"JSONL of logged tasks, one a line ({TASK_LINE}): {tasks_use}")
+
+
+def command(sub, name: str, func, help: str) -> argparse.ArgumentParser:
+    """The subcommand ``name`` running ``func``; ``func``'s docstring is what ``camdf NAME --help`` describes."""
+    cmd = sub.add_parser(name, help=help, description=inspect.cleandoc(func.__doc__ or ""))
+    cmd.set_defaults(func=func)
+    return cmd

@@ -29,7 +29,8 @@ def _queries(path: str) -> list[str]:
 
 
 def cmd_preload(args: argparse.Namespace) -> int:
-    """Fit the preload set and print it in the format asked for."""
+    """Fit the preload set of a catalog (preload a tool iff the share of tasks needing it is at least its tokens / (a
+    search round's tokens + its tokens)) and print it in a harness's own setting (docs/harness.md)."""
     from camdf.cli.options import flag_lam
     from camdf.runtime.fit_inputs import read_tasks, read_tools
     from camdf.adapters.harness_config import render
@@ -64,18 +65,12 @@ def cmd_preload(args: argparse.Namespace) -> int:
 def add_preload_command(sub) -> None:
     """The ``preload`` subcommand and its options."""
     from camdf.adapters.harness_config import FORMATS
-    from camdf.cli.options import policy_options
+    from camdf.cli.options import catalog_options, command, policy_options
     from camdf.runtime.preload import SEARCH_COST
 
-    cmd = sub.add_parser(
-        "preload", help="the tools to load up front when the rest are one search away, as a harness's setting",
-        description="Fit the preload set of a catalog (preload a tool iff the share of tasks needing it is at "
-                    "least its tokens / (a search round's tokens + its tokens)) and print it in a harness's own "
-                    "setting (docs/harness.md).")
-    cmd.add_argument("--tools", required=True, help="your tools: an MCP tools/list result ({\"tools\": [...]}) or a "
-                                                    "list of tools (OpenAI, MCP or Anthropic shape)")
-    cmd.add_argument("--tasks", default=None, help="JSONL of logged tasks, {\"query\": ..., \"tools_used\": [...]} a "
-                                                   "line: the share of tasks that used each tool")
+    cmd = command(sub, "preload", cmd_preload,
+                  help="the tools to load up front when the rest are one search away, as a harness's setting")
+    catalog_options(cmd, tasks_required=False, tasks_use="the share of tasks that used each tool")
     cmd.add_argument("--queries", default=None, help="sample requests, one a line: the share the policy exposes "
                                                      "each tool for")
     cmd.add_argument("--format", choices=FORMATS, default="json", help="what to print (default json)")
@@ -86,4 +81,3 @@ def add_preload_command(sub) -> None:
                      help=f"a search round's price in mean tool definitions (default {SEARCH_COST:g})")
     policy_options(cmd, policy="model URI or folder deciding over --queries (default: the package's default policy)",
                    lam="lambda (default: the policy's)", dial_help=None)
-    cmd.set_defaults(func=cmd_preload)

@@ -30,7 +30,8 @@ def _served_uri(uri: str) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Check the settings, the store and the policy within bounded waits, then become ``mlflow models serve``."""
+    """Check the CAMDF_SERVE_* settings, the tracking store and the policy within bounded waits (one line and exit 2 or
+    1 when one fails), then run `mlflow models serve` on the policy (docs/stopper.md)."""
     from camdf.common.waits import http_waits
     from camdf.runtime import load_policy
     from camdf.runtime.loading import default_tracking_uri
@@ -60,15 +61,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def add_serve_command(sub) -> None:
     """Register ``camdf serve`` on the command line's subparsers."""
+    from camdf.cli.options import command
     from camdf.runtime.loading import CHAMPION_URI
 
-    serve = sub.add_parser(
-        "serve", help="serve the stopper on loopback (mlflow models serve, after bounded checks)",
-        description="Check the CAMDF_SERVE_* settings, the tracking store and the policy within bounded waits "
-                    "(one line and exit 2 or 1 when one fails), then run `mlflow models serve` on the policy "
-                    "(docs/stopper.md).")
+    serve = command(sub, "serve", cmd_serve,
+                    help="serve the stopper on loopback (mlflow models serve, after bounded checks)")
     serve.add_argument("--policy", default=CHAMPION_URI,
                        help=f"an MLflow model URI or model folder (default: {CHAMPION_URI})")
     serve.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: loopback)")
     serve.add_argument("--port", "-p", type=int, default=5001, help="the port (default 5001)")
-    serve.set_defaults(func=cmd_serve)

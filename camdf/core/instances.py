@@ -232,16 +232,18 @@ def sufficient_sets(positions_of_sets: Sequence[Sequence[np.ndarray | None]], N:
     return sets, present
 
 
-def _set_positions(order, rows, cols, names, required, alternatives, N: int):
+def _set_positions(order, rows, cols, codes, uniques, required, alternatives, N: int):
     """G_x as a (T, N) mask over the ranked positions, and each task's sufficient sets' positions (None for a set
-    with a tool off its list), from the rows (task row, position, tool name) of every candidate."""
-    import pandas as pd
-
-    # The position of every (task, tool) a sufficient set names (the last when a tool is listed twice).
-    wanted = {(i, r) for i, tid in enumerate(order) for s in [required.get(tid, ()), *alternatives.get(tid, ())]
-              for r in s}
-    hit = pd.MultiIndex.from_arrays([rows, names]).isin(list(wanted)) if wanted else np.zeros(len(rows), bool)
-    pos = {(int(i), name): int(j) for i, name, j in zip(rows[hit], names[hit], cols[hit])}
+    with a tool off its list), from the rows (task row, position, tool code into ``uniques``) of every candidate."""
+    # The position of every (task, tool) a sufficient set names (the last when a tool is listed twice), matched on
+    # integer keys (task row x number of tools + tool code), not on (row, name) pairs of every candidate.
+    code_of = {name: c for c, name in enumerate(uniques)}
+    U = max(len(uniques), 1)
+    wanted = {i * U + code_of[r] for i, tid in enumerate(order)
+              for s in [required.get(tid, ()), *alternatives.get(tid, ())] for r in s if r in code_of}
+    keys = rows * U + codes
+    hit = np.isin(keys, np.fromiter(wanted, dtype=np.int64, count=len(wanted))) if wanted else np.zeros(len(rows), bool)
+    pos = {(int(i), uniques[c]): int(j) for i, c, j in zip(rows[hit], codes[hit], cols[hit])}
     member = np.zeros((len(order), N), dtype=bool)
     sets_pos: list[list[np.ndarray | None]] = []
     for i, tid in enumerate(order):
@@ -279,35 +281,39 @@ def build_instances(
     """
     import pandas as pd  # imported here: the run-time stopper loads Instances without pandas
 
-    # Column operations over every (task, candidate) row at once (a catalog cell holds ~10^6 of them); only the
-    # sufficient sets, a few tools per task, are walked task by task.
-    order = pd.unique(scores["task_id"])  # keep the caller's task order
+    # Column operations over every (task, candidate) row at once (a catalog cell holds ~10^6 of them): names are
+    # factorized once (codes, first-seen uniques; no Python string per row) and every look-up indexes the uniques by
+    # code; only the sufficient sets, a few tools per task, are walked task by task.
+    task_code, order = pd.factorize(scores["task_id"])  # the caller's task order: first seen
+    order = np.asarray(order, dtype=object)
     T = len(order)
-    row_task = pd.Index(order).get_indexer(scores["task_id"])
-    df = scores.assign(_row=row_task).sort_values(["_row", "rank"], kind="stable")
-    rows = df["_row"].to_numpy(np.int64)
+    by_row = np.lexsort((scores["rank"].to_numpy(), task_code))  # task by task, rank by rank (stable)
+    rows = task_code[by_row].astype(np.int64)
     n = np.bincount(rows, minlength=T).astype(np.int64)
     N = int(n.max()) if T else 0
     cols = np.arange(len(rows)) - np.repeat(np.cumsum(n) - n, n)  # each row's position within its task
-    names = df["tool"].to_numpy(dtype=object)
+    codes, uniques = pd.factorize(scores["tool"].take(by_row))
+    if (task_code < 0).any() or (codes < 0).any():
+        raise ValueError("scores: a candidate row without a task id or a tool name")
+    codes, uniques = codes.astype(np.int64), np.asarray(uniques, dtype=object)  # first seen: by task, by rank
     tools = np.full((T, N), "", dtype=object)
-    tools[rows, cols] = names
+    tools[rows, cols] = uniques[codes]
     sc = np.full((T, N), np.nan)
-    sc[rows, cols] = df["score"].to_numpy(dtype=float)
+    sc[rows, cols] = scores["score"].to_numpy(dtype=float)[by_row]
     cost_of = pd.Series(costs, dtype=float) if not isinstance(costs, pd.Series) else costs.astype(float)
-    unpriced = ~pd.Index(names).isin(cost_of.index)
+    unpriced = ~pd.Index(uniques).isin(cost_of.index)
     if unpriced.any():
-        raise KeyError(names[np.flatnonzero(unpriced)[0]])
+        raise KeyError(uniques[np.flatnonzero(unpriced)[0]])
     cost = np.zeros((T, N))
-    cost[rows, cols] = cost_of.reindex(names).to_numpy(dtype=float)
-    folds = df["fold"].to_numpy()[np.cumsum(n) - n].astype(np.int64)  # each task's first (best-ranked) row
+    cost[rows, cols] = cost_of.reindex(uniques).to_numpy(dtype=float)[codes]
+    folds = scores["fold"].to_numpy()[by_row][np.cumsum(n) - n].astype(np.int64)  # each task's first (best-ranked) row
     ids: dict[str, int] = {name: i for i, name in enumerate(vocab)}
-    for name in pd.unique(names):  # first-seen order, task by task, rank by rank
+    for name in uniques:
         ids.setdefault(name, len(ids))
     tool_ids = np.full((T, N), -1, dtype=np.int64)
-    tool_ids[rows, cols] = pd.Series(names, dtype=object).map(ids).to_numpy(dtype=np.int64)
+    tool_ids[rows, cols] = np.array([ids[name] for name in uniques], dtype=np.int64)[codes]
     vocab = list(ids)
-    member, sets_pos = _set_positions(order, rows, cols, names, required, alternatives or {}, N)
+    member, sets_pos = _set_positions(order, rows, cols, codes, uniques, required, alternatives or {}, N)
     success, partial = curves_from_sets(member, sets_pos, n)
     sets, present = sufficient_sets(sets_pos, N)
     texts = texts or {}

@@ -36,16 +36,12 @@ class CamDFArgmax(StateBooster):
 
     Parameters
     ----------
-    features : sequence of str or None
-        State features (default: all of :data:`camdf.core.features.FEATURES` but ``lam``).
-    tool_identity : bool
-        Add the next tool's identity as a categorical feature.
+    features, tool_identity, inner_folds, random_state
+        As :class:`~camdf.policies.camdf.CamDF`'s (here ``tool_identity`` is off by default).
     base_margin : bool
         Start the booster from the plug-in estimate (False: regress from zero, the ablation).
     grid : sequence of dict
         Candidates for the inner cross-validation (``n_estimators: 0``: no booster).
-    inner_folds : int
-    random_state : int
 
     Attributes
     ----------

@@ -187,10 +187,10 @@ def evaluation_view(frame: pd.DataFrame) -> pd.DataFrame:
         return frame
     first = frame[VIEW].min()
     keep = (frame[VIEW] == frame["fold"]) | ((frame["fold"] == TRAIN_ONLY) & (frame[VIEW] == first))
-    out = frame[keep]
-    position = {tid: i for i, tid in enumerate(pd.unique(frame["task_id"]))}
-    order = np.argsort(out["task_id"].map(position).to_numpy(), kind="stable")  # rank order kept within a task
-    return out.iloc[order][COLUMNS].reset_index(drop=True)
+    position = pd.factorize(frame["task_id"])[0]  # each row's task in first-seen order
+    keep = keep.to_numpy()
+    order = np.flatnonzero(keep)[np.argsort(position[keep], kind="stable")]  # rank order kept within a task
+    return frame[COLUMNS].take(order).reset_index(drop=True)
 
 
 def training_view(frame: pd.DataFrame, fold: int) -> pd.DataFrame:

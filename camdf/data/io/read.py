@@ -319,13 +319,6 @@ def read_domain(
     tasks = _read_tasks(folder / TASKS, declared, acquirable, problems, dropped)
     if problems:
         raise DomainFormatError(problems)
-    domain = Domain(
-        name=dname,
-        source=source,
-        tools=tools,
-        tasks=tasks,
-        acquirable_kinds=acquirable_kinds,
-        never_acquirable=never_acquirable,
-        dropped_required=dict(sorted(dropped.items())),
-    )
+    domain = Domain(name=dname, source=source, tools=tools, tasks=tasks, acquirable_kinds=acquirable_kinds,
+                    never_acquirable=never_acquirable, dropped_required=dict(sorted(dropped.items())))
     return domain

@@ -22,7 +22,7 @@ import importlib.metadata
 import importlib.resources
 import json
 
-from camdf.data.model import Domain, Task, Tool
+from camdf.data.model import TOOL_KINDS, Domain, Task, Tool
 
 PACKAGE = "bfcl-eval"
 CATEGORY = "multi_turn_base"
@@ -115,10 +115,5 @@ def convert_multi_turn(category: str = CATEGORY) -> Domain:
                 meta={"involved_classes": involved, "excluded_function": list(row.get("excluded_function", []))},
             )
         )
-    return Domain(
-        name="bfcl_multi_turn",
-        source=f"{PACKAGE}=={version} (bfcl_eval/data/BFCL_v4_{category}.json)",
-        tools=tools,
-        tasks=tasks,
-        acquirable_kinds=("read", "write", "generic"),
-    )
+    source = f"{PACKAGE}=={version} (bfcl_eval/data/BFCL_v4_{category}.json)"
+    return Domain(name="bfcl_multi_turn", source=source, tools=tools, tasks=tasks, acquirable_kinds=TOOL_KINDS)

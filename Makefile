@@ -21,8 +21,9 @@ PORT ?= 5000
 # The MLflow experiment make ui opens on (tracking.experiment of the stages).
 EXPERIMENT ?= camdf
 # JOBS > 1: make reproduce runs JOBS experiments side by side (the longest first, each computing its cells one
-# at a time, every output line prefixed with its experiment; the train stage and the default policy, which read no
-# cell, are two more items of that queue), so no core idles while a sweep starts or ends;
+# at a time, every output line prefixed with its experiment), so no core idles while a sweep starts or ends; then
+# the tables, the train stage and the default policy side by side (the tables read the cells alone, the other two
+# read no cell, and no .py file they write enters the source fingerprint);
 # one experiment (make reproduce-smoke) runs its cells on JOBS worker processes (conf/hydra/launcher/parallel.yaml).
 # LAUNCHER='hydra/launcher=slurm ...' sends every experiment's cells to another launcher, one experiment at a time.
 CELL_LAUNCHER := $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
@@ -75,16 +76,19 @@ reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folde
 	@$(PY) -m camdf.pipeline.make_lists skipped
 	@set -e; experiments=$(EXPERIMENTS); \
 	if [ -z "$(LAUNCHER)" ] && [ "$(JOBS)" != 1 ]; then \
-	  printf '%s\n' $$experiments train default-policy | PYTHONUNBUFFERED=1 xargs -P $(JOBS) -I{} bash -c 'set -o pipefail; \
-	    { case {} in train) echo "== train stage"; $(PY) -m pipelines.train $(HYDRA_QUIET);; \
-	      default-policy) echo "== default policy"; $(MAKE) --no-print-directory default-policy;; \
-	      *) echo "== experiment {}"; $(PY) -m pipelines.evaluate -m experiment={} $(HYDRA_QUIET);; esac; } 2>&1 \
-	    | sed -u "s/^/[{}] /"'; \
+	  for queue in "$$experiments" "tables train default-policy"; do \
+	    printf '%s\n' $$queue | PYTHONUNBUFFERED=1 xargs -P $(JOBS) -I{} bash -c 'set -o pipefail; \
+	      { case {} in train) echo "== train stage"; $(PY) -m pipelines.train $(HYDRA_QUIET);; \
+	        default-policy) echo "== default policy"; $(MAKE) --no-print-directory default-policy;; \
+	        tables) echo "== tables"; $(MAKE) --no-print-directory tables;; \
+	        *) echo "== experiment {}"; $(PY) -m pipelines.evaluate -m experiment={} $(HYDRA_QUIET);; esac; } 2>&1 \
+	      | sed -u "s/^/[{}] /"'; \
+	  done; \
 	else for exp in $$experiments; do \
 	  echo "== experiment $$exp"; \
 	  $(PY) -m pipelines.evaluate -m experiment=$$exp $(LAUNCHER) $(HYDRA_QUIET); \
-	done; $(PY) -m pipelines.train $(HYDRA_QUIET); $(MAKE) --no-print-directory default-policy; fi
-	@$(MAKE) --no-print-directory tables
+	done; $(PY) -m pipelines.train $(HYDRA_QUIET); $(MAKE) --no-print-directory default-policy; \
+	$(MAKE) --no-print-directory tables; fi
 	@echo "outputs: data/<domain>/, outputs/tables/ (md, csv, tex, png), MLflow store outputs/mlflow.db (make ui)"
 
 default-policy: data ## fit the runtime's default policy on every built-in domain and ship it in the package (camdf/runtime/default_policy/)

@@ -301,6 +301,9 @@ class Evidence:
         MDDs, seed stability); None: the tables read the logged metrics alone.
     experiments : dict of str to DataFrame
         Each experiment's cells by key (:func:`experiment_frame`); read through :meth:`cells`.
+    fold_seeds : dict of int to DataFrame
+        :func:`main_cells` at each other fold seed the store holds (``seed``: the folds, rankers and models of
+        every repeat); read through :meth:`at_fold_seed`.
     judge : Judge
         The comparisons of these cells (:class:`~camdf.reporting.verdicts.Judge` over ``artifacts``).
     """
@@ -318,6 +321,7 @@ class Evidence:
     fallback: pd.DataFrame = field(default_factory=pd.DataFrame)
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
     experiments: dict[str, pd.DataFrame] = field(default_factory=dict)
+    fold_seeds: dict[int, pd.DataFrame] = field(default_factory=dict)
     judge: Judge = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -330,6 +334,11 @@ class Evidence:
         sweep varies; empty when the store holds none of them (or the experiment was not asked for: a
         table lists the experiments it reads in its ``TableSpec``)."""
         return self.experiments.get(experiment, pd.DataFrame())
+
+    def at_fold_seed(self, seed: int) -> "Evidence":
+        """The main cells at fold seed ``seed`` and no other sweep (their cells ran at the main seed alone), with
+        the same artifacts: what a claim that reads the main cells says under other folds."""
+        return Evidence(main=self.fold_seeds[seed], artifacts=self.artifacts)
 
 
 def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifacts | None = None,
@@ -347,6 +356,7 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
         artifacts = CellArtifacts.from_tracker(tracker)
     frames = {name: experiment_frame(runs, keyed) for name, keyed in (cells or {}).items()}
     of = {sweep: cells_of(frames, names) for sweep, names in SWEEPS.items()}
+    seeds = sorted({int(float(s)) for s in of["main"].get("p:seed", ())} - {int(main["seed"])})
     return Evidence(
         main=main_cells(of["main"], main), ablations=ablation_cells(of["ablations"], main),
         grid=grid_cells(of["grid"], main), noise=noise_cells(of["noise"], main),
@@ -354,4 +364,5 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
         domains=domain_cells(of["domains"], main), risk=risk_cells(of["risk"], main),
         artifacts=artifacts, catalog=catalog_cells(of["catalog"], main), fallback=fallback_cells(of["fallback"], main),
         transfer=transfer_cells(of["transfer"], main), experiments=frames,
+        fold_seeds={seed: main_cells(of["main"], {**main, "seed": seed}) for seed in seeds},
     )

@@ -43,7 +43,7 @@ def experiment_frame(runs: pd.DataFrame, keyed: dict[str, dict[str, Any]]) -> pd
 #: tables and claims read them by these names); a cell two experiments share is counted once. The smoke grid
 #: (``make reproduce-smoke``, the README's walkthrough) stands in for the main cell and the grid when asked for.
 SWEEPS: dict[str, tuple[str, ...]] = {
-    "main": ("table2", "table2_group", "smoke"), "ablations": ("a20",), "grid": ("a18", "smoke"), "noise": ("a19",),
+    "main": ("table2", "table2_group", "fold_seeds", "smoke"), "ablations": ("a20",), "grid": ("a18", "smoke"), "noise": ("a19",),
     "rankers": ("a21", "a21_oracle", "smoke"), "label_sources": ("a25", "smoke"), "domains": ("a22", "smoke"),
     "risk": ("a26", "a26_supervised"), "catalog": ("a28", "a28_unseen"), "fallback": ("a29", "a29_catalog"),
     "transfer": ("a30", "a30_in_domain"),

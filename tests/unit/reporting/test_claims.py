@@ -86,3 +86,31 @@ def test_claim_a_counts_the_peers_and_our_rules_as_rivals():
     verdict, stat, c = claim_a(pd.Series(row))
     assert verdict == FAILS and "closest/best rival static_set" in stat
     assert "rivals: 5 deployable methods (3 of the paper's baselines, 2 of ours and the peers)" in stat
+
+
+def test_fold_seeds_give_each_main_cell_claim_its_verdict_under_every_seed():
+    """The main cells re-run at other fold seeds (experiment fold_seeds): a claim that reads them shows its verdict
+    under each seed, and one that flips is marked; claims over cells run at the main seed alone show nothing."""
+    main = _main((0.05, 0.02, 0.08))                       # seed 0: CAM-DF beats full access
+    same = {**_main((0.04, 0.01, 0.07)), "run_id": "s100", "t:cell_key": "s100", "p:seed": "100"}
+    flip = {**_main((0.01, -0.02, 0.04)), "run_id": "s200", "t:cell_key": "s200", "p:seed": "200"}  # CI covers 0
+    grid = [_row("g", MAIN["grid_methods"], {m: (-0.03, -0.04, -0.02) for m in ("predict_threshold", "score_per_cost",
+                                                                             "full")},
+                 {"camdf": 0.3, "predict_threshold": 0.27, "score_per_cost": 0.27, "full": 0.27})]
+    runs = pd.DataFrame([main, same, flip, *grid])
+    evidence = gather(runs, MAIN, cells=by_experiment(table2=[main], fold_seeds=[same, flip], a18=grid))
+    assert sorted(evidence.fold_seeds) == [100, 200]
+    assert list(evidence.at_fold_seed(100).main["run_id"]) == ["s100"] and evidence.at_fold_seed(100).grid.empty
+    frame = claims(evidence, MAIN).frame
+    col = "verdict under other fold seeds"
+    a = frame.loc["a (bm25, kfold folds)", col]
+    assert a == f"{HOLDS} / {HOLDS} / {UNSURE} (seeds 0 / 100 / 200): changes with the seed", a
+    assert frame.loc["b", col] == ""                         # the grid ran at the main seed alone
+    # The main cell's own verdict is the seed-0 one: the other seeds' cells never stand in for it.
+    assert frame.loc["a (bm25, kfold folds)", "verdict"] == HOLDS
+
+
+def test_without_other_fold_seeds_the_column_is_empty():
+    main = _main((0.05, 0.02, 0.08))
+    frame = claims(gather(pd.DataFrame([main]), MAIN, cells=by_experiment(table2=[main])), MAIN).frame
+    assert (frame["verdict under other fold seeds"] == "").all()

@@ -98,6 +98,32 @@ def is_degenerate(run: pd.Series) -> bool:
 DEGENERATE_TEXT = f"{DEGENERATE_HEADROOM:g}"
 
 
+def below_zero_everywhere(run: pd.Series) -> bool:
+    """A cell where every deployable method's mean payoff is below 0 (the oracles aside): each rule there loses to
+    what exposing nothing (and, with a search fallback, not searching either) would pay, which no method of the cell
+    does, so the cell tells no rule from another (the catalog's recovery cells at lambda 0.12). A cell where some
+    rule reaches 0 by abstaining is not one: it shows which rules know to abstain."""
+    from camdf.policies import is_oracle
+    from camdf.reporting.store import methods_of
+
+    payoffs = [run[mkey(m, "payoff_mean")] for m in methods_of(run) if not is_oracle(m)]
+    return bool(payoffs) and max(payoffs) < 0.0
+
+
+def decides_nothing(run: pd.Series) -> bool:
+    """A cell no claim counts: degenerate (:func:`is_degenerate`) or one where every method pays below 0
+    (:func:`below_zero_everywhere`)."""
+    return is_degenerate(run) or below_zero_everywhere(run)
+
+
+def cell_marker(run: pd.Series) -> str:
+    """What a table appends to a cell's label when no claim counts it: `` (degenerate)``, `` (every method pays
+    below 0)``, or nothing."""
+    if is_degenerate(run):
+        return " (degenerate)"
+    return " (every method pays below 0)" if below_zero_everywhere(run) else ""
+
+
 def main_scorers(main: dict) -> list[str]:
     """The ranking sources of the main cell: the main scorer, then ``table2_scorers`` (each once)."""
     return list(dict.fromkeys([main["scorer"], *main.get("table2_scorers", ())]))

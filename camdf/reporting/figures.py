@@ -230,8 +230,10 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
 
     grid = long.pivot(index="lam", columns="d", values="diff").sort_index()
     excl = long.pivot(index="lam", columns="d", values="excludes0").sort_index().fillna(False)
-    degenerate = (long.pivot(index="lam", columns="d", values="degenerate").sort_index().fillna(False)
+    flags = long.assign(nothing=long["below_zero_everywhere"] if "below_zero_everywhere" in long else False)
+    degenerate = (flags.pivot(index="lam", columns="d", values="degenerate").sort_index().fillna(False)
                   if "degenerate" in long else None)
+    nothing = flags.pivot(index="lam", columns="d", values="nothing").sort_index().fillna(False)
     fig, ax = plt.subplots(figsize=(6, 5), dpi=110)
     # The colour scale spans the CIs, not the means: a difference is full colour only as far out as the farthest
     # CI bound, so a grid where no CI excludes 0 is never drawn saturated (the means alone always were).
@@ -249,13 +251,15 @@ def heatmap_png(long: pd.DataFrame, title: str, difference: str | None = None) -
             if pd.notna(v):
                 ax.text(j, i, _cell_text(v, bool(excl.iat[i, j])), ha="center", va="center", fontsize=7,
                         color="white" if abs(v) > 0.6 * lim else "black")
-            if degenerate is not None and bool(degenerate.iat[i, j]):
+            if (degenerate is not None and bool(degenerate.iat[i, j])) or bool(nothing.iat[i, j]):
                 ax.add_patch(matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///",
                                                           edgecolor="0.55", linewidth=0))
     difference = difference or long.attrs.get("difference", "method minus reference")
     fig.colorbar(im, ax=ax, label="payoff difference:\n" + difference.replace(" (", "\n("))
-    title += "\n(\u2020 CI excludes 0" + (f"; hatched: degenerate cell, headroom < {DEGENERATE_HEADROOM:g})"
-                                           if degenerate is not None and degenerate.to_numpy().any() else ")")
+    hatched = [what for what, flag in ((f"degenerate cell, headroom < {DEGENERATE_HEADROOM:g}", degenerate),
+                                       ("every method pays below 0", nothing))
+               if flag is not None and flag.to_numpy().any()]
+    title += "\n(\u2020 CI excludes 0" + (f"; hatched: {' or '.join(hatched)})" if hatched else ")")
     ax.set_title(title, fontsize=9)
     return png_bytes(fig)
 

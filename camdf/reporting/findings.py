@@ -91,7 +91,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
             grids = [("A18 and A24 (identical cell for cell: the tuned score-per-cost threshold picks the same "
                       "prefixes as predict-then-threshold in every cell)", "predict_threshold", grids[0][2])]
         for name, rival, long in grids:
-            live = long[~long.degenerate]
+            live = long[~long.degenerate & ~long.below_zero_everywhere]
             n_above, n_below = int((live.lo > 0).sum()), int((live.hi < 0).sum())
             out.append(f"{name}: over the {len(live)} non-degenerate lambda x d cells (of {len(long)}), CAM-DF minus "
                        f"{rival} has a CI above 0 in {n_above} {_cells(n_above)} and below 0 in {n_below}.")

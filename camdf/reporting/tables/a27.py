@@ -7,7 +7,7 @@ import pandas as pd
 
 from camdf.common.markdown import signed
 from camdf.policies import CARDS
-from camdf.reporting.evidence import Evidence, is_degenerate
+from camdf.reporting.evidence import Evidence, cell_marker, is_degenerate, below_zero_everywhere
 from camdf.reporting.figures import heatmap_png, payoff_vs_tools_png
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
@@ -46,7 +46,7 @@ def kinds_row(run: pd.Series) -> dict | None:
 
 def _label(run: pd.Series, suffix: str = "") -> str:
     """A row's cell name, marked when the cell is degenerate (no stopping rule can gain much there)."""
-    return f"{run['p:domain.name']}/{run['p:scorer.label']}{suffix}" + (" (degenerate)" if is_degenerate(run) else "")
+    return f"{run['p:domain.name']}/{run['p:scorer.label']}{suffix}" + cell_marker(run)
 
 
 def a27(evidence: Evidence, main: dict) -> list[Report | Figure]:
@@ -98,8 +98,9 @@ def a27(evidence: Evidence, main: dict) -> list[Report | Figure]:
         sel = grid[grid[DIFF].notna()]
         long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "diff": sel[DIFF], "lo": sel[DIFF + "_ci_low"],
                              "hi": sel[DIFF + "_ci_high"],
-                             "degenerate": [is_degenerate(r) for _, r in sel.iterrows()]})
-        long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate
+                             "degenerate": [is_degenerate(r) for _, r in sel.iterrows()],
+                             "below_zero_everywhere": [below_zero_everywhere(r) and not is_degenerate(r) for _, r in sel.iterrows()]})
+        long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate & ~long.below_zero_everywhere
         out.append(Figure("a27_heatmap.png", heatmap_png(
             long, f"A27: {main['domain']} lambda x d grid, best set rule minus best prefix rule",
             "best set rule minus best prefix rule (> 0 favours a set)")))

@@ -13,7 +13,7 @@ import pandas as pd
 
 from camdf.common.markdown import signed
 from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_oracle
-from camdf.reporting.evidence import Evidence, is_degenerate
+from camdf.reporting.evidence import Evidence, cell_marker
 from camdf.reporting.figures import log_x_panels_png
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
@@ -94,7 +94,7 @@ def _row(judge: Judge, run: pd.Series) -> dict:
 
 def _label(run: pd.Series) -> str:
     label = f"{protocol_label(run['protocol'])} / {run['p:scorer.label']} / N={run['top_n']}"
-    return label + (" (degenerate)" if is_degenerate(run) else "")
+    return label + cell_marker(run)
 
 
 def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:

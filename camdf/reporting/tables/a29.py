@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.policies import FULL_ACCESS, NO_TOOLS, is_oracle
-from camdf.reporting.evidence import Evidence, cuts_to_top_n, is_degenerate
+from camdf.reporting.evidence import Evidence, cell_marker, cuts_to_top_n
 from camdf.reporting.figures import log_x_panels_png, method_style
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import Figure, TableSpec
@@ -60,7 +60,7 @@ def _label(run: pd.Series, with_domain: bool = False) -> str:
         label += f" / noise {run['search_noise']:g}"
     if not run["aware"]:
         label += " / unaware"
-    return label + (" (degenerate)" if is_degenerate(run) else "")
+    return label + cell_marker(run)
 
 
 def _where(cells: pd.DataFrame) -> str:

@@ -16,7 +16,7 @@ import pandas as pd
 from camdf.common.markdown import signed
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_oracle
-from camdf.reporting.evidence import Evidence, is_degenerate
+from camdf.reporting.evidence import Evidence, cell_marker
 from camdf.reporting.figures import interval_panels_png, method_style
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
@@ -105,7 +105,7 @@ def _rows(judge: Judge, domain: str, out_run: pd.Series, in_run: pd.Series | Non
                                                           f"({reason(c)})")
                 row["MDD"] = c.mdd
         label = f"{m} (transferred)" + (" [best transferred baseline]" if m == rival else "")
-        rows[(domain + (" (degenerate)" if is_degenerate(out_run) else ""), label)] = row
+        rows[(domain + cell_marker(out_run), label)] = row
     if best is not None:
         rows[(domain, f"{best} (in-domain champion)")] = {
             "payoff (95% CI)": ci_text(ceiling, _g(in_run, best, "payoff_ci_low"), _g(in_run, best, "payoff_ci_high")),

@@ -24,7 +24,7 @@ from camdf.evaluation.fits import paired_differences
 from camdf.evaluation.picks import pick_counts, picked_outcomes
 from camdf.evaluation.summary import deployable_kinds
 from camdf.policies import CARDS, FULL_ACCESS, REFERENCE, in_camdf_family, is_oracle
-from camdf.reporting.evidence import Evidence, is_degenerate, main_scorers
+from camdf.reporting.evidence import Evidence, below_zero_everywhere, decides_nothing, is_degenerate, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.a19 import noise_drops
@@ -165,7 +165,7 @@ def rows_a(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
 
 
 def _live(cells: pd.DataFrame) -> pd.DataFrame:
-    return cells[[not is_degenerate(r) for _, r in cells.iterrows()]]
+    return cells[[not decides_nothing(r) for _, r in cells.iterrows()]]
 
 
 def rows_b(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
@@ -194,7 +194,7 @@ def rows_c(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     ranked = [r for _, r in evidence.rankers.iterrows()]
     if not evidence.grid.empty:  # every lambda x d cell, not the main lambda's alone
         ranked += [r for _, r in evidence.grid.iterrows()]
-    ranked = [r for r in ranked if not is_degenerate(r) and mkey("predict_threshold", "diff_vs_ref") in r
+    ranked = [r for r in ranked if not decides_nothing(r) and mkey("predict_threshold", "diff_vs_ref") in r
               and pd.notna(r[mkey("predict_threshold", "diff_vs_ref")])]
     if not ranked:
         return []
@@ -399,20 +399,30 @@ def _domains(cells: pd.DataFrame) -> str:
     return ", ".join(dict.fromkeys(cells["p:domain.name"]))
 
 
+def _left_out(cells: pd.DataFrame) -> str:
+    """How many of ``cells`` no claim counts, by why (empty when none): `` (left out: 6 where every method pays below
+    0, 1 degenerate)``."""
+    below = sum(below_zero_everywhere(r) and not is_degenerate(r) for _, r in cells.iterrows())
+    degenerate = sum(is_degenerate(r) for _, r in cells.iterrows())
+    parts = [f"{below} where every method pays below 0"] * bool(below) + [f"{degenerate} degenerate"] * bool(degenerate)
+    return f" (left out: {', '.join(parts)})" if parts else ""
+
+
 def rows_i(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     """(i), ours: at catalog scale (A28) the best rule of either kind beats the best tuned baseline; no cells, no row."""
     from camdf.reporting.tables.a28 import ours_vs_baseline
 
     cells = evidence.catalog
-    live = [r for _, r in cells.iterrows() if not is_degenerate(r)] if not cells.empty else []
+    live = [r for _, r in cells.iterrows() if not decides_nothing(r)] if not cells.empty else []
     comps = [c for *_, c in (p for p in (ours_vs_baseline(judge, r) for r in live) if p is not None)]
     if not comps:
         return []
     ns = sorted({int(r["top_n"]) for r in live})
     return [_across_cells("i", "at catalog scale the best rule of either kind beats the best tuned baseline (ours, A28)",
-                          f"{_domains(cells)}: {len(comps)} cells (N = {', '.join(map(str, ns))}; "
+                          f"{_domains(pd.DataFrame(live))}: {len(comps)} cells (N = {', '.join(map(str, ns))}; "
                           f"{', '.join(sorted(set(cells['protocol'])))}; "
-                          f"{', '.join(sorted(set(cells['p:scorer.label'])))})", comps, "ours", "the baseline")]
+                          f"{', '.join(sorted(set(cells['p:scorer.label'])))}){_left_out(cells)}", comps, "ours",
+                          "the baseline")]
 
 
 def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
@@ -423,15 +433,17 @@ def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     if cells.empty:
         return []
     live = [r for _, r in cells.iterrows()
-            if not is_degenerate(r) and r["aware"] and np.isfinite(r["search_cost"])]
+            if not decides_nothing(r) and r["aware"] and np.isfinite(r["search_cost"])]
     comps = [c for c in (preload_vs_defer(judge, r) for r in live) if c is not None]
     if not comps:
         return []
     costs = sorted({float(r["search_cost"]) for r in live})
     ks = sorted({int(r["search_k"]) for r in live})
     return [_across_cells("j", "choosing what to preload beats deferring everything to search (ours, A29)",
-                          f"{_domains(cells)}: {len(comps)} cells (search price {', '.join(f'{c:g}' for c in costs)}"
-                          f"; k {', '.join(map(str, ks))}; {', '.join(sorted(set(r['p:scorer.label'] for r in live)))})",
+                          f"{_domains(pd.DataFrame(live))}: {len(comps)} cells (search price "
+                          f"{', '.join(f'{c:g}' for c in costs)}"
+                          f"; k {', '.join(map(str, ks))}; {', '.join(sorted(set(r['p:scorer.label'] for r in live)))})"
+                          f"{_left_out(cells[cells['aware'] & np.isfinite(cells['search_cost'])])}",
                           comps, SUBJECT_PRELOAD, "defer-everything")]
 
 
@@ -440,14 +452,14 @@ def rows_k(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     from camdf.reporting.tables.a30 import SUBJECT_TRANSFER, pairs, transfer_vs_baseline
 
     cells = [(d, r) for d, r, _ in pairs(evidence.transfer)] if not evidence.transfer.empty else []
-    live = [(d, r) for d, r in cells if not is_degenerate(r)]
+    live = [(d, r) for d, r in cells if not decides_nothing(r)]
     found = [(d, p) for d, p in ((d, transfer_vs_baseline(judge, r)) for d, r in live) if p is not None]
     if not found:
         return []
     row = _across_cells(
         "k", "a policy fitted on other domains beats every transferred baseline on an unseen one (ours, A30)",
-        f"{len(found)} left-out domains ({', '.join(d for d, _ in found)}; degenerate left out: "
-        f"{', '.join(d for d, r in cells if is_degenerate(r)) or 'none'})",
+        f"{len(found)} left-out domains ({', '.join(d for d, _ in found)}; left out (degenerate, or every method below 0): "
+        f"{', '.join(d for d, r in cells if decides_nothing(r)) or 'none'})",
         [c for _, (_, c) in found], SUBJECT_TRANSFER, "the best transferred baseline")
     each = "; ".join(f"{d}: minus {b} {_ci(c)}" for d, (b, c) in found)
     return [replace(row, statistic=f"{row.statistic}. {each}")]
@@ -526,7 +538,11 @@ def claims(evidence: Evidence, main: dict) -> Report:
             "difference is at least the MDD. Verdict stability: the share of "
             f"{len(STABILITY_SEEDS)} bootstrap seeds ({STABILITY_SEEDS[0]}-{STABILITY_SEEDS[-1]}; every CI the row "
             f"reads re-drawn with the seed) giving the reported verdict; knife-edge: stability below {KNIFE_EDGE:.0%} "
-            "(rows that read no bootstrap CI, d and e, are stable by construction). Verdict under other fold seeds: "
+            "(rows that read no bootstrap CI, d and e, are stable by construction). Non-degenerate: a cell counts "
+            "toward a claim unless it is degenerate (headroom best prefix - max(full, none) below the threshold) or every "
+            "deployable method pays below 0 there (each loses to exposing nothing, which none of them does, so the cell "
+            "tells no rule from another); both kinds are marked in every table that shows them. Verdict under other "
+            "fold seeds: "
             "the verdict with the main cells re-run from scratch at other seeds (folds, rankers and models of every "
             "repeat drawn anew; experiment fold_seeds), for the rows that read the main cells alone; empty for rows "
             "whose cells ran at the main seed only.")

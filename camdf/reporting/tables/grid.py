@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
-from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence
+from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence, below_zero_everywhere
 from camdf.reporting.figures import heatmap_png
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import Figure, TableSpec
@@ -18,7 +18,8 @@ from camdf.reporting.store import mkey
 SUBJECT_A18 = "predict_threshold"
 
 def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
-    """One row per grid cell: CAM-DF minus ``rival`` (``diff``, ``lo``, ``hi``), ``degenerate``, ``excludes0``.
+    """One row per grid cell: CAM-DF minus ``rival`` (``diff``, ``lo``, ``hi``), ``degenerate``, ``below_zero_everywhere`` (no
+    deployable method above 0 in a cell that is not degenerate), ``excludes0``.
 
     Also ``headroom``, CAM-DF's repeat range (``camdf_range``) and whether the rival's payoff equals
     predict-then-threshold's (``same_as``); ``cells`` is :attr:`camdf.reporting.evidence.Evidence.grid`.
@@ -36,9 +37,16 @@ def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
                          "same_as": (sel[mkey(rival, "payoff_mean")]
                                      - sel[mkey("predict_threshold", "payoff_mean")]).abs()
                          .lt(1e-9).to_numpy() if mkey("predict_threshold", "payoff_mean") in sel else False})
-    long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate
+    long["below_zero_everywhere"] = [below_zero_everywhere(r) and not d for (_, r), d in zip(sel.iterrows(), degenerate)]
+    long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate & ~long.below_zero_everywhere
     long.attrs["difference"] = f"CAM-DF minus {rival} (> 0 favours CAM-DF)"
     return long
+
+
+def _nothing_text(long: pd.DataFrame) -> str:
+    """The note's words on the cells where every method pays below 0 (empty when there are none)."""
+    n = int(long.below_zero_everywhere.sum())
+    return (f", as are the {n} where every deployable method pays below 0 (each loses to exposing nothing)" if n else "")
 
 
 def grids_equal(a: pd.DataFrame, b: pd.DataFrame) -> bool:
@@ -54,8 +62,9 @@ def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> l
     if sel.empty:
         raise LookupError(f"{name}: no FINISHED grid run in the store; run `experiment=a18` first")
     long = grid_long(sel, rival)
-    text = long.assign(cell=[f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}]{' (degenerate)' if r.degenerate else ''}"
-                             for r in long.itertuples()])
+    marker = lambda r: (" (degenerate)" if r.degenerate  # noqa: E731
+                        else " (every method pays below 0)" if r.below_zero_everywhere else "")
+    text = long.assign(cell=[f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}]{marker(r)}" for r in long.itertuples()])
     frame = text.pivot(index="lam", columns="d", values="cell").sort_index()
     marks = long.pivot(index="lam", columns="d", values="excludes0").sort_index().fillna(False)
     frame.index = [f"{v:g}" for v in frame.index]
@@ -63,7 +72,7 @@ def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> l
     frame.columns = [f"d={v:g}" for v in frame.columns]
     marks.columns = frame.columns
     frame.index.name = "lambda"
-    live = long[~long.degenerate]
+    live = long[~long.degenerate & ~long.below_zero_everywhere]
     n_pos = int((live.lo > 0).sum())
     n_neg = int((live.hi < 0).sum())
     note = (f"Differences are method minus reference: CAM-DF minus {rival} (> 0 favours CAM-DF), the mean payoff "
@@ -71,7 +80,7 @@ def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> l
             f"excludes 0 ({n_pos} favour CAM-DF, {n_neg} favour {rival}, of {len(live)} non-degenerate cells). "
             f"{int(long.degenerate.sum())} of {len(long)} cells are degenerate (headroom best prefix - max(full, none) "
             f"< {DEGENERATE_TEXT}; largest headroom in the grid {long.headroom.max():.3f}), marked and left out of the "
-            f"counts. Decisions: {protocol_note(sel.iloc[-1])}. Spread over the repeats: CAM-DF's repeat means span at "
+            f"counts{_nothing_text(long)}. Decisions: {protocol_note(sel.iloc[-1])}. Spread over the repeats: CAM-DF's repeat means span at "
             f"most {long.camdf_range.max():.3f} in any cell (median {long.camdf_range.median():.3f}).")
     merged = rival != SUBJECT_A18 and bool(long.same_as.all())
     if merged:  # its heatmap would be A18's, pixel for pixel: none is drawn (the reader looks at A18's)

@@ -142,3 +142,21 @@ def test_off_scale_sets_aside_at_most_two_lines_far_below_the_rest():
     assert off_scale(far) == {"full", "none"}  # two outliers found together, not each hidden by the other
     assert off_scale({**far, "worse": np.array([-20.0])}) == {"worse", "none"}  # the lowest two
     assert off_scale({"a": np.array([0.0]), "b": np.array([-9.0])}) == set()  # two lines: nothing to compare with
+
+
+def test_a_cell_where_every_method_pays_below_0_is_marked_and_counts_toward_no_claim():
+    """The catalog's recovery cells where every deployable method pays below 0 (each loses to exposing nothing):
+    A29 marks them and claim (j) counts the other cells alone."""
+    evidence = _evidence([0.1, 0.1, 0.1], aware_last=False, catalog=[(1.0, -0.1), (4.0, -0.1)])
+    poor = evidence.fallback.copy()
+    catalog = poor["p:domain.name"] == "stabletoolbench"
+    for col in [c for c in poor.columns if c.endswith("/payoff_mean") and not c.startswith("m:best_prefix")]:
+        poor.loc[catalog, col] = -0.3
+    evidence = Evidence(artifacts=evidence.artifacts, fallback=poor)
+    frame = a29(evidence, MAIN)[0].frame
+    assert "stabletoolbench / bm25 / S=4 / k=3 (every method pays below 0)" in frame.index
+    assert "retail / bm25 / S=4 / k=3" in frame.index  # retail's cells pay ~0.2: unmarked
+    (claim,) = rows_j(evidence, MAIN, evidence.judge)
+    # Before: 5 cells, FAILS (a catalog cell where deferring beat preloading); now the 3 retail cells alone.
+    assert claim.cells.startswith("retail: 3 cells") and claim.verdict == HOLDS, claim
+    assert claim.cells.endswith("(left out: 2 where every method pays below 0)"), claim.cells

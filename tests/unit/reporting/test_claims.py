@@ -114,3 +114,25 @@ def test_without_other_fold_seeds_the_column_is_empty():
     main = _main((0.05, 0.02, 0.08))
     frame = claims(gather(pd.DataFrame([main]), MAIN, cells=by_experiment(table2=[main])), MAIN).frame
     assert (frame["verdict under other fold seeds"] == "").all()
+
+
+def test_a_grid_cell_where_every_method_pays_below_0_is_marked_and_left_out_of_the_counts():
+    """At a high lambda every grid method can pay below 0 (none of them abstaining): the A18 table marks the cell,
+    draws no dagger and counts it nowhere; claim (c) reads the other cells."""
+    from camdf.reporting.tables.grid import a18
+
+    main = _main((0.05, 0.02, 0.08))
+    behind = {m: (0.03, 0.02, 0.04) for m in ("predict_threshold", "score_per_cost", "full")}
+    grid = [_row("live", MAIN["grid_methods"], {m: (-0.03, -0.04, -0.02) for m in behind},
+                 {"camdf": 0.3, "predict_threshold": 0.27, "score_per_cost": 0.27, "full": 0.27}),
+            _row("poor", MAIN["grid_methods"], behind, {"camdf": -0.3, "predict_threshold": -0.27,
+                                                         "score_per_cost": -0.27, "full": -0.9},
+                 **{"cost.lam": "0.3", "cost.d": "0.5"})]
+    evidence = gather(pd.DataFrame([main, *grid]), MAIN, cells=by_experiment(table2=[main], a18=grid))
+    report = a18(evidence, MAIN)[0]
+    assert report.frame.loc["0.3", "d=0.5"].endswith("(every method pays below 0)")
+    assert not report.marks.loc["0.3", "d=0.5"]            # its CI excludes 0, yet it shows nothing
+    assert "of 1 non-degenerate cells" in report.note and "every deployable method pays below 0" in report.note
+    frame = claims(evidence, MAIN).frame
+    # Counted, the poor cell would make (c) fail (predict-then-threshold ahead there); left out, (c) holds.
+    assert frame.loc["c", "verdict"] == HOLDS and "1 non-degenerate cells" in frame.loc["c", "evidence cells"]

@@ -79,3 +79,22 @@ def test_a22_domains_decide_over_their_whole_lists_a_top_n_cell_is_not_one():
         _run("main", 3, MAIN["methods"], 0.0),
     ])
     assert domain_cells(runs, MAIN)["t:cell_key"].tolist() == ["tel"]
+
+
+def test_a_cell_where_every_deployable_method_pays_below_0_decides_nothing():
+    import pandas as pd
+
+    from camdf.reporting.evidence import below_zero_everywhere, cell_marker, decides_nothing
+
+    def cell(degenerate=0.0, **payoffs):
+        return pd.Series({"m:cell/degenerate": degenerate, **{f"m:{m}/payoff_mean": v for m, v in payoffs.items()}})
+
+    pays = cell(camdf=0.1, none=0.0, best_prefix=0.6)
+    below = cell(camdf=-0.2, full=-1.0, best_prefix=0.6)  # the oracle's 0.6 is no decision anyone can take
+    # A rule that reaches 0 by abstaining (none, or predict-then-threshold at depth 0) keeps the cell: it shows
+    # which rules know to abstain (CAM-DF's -0.2 here loses to it).
+    abstains = cell(camdf=-0.2, predict_threshold=0.0, full=-1.0)
+    assert [below_zero_everywhere(c) for c in (pays, below, abstains, cell())] == [False, True, False, False]
+    assert [decides_nothing(c) for c in (pays, below, abstains, cell(1.0, camdf=0.1))] == [False, True, False, True]
+    assert [cell_marker(c) for c in (pays, below, cell(1.0, camdf=-0.1))] == [
+        "", " (every method pays below 0)", " (degenerate)"]

@@ -268,7 +268,7 @@ def _hydra_writes(cfg: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
 #: Keys whose value may come from the environment and is shown (paths, a domain's folders: a missing one is named
 #: as the user wrote it; URIs are shown without credentials).
 SHOWN_FROM_ENV = ("paths.", "tracking.uri", "tracking.artifact_root", "hydra.", "domain.source", "domain.inputs",
-                  "domain.converter.source", "domain.converter.folder")
+                  "domain.converter.source", "domain.converter.folder", "domain.converter.data_dir")
 #: Keys that become names (of runs, experiments, folders): never from the environment.
 NAME_KEYS = ("tracking.experiment", "domain.name", "scorer.label", "scorer.name", "policy.registered_name",
              "policy.alias")

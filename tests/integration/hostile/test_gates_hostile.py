@@ -161,6 +161,15 @@ def test_an_environment_value_is_hidden_in_every_message(tmp_path):
     assert secret not in proc.stderr + proc.stdout, proc.stderr
 
 
+def test_a_data_folder_from_the_environment_is_shown_in_a_sweep_of_derived_domains(tmp_path):
+    """A derived domain hands the data folder to its converter (``domain.converter.data_dir``); with the folder from
+    the environment, every job's message read ``***/airline`` (the folder hidden as a possible secret)."""
+    data = tmp_path / "data"
+    proc = _stage("evaluate", ["-m", "domain=airline,retail_d100", f"paths.output_dir={tmp_path}/out",
+                               "paths.data_dir=${oc.env:CAMDF_TEST_DATA}"], tmp_path, env={"CAMDF_TEST_DATA": str(data)})
+    assert proc.returncode != 0 and f"{data}/airline" in proc.stderr and "***" not in proc.stderr, proc.stderr
+
+
 def test_a_uri_query_and_its_credentials_are_never_shown():
     shown = safe_uri("cannot reach https://ana:pw@h.example/api?token=abc123&x=1 (sqlite:///a.db?mode=ro)")
     assert "abc123" not in shown and "pw@" not in shown and "token=***" in shown

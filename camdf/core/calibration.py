@@ -73,14 +73,24 @@ def fit_platt_groups(
     groups = np.asarray(groups)
     moving = np.ones(n_groups, dtype=bool)
     last = np.zeros((n_groups, 2))
+    # The hot loop of the catalog's cells (2,479 tools, ~10^5 observations a fit): the same operations on the same
+    # numbers as the plain loop, with fewer passes over the observations. One group reads its (a, b) as scalars,
+    # not gathered per observation; several gather from contiguous columns (take); the sigmoid is computed in
+    # place, and w * z once for both of the sums it enters ((w * z) * z is what w * z * z computes).
     for _ in range(max_iter):
-        eta = theta[groups, 0] * z + theta[groups, 1]
-        mu = sigmoid(eta)
+        if n_groups == 1:
+            eta = theta[0, 0] * z + theta[0, 1]
+        else:
+            eta = theta[:, 0].take(groups) * z + theta[:, 1].take(groups)
+        mu = np.tanh(np.multiply(eta, 0.5, out=eta), out=eta)  # sigmoid(eta) = 0.5 * (1 + tanh(0.5 * eta))
+        mu += 1.0
+        mu *= 0.5
         r, w = mu - y, mu * (1.0 - mu)
+        wz = w * z
         ga = np.bincount(groups, r * z, n_groups) + precision * (theta[:, 0] - prior[:, 0])
         gb = np.bincount(groups, r, n_groups) + precision * (theta[:, 1] - prior[:, 1])
-        haa = np.bincount(groups, w * z * z, n_groups) + precision
-        hab = np.bincount(groups, w * z, n_groups)
+        haa = np.bincount(groups, wz * z, n_groups) + precision
+        hab = np.bincount(groups, wz, n_groups)
         hbb = np.bincount(groups, w, n_groups) + precision
         det = haa * hbb - hab * hab
         da = (hbb * ga - hab * gb) / det

@@ -105,6 +105,7 @@ def evaluate_cell(
     fit_depth: int | None = None,
     dials: Mapping[str, Any] | None = None,
     search: Search | None = None,
+    calibration: bool = True,
 ) -> CellResult:
     """Out-of-fold outcomes of every method on every evaluated task.
 
@@ -149,6 +150,9 @@ def evaluate_cell(
         absent: every rule's own default.
     search : Search or None
         The fallback of ``kind="recovery"`` (required there, ignored otherwise).
+    calibration : bool
+        Measure the out-of-fold reliability of the membership probabilities (``calibration``; False:
+        an empty frame). Only a diagnostic: no rule reads it, and on the catalog it is a quarter of a cell.
 
     Returns
     -------
@@ -188,7 +192,7 @@ def evaluate_cell(
             tr_inst = train_inst.training_view(f).subset(tr)
             te_inst = inst.subset(te)
             p_te, p_tr = probabilities[f]
-            for source, p_cal in fold_calibrations(tr_inst, p_tr, te_inst, p_te).items():
+            for source, p_cal in (fold_calibrations(tr_inst, p_tr, te_inst, p_te) if calibration else {}).items():
                 calibrated.setdefault(source, np.zeros(inst.tools.shape))[te] = p_cal
             train = StateBatch.make(tr_inst, p_tr, lam, train_value, train=True, search=train_search).head(fit_depth)
             test = StateBatch.make(te_inst, p_te, lam, value_kind, train=False, search=train_search)

@@ -97,7 +97,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
             train_kind=train_kind(cfg), search=cell_search(cfg, seed + r),
             lam_grid=cfg.get("lambda_grid"), membership_cache=str(paths.cache_dir),
             fit_depth=(cfg.get("candidates") or {}).get("fit_depth"),
-            dials=cfg["method"].get("dials"),
+            dials=cfg["method"].get("dials"), calibration=bool(cfg["stats"].get("calibration", True)),
         )
         verified = verified_curves(domain, inst) if not has_fallback(cfg["payoff"]) and not transfer else None
         if verified is not None:

@@ -224,6 +224,7 @@ CELL = {
     "list_cost": Optional(Number(lo=0, hi=MAX_LAM, lo_open=True)),
     "stats.n_resamples": Number(lo=100, hi=MAX_RESAMPLES, integer=True),
     "stats.delta": Number(lo=0, hi=1, hi_open=True),
+    "stats.calibration": flag,
     "transfer.leave_out": flag,
     "transfer.max_tasks": Optional(count(1)),
 }

@@ -204,17 +204,17 @@ def test_holm_matches_statsmodels_examples():
     rng = np.random.default_rng(4)
     for p in (rng.random(12), rng.random(30) ** 4,
               np.array([0.01, 0.04, 0.03, 0.04, 0.5, 1.0, 0.0, 0.01])):
-        np.testing.assert_allclose(classical.holm(p), multipletests(p, method="holm")[1],
-                                   rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(classical.holm(p), multipletests(p, method="holm")[1])
 
 
-# multipletests calls gc.collect() on every call, so keep the example count modest
+# multipletests calls gc.collect() on every call (why camdf.evaluation.classical.holm does not call it), so
+# keep the example count modest
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=25))
 def test_holm_property(pvals):
     p = np.array(pvals)
     adj = classical.holm(p)
-    np.testing.assert_allclose(adj, multipletests(p, method="holm")[1], rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(adj, multipletests(p, method="holm")[1])  # bit for bit
     assert np.all(adj >= p) and np.all(adj <= 1.0)
     order = np.argsort(p, kind="stable")
     assert np.all(np.diff(adj[order]) >= 0)

@@ -76,7 +76,7 @@ def run_cell(cfg: dict[str, Any], paths: Paths) -> tuple[dict[str, float], dict[
         ``relative path -> bytes``: ``outcomes.parquet`` (per task, method and repeat),
         ``repeats.csv`` (each method's mean per repeat), ``summary.csv``, ``costs.csv``,
         ``lite_coefficients.csv``, ``tuned.csv``, ``calibration.csv`` (per repeat, calibration source and
-        tool: the out-of-fold ECE and reliability of the membership probabilities),
+        tool: the out-of-fold ECE and reliability of the membership probabilities; with ``stats.calibration``),
         ``figures/payoff_vs_tools.png``.
     """
     from camdf.rankers import ranking_quality

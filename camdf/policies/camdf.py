@@ -9,7 +9,6 @@ approximates. Ablations switch the weighting, feature groups (:data:`NO_COST`, .
 
 from __future__ import annotations
 
-import lightgbm as lgb
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
@@ -18,7 +17,7 @@ from camdf.core.features import COST_FEATURES, FEATURES, MEMBERSHIP_FEATURES, TA
 from camdf.core.targets import walk
 from camdf.core.payoff import at_depth
 from camdf.policies.base import StateBatch, check_fitted, rule_params
-from camdf.policies.boosting import BASE_PARAMS, StateBooster, booster_numbers, booster_of, read_booster
+from camdf.policies.boosting import BASE_PARAMS, StateBooster, booster_numbers, booster_of, fit_booster, read_booster
 from camdf.policies.plain import OneTask, first_stop
 
 # Small-data hyperparameter candidates, chosen per training set by inner cross-validation on payoff:
@@ -67,9 +66,9 @@ class CamDF(StateBooster):
     ----------
     params_ : dict
         The grid candidate the model was fitted with.
-    model_ : lightgbm.LGBMClassifier, lightgbm.LGBMRegressor, lightgbm.Booster or ("constant", bool)
-        The fitted model (its booster when read back by :meth:`from_numbers`), or the constant
-        decision when the training states have one class.
+    model_ : lightgbm.Booster or ("constant", bool)
+        The fitted booster (:func:`~camdf.policies.boosting.fit_booster`: LightGBM's scikit-learn estimator's,
+        read back by :meth:`from_numbers`), or the constant decision when the training states have one class.
     """
 
     def __init__(
@@ -98,14 +97,13 @@ class CamDF(StateBooster):
         cat = [X.shape[1] - 1] if self.tool_identity else "auto"
         full = {**BASE_PARAMS, **params, "random_state": self.random_state}
         if self.target == "regress":
-            y = batch.delta[valid]
-            return lgb.LGBMRegressor(**full).fit(X, y, categorical_feature=cat)
+            return fit_booster(full, "regression", X, batch.delta[valid], categorical_feature=cat)
         y = batch.label[valid].astype(int)
         w = batch.weight[valid] if self.weighted else np.ones(len(y))
         keep = w > 0
         if len(np.unique(y[keep])) < 2:
             return ("constant", bool(y[keep][0]) if keep.any() else True)
-        return lgb.LGBMClassifier(**full).fit(X[keep], y[keep], sample_weight=w[keep], categorical_feature=cat)
+        return fit_booster(full, "binary", X[keep], y[keep], weight=w[keep], categorical_feature=cat)
 
     def _stop(self, model, batch: StateBatch) -> np.ndarray:
         stop = np.zeros(batch.inst.tools.shape, dtype=bool)

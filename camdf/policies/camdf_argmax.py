@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import lightgbm as lgb
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from camdf.core.features import plugin_payoffs
 from camdf.core.payoff import at_depth
 from camdf.policies.base import StateBatch, rule_params
-from camdf.policies.boosting import BASE_PARAMS, StateBooster, booster_numbers, booster_of, read_booster
+from camdf.policies.boosting import BASE_PARAMS, StateBooster, booster_numbers, booster_of, fit_booster, read_booster
 
 # What CamDFArgmax's inner cross-validation picks from: shallow corrections of the plug-in estimate;
 # ``n_estimators: 0`` is the plug-in estimate itself (no correction).
@@ -48,7 +47,7 @@ class CamDFArgmax(StateBooster):
     params_ : dict
     coverage_ : float
         The training list coverage q of the plug-in estimate.
-    model_ : lightgbm.LGBMRegressor, lightgbm.Booster or None
+    model_ : lightgbm.Booster or None
         None when the chosen candidate is the plug-in estimate alone (a booster when read back by
         :meth:`from_numbers`).
     """
@@ -77,8 +76,8 @@ class CamDFArgmax(StateBooster):
         y = (batch.u[:, :-1] - at_depth(batch.u, batch.inst.n)[:, None])[valid]
         cat = [len(self._names())] if self.tool_identity else "auto"
         full = {**BASE_PARAMS, **params, "random_state": self.random_state}
-        return lgb.LGBMRegressor(**full).fit(self._matrix(batch), y, init_score=self._margin(batch, coverage)[valid],
-                                             categorical_feature=cat)
+        return fit_booster(full, "regression", self._matrix(batch), y, init_score=self._margin(batch, coverage)[valid],
+                           categorical_feature=cat)
 
     def _argmax_depths(self, model, batch: StateBatch, coverage: float) -> np.ndarray:
         inst = batch.inst

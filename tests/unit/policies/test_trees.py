@@ -53,6 +53,34 @@ def test_raw_scores_are_lightgbms_to_the_last_bit(seed, target):
     assert forest.n_trees == booster.num_trees()
 
 
+@pytest.mark.parametrize("target", ["classify", "regress", "regress_init"])
+def test_fit_booster_is_lightgbms_estimator_bit_for_bit(target):
+    """fit_booster skips the estimator's text round trip, nothing else: the model text (trees, leaves and the
+    parameters section) equals the one LGBMClassifier / LGBMRegressor fits on the same states."""
+    import lightgbm as lgb
+
+    from camdf.core.payoff import at_depth
+    from camdf.policies.boosting import BASE_PARAMS, fit_booster
+
+    rule, _ = _fitted(7)
+    inst = _random_instances(7, n_tasks=120, max_n=20, vocab=24)
+    batch = StateBatch.across_lambdas(inst, MembershipModel().fit(inst, inst.member).predict_proba(inst),
+                                      [0.02, 0.1, 0.4], "exact")
+    X, valid, cat = rule._matrix(batch), batch.inst.valid, [rule.n_columns() - 1]
+    params = {**BASE_PARAMS, "num_leaves": 7, "min_child_samples": 10, "random_state": 3}
+    if target == "classify":
+        y, w = batch.label[valid].astype(int), batch.weight[valid]
+        want = lgb.LGBMClassifier(**params).fit(X, y, sample_weight=w, categorical_feature=cat).booster_
+        got = fit_booster(params, "binary", X, y, weight=w, categorical_feature=cat)
+    else:
+        y = (batch.u[:, :-1] - at_depth(batch.u, batch.inst.n)[:, None])[valid]
+        init = np.linspace(-0.2, 0.2, len(y)) if target == "regress_init" else None
+        want = lgb.LGBMRegressor(**params).fit(X, y, init_score=init, categorical_feature=cat).booster_
+        got = fit_booster(params, "regression", X, y, init_score=init, categorical_feature=cat)
+    assert got.model_to_string() == want.model_to_string()
+    np.testing.assert_array_equal(got.predict(X, raw_score=True), want.predict(X, raw_score=True))
+
+
 def test_categorical_splits_and_missing_types_are_exercised():
     texts = [booster_of(_fitted(s)[0].model_).model_to_string() for s in (0, 1, 2, 3)]
     types = {int(d) for t in texts for line in t.splitlines() if line.startswith("decision_type=")

@@ -73,10 +73,8 @@ def fit_platt_groups(
     groups = np.asarray(groups)
     moving = np.ones(n_groups, dtype=bool)
     last = np.zeros((n_groups, 2))
-    # The hot loop of the catalog's cells (2,479 tools, ~10^5 observations a fit): the same operations on the same
-    # numbers as the plain loop, with fewer passes over the observations. One group reads its (a, b) as scalars,
-    # not gathered per observation; several gather from contiguous columns (take); the sigmoid is computed in
-    # place, and w * z once for both of the sums it enters ((w * z) * z is what w * z * z computes).
+    # The catalog cells' hot loop: the plain loop's operations on the same numbers in fewer passes (one group's (a, b)
+    # as scalars, several gathered from contiguous columns, the sigmoid in place, w * z once: (w * z) * z is w * z * z).
     for _ in range(max_iter):
         if n_groups == 1:
             eta = theta[0, 0] * z + theta[0, 1]

@@ -143,7 +143,8 @@ def evaluate_cell(
         membership model and every rule are fitted on each training task's first ``fit_depth`` states
         (:meth:`camdf.policies.StateBatch.head`); features, payoffs and Delta labels are computed on the
         whole lists first, so a kept state is the same state a test task meets; test tasks are decided
-        on their whole lists. None: every state.
+        on their whole lists, but a prefix rule that learns stops by depth ``fit_depth`` at the latest (past
+        it, it has seen no state: walking on would extrapolate its model down the list). None: every state.
     dials : mapping or None
         Run-time dials by name (``method.dials``): each rule that has a dial of that name is fitted
         with it as its default (checked against the dial's range); the others ignore it. None or
@@ -210,6 +211,8 @@ def evaluate_cell(
                 else:
                     policy.fit(train)
                 exposed = policy.select(truth if policy.needs_truth else test)
+                if fit_depth is not None and policy.picks_prefix and policy.requires_fit:
+                    exposed = exposed & (np.arange(exposed.shape[1]) < int(fit_depth))  # within what it learned from
                 coefficients = policy.coefficients()
                 if coefficients is not None:
                     coefs.append(coefficients.rename(f).to_frame().T.assign(fold=f))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 
 from camdf.policies.registry import (
-    CARDS, FULL_ACCESS, NO_TOOLS, REFERENCE, Card, Dial, best_tuned_baseline, camdf_family, card, dial_specs,
+    BEST_PREFIX, CARDS, FULL_ACCESS, NO_TOOLS, REFERENCE, Card, Dial, best_tuned_baseline, camdf_family, card, dial_specs,
     in_camdf_family, is_oracle, make_policy, methods, oracles, own_dials, policy_methods, register, registered,
     unregister,
 )
@@ -30,6 +30,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'camdf.policies' has no attribute {name!r}")
 
 
-__all__ = ["CARDS", "Card", "Dial", "FAMILY", "best_tuned_baseline", "camdf_family", "in_camdf_family", "is_oracle",
+__all__ = ["BEST_PREFIX", "CARDS", "Card", "Dial", "FAMILY", "best_tuned_baseline", "camdf_family", "in_camdf_family", "is_oracle",
            "oracles", "policy_methods", "FULL_ACCESS", "NO_TOOLS", "REFERENCE", "METHODS", "ORACLES", "REGISTRY", "StateBatch",
            "StoppingRule", "card", "dial_specs", "make_policy", "methods", "own_dials", "register", "registered", "unregister"]

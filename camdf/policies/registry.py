@@ -258,6 +258,8 @@ REFERENCE = "camdf"
 FULL_ACCESS = "full"
 #: No tools at all: the other untuned anchor (neither it nor full access is a tuned baseline).
 NO_TOOLS = "none"
+#: The clairvoyant prefix (the oracle that knows G_x picks each task's best depth): what a depth rule could reach.
+BEST_PREFIX = "best_prefix"
 
 #: Every registered method's card by name; change it only through :func:`register` and :func:`unregister`.
 CARDS: dict[str, Card] = {c.name: c for c in _builtin_cards()}

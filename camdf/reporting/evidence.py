@@ -272,20 +272,20 @@ SEARCH = "p:search."
 
 
 def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
-    """A29: the cells of the recovery payoff (a search fallback), one row per (domain, scorer, search cost, k,
-    noise, aware) at the main lambda, d, cost regime, seed and fold protocol, sorted by them; the search's
-    cost and k as numbers (``search_cost``, ``search_k``; a cost of None, no fallback, as inf)."""
+    """A29: the cells of the recovery payoff (a search fallback), one row per (domain, lambda, scorer, search cost,
+    k, noise, aware) at the main d, cost regime, seed and fold protocol, sorted by them; lambda, the search's cost
+    and k as numbers (``lam``, ``search_cost``, ``search_k``; a cost of None, no fallback, as inf)."""
     p = main_params(main)
-    for key in ("domain__name", "scorer__label", "payoff"):
+    for key in ("domain__name", "scorer__label", "payoff", "cost__lam"):
         p.pop(key)
     sel = select(runs, **p, payoff=RECOVERY)
     if sel.empty or SEARCH + "cost" not in sel:
         return sel.iloc[0:0]
     sel = sel.assign(search_cost=[float("inf") if c == "None" else float(c) for c in sel[SEARCH + "cost"]],
                      search_k=sel[SEARCH + "k"].astype(int), search_noise=sel[SEARCH + "noise"].astype(float),
-                     aware=sel[SEARCH + "aware"] == "True")
-    keys = ["p:domain.name", "p:scorer.label", "search_noise", "aware", "search_k", "search_cost"]
-    return sel.drop_duplicates(keys, keep="last").sort_values(keys, ascending=[True, True, True, False, True, True],
+                     aware=sel[SEARCH + "aware"] == "True", lam=sel["p:cost.lam"].astype(float))
+    keys = ["p:domain.name", "lam", "p:scorer.label", "search_noise", "aware", "search_k", "search_cost"]
+    return sel.drop_duplicates(keys, keep="last").sort_values(keys, ascending=[True, True, True, True, False, True, True],
                                                              kind="stable")
 
 

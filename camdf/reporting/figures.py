@@ -270,7 +270,8 @@ def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str
     price); ``sharey=False`` gives each panel its own y scale.
 
     ``draw(ax, panel)`` plots one panel's lines and returns its title (it may replace the log axis and its label, for
-    a panel with a single x value); one legend, on the right of the grid, names
+    a panel with a single x value, and set its own y label, for a panel of another quantity); one legend, on the
+    right of the grid, names
     every line any panel drew (a line one panel leaves out is still named); a line at payoff 0 and a light grid
     on every panel.
     """
@@ -298,7 +299,7 @@ def log_x_panels_png(panels: list, draw, *, title: str, xlabel: str, ylabel: str
         ax.set_title(draw(ax, panel), fontsize=9)
         ax.axhline(0, color="0.7", linewidth=0.8)
         ax.grid(alpha=0.3)
-        if not sharey or i % ncols == 0:
+        if (not sharey or i % ncols == 0) and not ax.get_ylabel():  # a panel of another quantity names its own
             ax.set_ylabel(ylabel)
         for handle, label in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(label, handle)

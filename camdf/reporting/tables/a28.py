@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
-from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_oracle
+from camdf.policies import BEST_PREFIX, CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_oracle
 from camdf.reporting.evidence import Evidence, cell_marker
 from camdf.reporting.figures import log_x_panels_png
 from camdf.reporting.report import Report
@@ -173,8 +173,9 @@ def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:
         "query (connected components of the query x tool and query x category graphs). The learned ranker "
         "(pairwise) is cross-fitted inside the training folds (nested). Catalog-scale bound: every model (membership "
         f"and rules) learns from each training query's first {anchor.get('p:candidates.fit_depth', 'None')} states "
-        "(features and Delta labels computed on the whole list first; camdf.policies.StateBatch.head); decisions walk "
-        f"the whole top-N list. Not run: {not_run}. "
+        "(features and Delta labels computed on the whole list first; camdf.policies.StateBatch.head); a prefix rule "
+        "that learns stops by that depth at the latest (it saw no state past it), while the set rules and the untuned "
+        f"ones (full access, top5) decide over the whole top-N list. Not run: {not_run}. "
         + (f"The conformal rules (camdf_risk, risk_set) expose every listed API in {len(exposes_all)} of {len(cells)} "
            f"rows; in {len(unreachable)} of them their target miss rate alpha = {alpha:g} is below the miss rate no "
            "rule can avoid at that N (1 - recall@N), so no depth meets it"
@@ -190,7 +191,98 @@ def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:
     return out
 
 
+def solvable_success(evidence: Evidence, run: pd.Series, method: str) -> float:
+    """``method``'s success on the tasks the clairvoyant prefix (``best_prefix``) solves in every repeat: how often
+    a rule finds the gold where a depth that holds it pays; nan without the cell's outcomes."""
+    outcomes = evidence.artifacts.outcomes(run["run_id"]) if evidence.artifacts is not None else None
+    if outcomes is None or not {BEST_PREFIX, method} <= set(outcomes["method"]):
+        return np.nan
+    per_task = outcomes.pivot_table(index="task_id", columns="method", values="success", aggfunc="mean")
+    solved = per_task[BEST_PREFIX] == 1.0
+    return float(per_task.loc[solved, method].mean()) if solved.any() else np.nan
+
+
+def _lambda_row(evidence: Evidence, run: pd.Series) -> dict:
+    g = lambda m, k: run.get(mkey(m, k), np.nan)  # noqa: E731
+    row = {"tuned fixed depth (fixed_k tools)": g("fixed_k", "n_exposed"),
+           "clairvoyant prefix: payoff": g(BEST_PREFIX, "payoff_mean"),
+           "clairvoyant prefix: success": g(BEST_PREFIX, "success"),
+           "clairvoyant prefix: tools": g(BEST_PREFIX, "n_exposed")}
+    pair = ours_vs_baseline(evidence.judge, run)
+    if pair is not None:
+        ours, base, c = pair
+        row.update({
+            "best of ours": ours, "payoff (95% CI)": ci_text(g(ours, "payoff_mean"), g(ours, "payoff_ci_low"),
+                                                             g(ours, "payoff_ci_high")),
+            "success": g(ours, "success"), "tools": g(ours, "n_exposed"),
+            "success where the clairvoyant prefix succeeds": solvable_success(evidence, run, ours),
+            "best tuned baseline": base, "baseline payoff": g(base, "payoff_mean"),
+            "ours minus baseline": f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]", "MDD": c.mdd,
+            "verdict": {1: "ours beats it", -1: "ours is worse", 0: "no difference shown"}[direction(c)] + f" ({reason(c)})"})
+    row.update({"expose nothing": g(NO_TOOLS, "payoff_mean"), "full access": g(FULL_ACCESS, "payoff_mean")})
+    return row
+
+
+def payoff_vs_lambda_png(cells: pd.DataFrame, rows: pd.DataFrame, title: str) -> bytes:
+    """Mean payoff (with its CI for ours and the baseline) and the tuned fixed depth against lambda (log axis)."""
+    lams = cells["lam"].to_numpy(dtype=float)
+
+    def draw(ax, panel: str) -> str:
+        if panel == "depth":
+            ax.plot(lams, rows["tuned fixed depth (fixed_k tools)"], "o-", color="tab:blue",
+                    label="tuned fixed depth (fixed_k)")
+            ax.plot(lams, rows["clairvoyant prefix: tools"], "s--", color="0.4", label="clairvoyant prefix depth")
+            ax.set_ylabel("tools exposed (mean over tasks)")
+            return "where the decision moves: depth against lambda"
+        for label, pick, colour, style in (("best of ours", best_ours, "tab:red", "o-"),
+                                           ("best tuned baseline", baseline_of, "tab:blue", "s-")):
+            picked = [pick(r) for _, r in cells.iterrows()]
+            mean = [r.get(mkey(m, "payoff_mean"), np.nan) if m else np.nan for m, (_, r) in zip(picked, cells.iterrows())]
+            lo = [r.get(mkey(m, "payoff_ci_low"), np.nan) if m else np.nan for m, (_, r) in zip(picked, cells.iterrows())]
+            hi = [r.get(mkey(m, "payoff_ci_high"), np.nan) if m else np.nan for m, (_, r) in zip(picked, cells.iterrows())]
+            ax.plot(lams, mean, style, color=colour, label=label)
+            ax.fill_between(lams, lo, hi, color=colour, alpha=0.15)
+        ax.plot(lams, cells[mkey(BEST_PREFIX, "payoff_mean")], "s--", color="0.4", label="clairvoyant prefix")
+        return "payoff against lambda (bands: 95% CI; full access, far below, in the table)"
+
+    return log_x_panels_png(["payoff", "depth"], draw, title=title, xlabel="lambda (cost pressure; log)",
+                            ylabel="payoff (mean)", width=5.0, height=4.0, sharey=False, ncols=2)
+
+
+def a28_lambda(evidence: Evidence, main: dict) -> list[Report | Figure]:
+    """A28 over lambda at N = 100 (bm25, k-fold): the table and its figure (LookupError without its cells)."""
+    cells = evidence.cells("a28_lambda")
+    if cells.empty:
+        raise LookupError("a28_lambda: no FINISHED cell of experiment a28_lambda in the store; run "
+                          "`experiment=a28_lambda` with the StableToolBench folder")
+    cells = cells.assign(lam=cells["p:cost.lam"].astype(float)).sort_values("lam", kind="stable")
+    rows = pd.DataFrame([_lambda_row(evidence, r) for _, r in cells.iterrows()],
+                        index=[f"lambda = {lam:g}{cell_marker(r)}" for lam, (_, r) in zip(cells["lam"], cells.iterrows())])
+    rows.index.name = "lambda"
+    anchor = cells.iloc[-1]
+    depth = rows["tuned fixed depth (fixed_k tools)"].to_numpy(dtype=float)
+    marked = [i for i, (_, r) in zip(rows.index, cells.iterrows()) if cell_marker(r)]
+    note = (
+        f"{anchor['p:domain.name']}, the {anchor['p:scorer.label']} ranker's top N = {anchor['p:candidates.top_k']} of "
+        f"2,479 APIs, {protocol_label(anchor['p:folds.protocol'])}, d = {anchor['p:cost.d']}; the catalog's mean API "
+        "costs 1 (A28's costs). The grid, from the data: the tuned fixed depth (fixed_k, picked on the training folds) "
+        f"moves from {depth[0]:.1f} tools at lambda = {cells['lam'].iloc[0]:g} to {depth[-1]:.1f} at lambda = "
+        f"{cells['lam'].iloc[-1]:g}, so the cells span the lambdas where how many APIs to expose is a decision. "
+        "Best of ours and the best tuned baseline as in A28 (the one definition every table uses), both picked on "
+        "the cell's own tasks; ours minus baseline paired over tasks (95% bootstrap CI). Success where the "
+        "clairvoyant prefix succeeds: best of ours' success on the tasks whose best prefix (chosen knowing G_x) "
+        "succeeds, i.e. how often the rule finds a depth holding the gold where one pays. "
+        + (f"Marked rows ({', '.join(marked)}) are counted by no claim. " if marked else "")
+        + f"{MDD_NOTE}. Repeats: {anchor['p:folds.repeats']} cross-fit per cell.")
+    return [Report("a28_lambda", f"A28 over lambda: the catalog at N = {anchor['p:candidates.top_k']} "
+                                 "where a decision matters", rows, note=note),
+            Figure("a28_lambda.png", payoff_vs_lambda_png(
+                cells, rows, f"A28 over lambda: {anchor['p:domain.name']}, {anchor['p:scorer.label']}, "
+                             f"N = {anchor['p:candidates.top_k']}, in-distribution folds"))]
+
+
 TABLE = TableSpec("a28", order=125, experiments=("a28", "a28_unseen"), build=a28)
+LAMBDA_TABLE = TableSpec("a28_lambda", order=126, experiments=("a28_lambda",), build=a28_lambda)
 
 #: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
-SPECS = (TABLE,)
+SPECS = (TABLE, LAMBDA_TABLE)

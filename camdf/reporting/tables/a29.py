@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.policies import FULL_ACCESS, NO_TOOLS, is_oracle
+from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, is_oracle
 from camdf.reporting.evidence import Evidence, cell_marker, cuts_to_top_n
 from camdf.reporting.figures import log_x_panels_png, method_style
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, ci_text, protocol_note
 from camdf.reporting.verdicts import Comparison, Judge, reason
-from camdf.reporting.store import mkey
+from camdf.reporting.store import methods_of, mkey
 
 #: The rule that chooses what to preload knowing the fallback (claim j's subject), and its unaware twin.
 SUBJECT_PRELOAD = "fallback_set"
@@ -39,6 +39,60 @@ def preload_vs_defer(judge: Judge, run: pd.Series, rival: str = NO_TOOLS) -> Com
         return None
 
 
+
+
+def search_off_cell(evidence: Evidence, main: dict, run: pd.Series) -> pd.Series | None:
+    """The exact-payoff cell over the same tasks, folds, lambda, d and candidate list as the recovery cell ``run``:
+    Table 2's main cell (same ranker) on the main domain, A28's in-distribution cell at the same N on the catalog;
+    None when the store holds none."""
+    domain, scorer = run["p:domain.name"], run["p:scorer.label"]
+    same = lambda r: all(str(r.get(k)) == str(run.get(k)) for k in ("p:cost.lam", "p:cost.d", "p:seed"))  # noqa: E731
+    top_k = str(run.get("p:candidates.top_k", "None"))
+    if top_k != "None":  # A28's cells, and A28's over lambda
+        frames = [f for f in (evidence.catalog, evidence.cells("a28_lambda")) if not f.empty]
+        if not frames:
+            return None
+        cat = pd.concat(frames, ignore_index=True)
+        by = cat["p:folds.group_by"].astype(str) if "p:folds.group_by" in cat else pd.Series("None", index=cat.index)
+        hit = cat[(cat["p:domain.name"] == domain) & (cat["p:scorer.label"] == scorer)
+                  & (cat["p:folds.protocol"] == "kfold") & by.isin(["None", "nan"])
+                  & (cat["p:candidates.top_k"].astype(str) == top_k)]
+    else:
+        cells = evidence.main
+        if cells.empty or domain != main["domain"]:
+            return None
+        hit = cells[(cells["p:scorer.label"] == scorer) & (cells["p:folds.protocol"] == run["p:folds.protocol"])]
+    hit = hit[[same(r) for _, r in hit.iterrows()]] if not hit.empty else hit
+    return None if hit.empty else hit.iloc[-1]
+
+
+def strongest_rival(evidence: Evidence, main: dict, run: pd.Series) -> tuple[str, str, pd.Series] | None:
+    """(label, method, its cell) of the rival of the fallback-aware set with the highest mean payoff: another
+    deployable rule A29 shows (:data:`SHOWN`: deferring everything, the always-loaded set, the plug-in set,
+    CAM-DF-lite and full access, with the search), or the best deployable rule without a search
+    (:func:`search_off_cell`, exposing nothing included); None when there is none."""
+    pay = lambda r, m: float(r.get(mkey(m, "payoff_mean"), np.nan))  # noqa: E731
+    options = [(f"{m} + search", m, run) for m in SHOWN
+               if m != SUBJECT_PRELOAD and not is_oracle(m) and np.isfinite(pay(run, m))]
+    off = search_off_cell(evidence, main, run)
+    if off is not None:
+        rules = [m for m in methods_of(off) if m in CARDS and not is_oracle(m) and np.isfinite(pay(off, m))]
+        if rules:
+            best = max(rules, key=lambda m: (pay(off, m), -rules.index(m)))
+            options.append((f"{best}, no search", best, off))
+    return max(options, key=lambda o: pay(o[2], o[1])) if options else None
+
+
+def preload_vs_rival(judge: Judge, run: pd.Series, rival: tuple[str, str, pd.Series]) -> Comparison | None:
+    """The fallback-aware set of ``run`` minus the rival of :func:`strongest_rival` (paired over the tasks the two
+    cells share); None when not available."""
+    _, method, cell = rival
+    try:
+        return judge.compare(run, SUBJECT_PRELOAD, method, run_b=cell)
+    except LookupError:
+        return None
+
+
 def _diff(c: Comparison | None) -> str:
     return "" if c is None else f"{ci_text(c.mean, c.lo, c.hi)} ({reason(c)})"
 
@@ -53,9 +107,10 @@ def fallback_use(evidence: Evidence, run: pd.Series, method: str) -> tuple[float
     return float(per_task["searched"].mean()), float(per_task["loaded"].mean())
 
 
-def _label(run: pd.Series, with_domain: bool = False) -> str:
+def _label(run: pd.Series, with_domain: bool = False, with_lambda: bool = False) -> str:
     cost = "no fallback" if not np.isfinite(run["search_cost"]) else f"{run['search_cost']:g}"
-    label = f"{run['p:domain.name'] + ' / ' if with_domain else ''}{run['p:scorer.label']} / S={cost} / k={run['search_k']}"
+    label = (f"{run['p:domain.name'] + ' / ' if with_domain else ''}{f'lambda {run.lam:g} / ' if with_lambda else ''}"
+             f"{run['p:scorer.label']} / S={cost} / k={run['search_k']}")
     if run["search_noise"] > 0:
         label += f" / noise {run['search_noise']:g}"
     if not run["aware"]:
@@ -64,10 +119,11 @@ def _label(run: pd.Series, with_domain: bool = False) -> str:
 
 
 def _where(cells: pd.DataFrame) -> str:
-    """One domain's cells: its name, lambda, d and (a cut list) its candidates N."""
+    """One domain's cells: its name, lambda(s), d and (a cut list) its candidates N."""
     r = cells.iloc[-1]
     cut = f", the ranker's top N = {r['p:candidates.top_k']} of the catalog" if cuts_to_top_n(cells).iloc[-1] else ""
-    return f"{r['p:domain.name']} at lambda = {r['p:cost.lam']}, d = {r['p:cost.d']}{cut}"
+    lams = ", ".join(f"{v:g}" for v in sorted(set(cells["lam"])))
+    return f"{r['p:domain.name']} at lambda = {lams}, d = {r['p:cost.d']}{cut}"
 
 
 def below_zero(cells: pd.DataFrame) -> list[str]:
@@ -83,7 +139,7 @@ def below_zero(cells: pd.DataFrame) -> list[str]:
     return out
 
 
-def _row(evidence: Evidence, run: pd.Series) -> dict:
+def _row(evidence: Evidence, main: dict, run: pd.Series) -> dict:
     g = lambda m, k: run.get(mkey(m, k), np.nan)  # noqa: E731
     row = {f"{what}": g(m, "payoff_mean") for m, what in SHOWN.items() if m != SUBJECT_PRELOAD}
     searches, loaded = fallback_use(evidence, run, SUBJECT_PRELOAD)
@@ -94,6 +150,8 @@ def _row(evidence: Evidence, run: pd.Series) -> dict:
         "minus defer everything": _diff(defer),
         "MDD": np.nan if defer is None else defer.mdd,
         "minus plug-in set (awareness)": _diff(preload_vs_defer(evidence.judge, run, SUBJECT_UNAWARE)),
+        "strongest rival (claim j)": "" if (rival := strongest_rival(evidence, main, run)) is None else rival[0],
+        "minus strongest rival": "" if rival is None else _diff(preload_vs_rival(evidence.judge, run, rival)),
         "success": g(SUBJECT_PRELOAD, "success"), "tools preloaded": g(SUBJECT_PRELOAD, "n_exposed"),
         "searches per task": searches, "tools loaded by search": loaded, "cost": g(SUBJECT_PRELOAD, "cost"),
         "defer everything: success": g(NO_TOOLS, "success"),
@@ -117,15 +175,16 @@ def off_scale(lines: dict[str, np.ndarray], at_most: int = 2) -> set[str]:
 
 def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
     """Mean payoff of each shown method against the price of a search round (log axis), one panel per
-    (domain, ranker, k)."""
+    (domain, lambda, ranker, k)."""
     live = cells[np.isfinite(cells["search_cost"])]
-    panels = list(dict.fromkeys(zip(live["p:domain.name"], live["p:scorer.label"], live["search_k"])))
+    panels = list(dict.fromkeys(zip(live["p:domain.name"], live["lam"], live["p:scorer.label"], live["search_k"])))
     several = live["p:domain.name"].nunique() > 1
+    lams = live.groupby("p:domain.name")["lam"].nunique()
 
     def draw(ax, panel) -> str:
-        domain, scorer, k = panel
-        sel = live[(live["p:domain.name"] == domain) & (live["p:scorer.label"] == scorer) & (live["search_k"] == k)
-                   & live["aware"]]
+        domain, lam, scorer, k = panel
+        sel = live[(live["p:domain.name"] == domain) & (live["lam"] == lam) & (live["p:scorer.label"] == scorer)
+                   & (live["search_k"] == k) & live["aware"]]
         sel = sel[sel["search_noise"] == sel["search_noise"].min()].sort_values("search_cost")
         shown = [m for m in SHOWN if mkey(m, "payoff_mean") in sel]
         off = off_scale({m: sel[mkey(m, "payoff_mean")].to_numpy(dtype=float) for m in shown})
@@ -140,7 +199,8 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
                 notes.append(f"{SHOWN[m]} off scale ({float(values.min()):.1f} to {float(values.max()):.1f})")
                 continue
             ax.plot(sel["search_cost"], sel[mkey(m, "payoff_mean")], label=SHOWN[m], **style)
-        return f"{domain + ', ' if several else ''}{scorer}, k = {k}" + "".join(f"\n{n}" for n in notes)
+        return (f"{domain + ', ' if several else ''}{f'lambda {lam:g}, ' if lams[domain] > 1 else ''}{scorer}, k = {k}"
+                + "".join(f"\n{n}" for n in notes))
 
     return log_x_panels_png(panels, draw, title=title, xlabel="price of one search round (mean tools)",
                             ylabel="mean payoff (recovery)", sharey=not several)
@@ -153,10 +213,10 @@ def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
         raise LookupError("a29: no FINISHED recovery-payoff cell in the store; run `experiment=a29`")
     domains = list(dict.fromkeys(cells["p:domain.name"]))
     several = len(domains) > 1
-    rows = {_label(r, several): _row(evidence, r) for _, r in cells.iterrows()}
+    lams = cells.groupby("p:domain.name")["lam"].nunique()
+    rows = {_label(r, several, lams[r["p:domain.name"]] > 1): _row(evidence, main, r) for _, r in cells.iterrows()}
     frame = pd.DataFrame.from_dict(rows, orient="index")
     frame.index.name = ("domain / " if several else "") + "ranker / search price S / k"
-    anchor = cells.iloc[-1]
     where = "; ".join(_where(cells[cells["p:domain.name"] == d]) for d in domains)
     note = (
         f"{where}. Recovery payoff "
@@ -171,19 +231,24 @@ def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
         "budget); the unaware plug-in set: its estimate scores a miss as lost; the fallback-aware set "
         "(fallback_set) estimates the recovery payoff with the search's chance of completing the set "
         "(camdf.core.recovery.fallback_set). Searches per task, tools loaded: the fallback-aware set's, per task "
-        "mean over the repeats. Differences paired over tasks (95% bootstrap CI; the wording rule's share of fits "
+        "mean over the repeats. Strongest rival (claim j): the highest mean payoff among deferring everything, the "
+        "always-loaded set, the plug-in set and CAM-DF-lite, each with the search, full access, and the best deployable rule of "
+        "the same tasks and folds without a search (Table 2's main cell; the catalog's A28 cell at the same N), each "
+        "tuned on training folds and picked on the cell's own tasks. "
+        "Differences paired over tasks (95% bootstrap CI; the wording rule's share of fits "
         f"in brackets). {MDD_NOTE}. " + "".join(f"{line}. " for line in below_zero(cells)) + "Decisions: "
         + "; ".join(f"{d}: {protocol_note(cells[cells['p:domain.name'] == d].iloc[-1])}" for d in domains) + ".")
     out: list[Report | Figure] = [Report("a29", "A29: what to preload when the deferred tools can be searched",
                                          frame, note=note)]
     if np.isfinite(cells["search_cost"]).any():
         out.append(Figure("a29_payoff_vs_search_cost.png", payoff_vs_search_png(
-            cells, f"A29: {', '.join(domains)}, lambda = {anchor['p:cost.lam']}: payoff against the price of "
+            cells, f"A29: {', '.join(domains)}, lambda = {', '.join(f'{v:g}' for v in sorted(set(cells['lam'])))}: "
+                   "payoff against the price of "
                    "a search round (dashed: defer everything, full access, the oracle)")))
     return out
 
 
-TABLE = TableSpec("a29", order=129, experiments=("a29", "a29_catalog"), build=a29)
+TABLE = TableSpec("a29", order=129, experiments=("a29", "a29_catalog", "table2", "a28", "a28_lambda"), build=a29)
 
 #: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
 SPECS = (TABLE,)

@@ -25,7 +25,7 @@ def _outcomes(gap: float) -> pd.DataFrame:
     rows = []
     for r in range(2):
         for i in range(40):
-            for m, pay, k in (("camdf_lite", 0.25, 3), ("plugin_set", 0.2, 3), ("fallback_set", 0.2 + gap + 0.05 * (-1) ** i, 2),
+            for m, pay, k in (("camdf_lite", 0.15, 3), ("plugin_set", 0.2, 3), ("fallback_set", 0.2 + gap + 0.05 * (-1) ** i, 2),
                               ("static_set", 0.1, 4), ("none", 0.2, 0), ("full", 0.16, 7), ("best_prefix", 0.4, 3)):
                 searched = m == "none" or (m == "fallback_set" and i % 4 == 0)
                 rows.append({"task_id": f"q{i}", "fold": i % 5, "repeat": r, "method": m, "depth": -1, "n_exposed": k,
@@ -53,6 +53,10 @@ def _run(scorer, cost, k, gap, start, aware=True, domain="retail"):
 
 
 def _evidence(gaps, aware_last=True, catalog=()):
+    return _evidence_and_store(gaps, aware_last, catalog)[0]
+
+
+def _evidence_and_store(gaps, aware_last=True, catalog=()):
     made = [_run("bm25", cost, 3, gap, i) for i, (cost, gap) in enumerate(zip([16.0, 1.0, 4.0], gaps))]
     made += [({**row, "p:candidates.top_k": "100"}, out) for row, out in
              (_run("bm25", cost, 3, gap, 10 + i, domain="stabletoolbench") for i, (cost, gap) in enumerate(catalog))]
@@ -66,7 +70,7 @@ def _evidence(gaps, aware_last=True, catalog=()):
         return buf.getvalue()
 
     return Evidence(artifacts=CellArtifacts(fetch),
-                    fallback=fallback_cells(pd.DataFrame([row for row, _ in made]), MAIN))
+                    fallback=fallback_cells(pd.DataFrame([row for row, _ in made]), MAIN)), store
 
 
 def test_fallback_cells_are_the_recovery_cells_sorted_by_k_and_price():
@@ -160,3 +164,35 @@ def test_a_cell_where_every_method_pays_below_0_is_marked_and_counts_toward_no_c
     # Before: 5 cells, FAILS (a catalog cell where deferring beat preloading); now the 3 retail cells alone.
     assert claim.cells.startswith("retail: 3 cells") and claim.verdict == HOLDS, claim
     assert claim.cells.endswith("(left out: 2 where every method pays below 0)"), claim.cells
+
+
+def test_the_strongest_rival_may_be_a_rule_without_search_from_the_main_cell():
+    """Claim (j) judges the fallback-aware set against the strongest rival, searching or not: here Table 2's main
+    cell (the same tasks and folds, the exact payoff) holds a rule paying 0.5 without any search, above every rule
+    with the search (defer everything pays 0.2), so the claim that read 3 wins against deferring now fails."""
+    from camdf.reporting.tables.a29 import strongest_rival
+
+    evidence, store = _evidence_and_store([0.1, 0.1, 0.1], aware_last=False)
+    (claim,) = rows_j(evidence, MAIN, evidence.judge)
+    assert claim.verdict == HOLDS and "the strongest rival per cell: none + search (3)" in claim.cells, claim.cells
+    exact = _outcomes(0.1)
+    exact = pd.concat([exact, exact[exact["method"] == "none"].assign(method="camdf_argmax", payoff=0.5)],
+                      ignore_index=True)
+    store["main"] = exact
+    metrics = summarize_cell(exact, n_resamples=200)[0]
+    main_row = {**{f"m:{key}": v for key, v in metrics.items()}, "run_id": "main", "p:domain.name": "retail",
+                "p:scorer.label": "bm25", "p:folds.protocol": "kfold", "p:cost.lam": "0.12", "p:cost.d": "1.0",
+                "p:seed": "0", "p:payoff": "exact"}
+    evidence = Evidence(artifacts=evidence.artifacts, fallback=evidence.fallback, main=pd.DataFrame([main_row]))
+    run = evidence.fallback.iloc[0]
+    label, method, cell = strongest_rival(evidence, MAIN, run)
+    assert (label, method, cell["run_id"]) == ("camdf_argmax, no search", "camdf_argmax", "main")
+    (claim,) = rows_j(evidence, MAIN, evidence.judge)
+    assert claim.verdict == FAILS and "camdf_argmax, no search (3)" in claim.cells, claim
+    assert "is worse in 3" in claim.statistic
+    frame = a29(evidence, MAIN)[0].frame
+    assert frame.loc["bm25 / S=1 / k=3", "strongest rival (claim j)"] == "camdf_argmax, no search"
+    assert frame.loc["bm25 / S=1 / k=3", "minus strongest rival"].startswith("-0.200 [")
+    other = Evidence(artifacts=evidence.artifacts, fallback=evidence.fallback,
+                     main=pd.DataFrame([{**main_row, "p:cost.lam": "0.06"}]))  # another lambda: not the same cell
+    assert strongest_rival(other, MAIN, run)[0] == "none + search"

@@ -281,8 +281,47 @@ def a28_lambda(evidence: Evidence, main: dict) -> list[Report | Figure]:
                              f"N = {anchor['p:candidates.top_k']}, in-distribution folds"))]
 
 
+#: The ranking quality A28's rankers are read for (the cell stage's ``ranking/...`` metrics), by column.
+RANKING_COLUMNS = {"recall@1": "recall_at_1", "recall@5": "recall_at_5", "nDCG@10": "ndcg_at_10", "MRR": "mrr",
+                   "G_x in top 10": "coverage_at_10", "G_x in top 20": "coverage_at_20"}
+
+
+def a28_rankers(evidence: Evidence, main: dict) -> Report:
+    """How well each ranker ranks the whole catalog (A28's in-distribution cells at the largest N): recall, nDCG,
+    MRR, the share of queries whose every gold API is in the top 10 / 20 / N (LookupError without the cells)."""
+    cells = evidence.catalog
+    cells = cells[cells["protocol"] == "kfold"] if not cells.empty else cells
+    if cells.empty:
+        raise LookupError("a28_rankers: no FINISHED in-distribution catalog cell in the store; run `experiment=a28`")
+    rows = {}
+    for scorer, sel in cells.groupby("p:scorer.label", sort=False):
+        run = sel.sort_values("top_n").iloc[-1]
+        row = {name: run.get(mkey("ranking", key), np.nan) for name, key in RANKING_COLUMNS.items()}
+        row.update({"N": int(run["top_n"]), "G_x in top N": run.get(mkey("full", "success"), np.nan)})
+        for _, r in sel.sort_values("top_n").iterrows():
+            ours = best_ours(r)
+            if ours is not None:
+                k = r.get(mkey(ours, "n_exposed"), np.nan)
+                row[f"G_x in the top k best of ours exposes at N = {int(r['top_n'])}"] = (
+                    f"{coverage_at(r, k):.3f} (k = {k:.2f})")
+        rows[scorer] = row
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index.name = "ranker"
+    anchor = cells.iloc[-1]
+    best20 = frame["G_x in top 20"].max()
+    note = (f"{anchor['p:domain.name']}: each ranker ranks the whole catalog of 2,479 APIs for each of the "
+            f"{int(anchor[mkey('cell', 'n_tasks')])} queries ({protocol_label('kfold')}; the learned ranker cross-fitted "
+            "inside the training folds). recall@k: the share of a query's gold APIs in its top k; nDCG@10 and MRR over "
+            "binary relevance; G_x in top k: queries whose every gold API is in the top k (camdf.rankers.quality), the "
+            "ceiling of any rule that exposes k APIs. The issue's goal for the best ranker, G_x in top 20 >= 0.85: "
+            f"{'met' if best20 >= 0.85 else 'not met'} ({best20:.3f}). The last columns: the same share at the "
+            "number of APIs the cell's best rule of ours exposes on average (interpolated).")
+    return Report("a28_rankers", "A28's rankers: how well each ranks the 2,479-API catalog", frame, note=note)
+
+
 TABLE = TableSpec("a28", order=125, experiments=("a28", "a28_unseen"), build=a28)
+RANKERS_TABLE = TableSpec("a28_rankers", order=124, experiments=("a28",), build=a28_rankers)
 LAMBDA_TABLE = TableSpec("a28_lambda", order=126, experiments=("a28_lambda",), build=a28_lambda)
 
 #: The tables this module declares (found by :func:`camdf.reporting.registry.tables`).
-SPECS = (TABLE, LAMBDA_TABLE)
+SPECS = (RANKERS_TABLE, TABLE, LAMBDA_TABLE)

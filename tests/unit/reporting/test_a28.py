@@ -81,3 +81,20 @@ def test_no_catalog_cells_no_row_and_a_lookup_error():
 def test_coverage_interpolates_between_depths():
     run = pd.Series({"m:ranking/coverage_at_depth_1": 0.4, "m:ranking/coverage_at_depth_2": 0.6})
     assert coverage_at(run, 0.5) == pytest.approx(0.2) and coverage_at(run, 1.5) == pytest.approx(0.5)
+
+
+def test_the_rankers_table_reads_each_rankers_largest_in_distribution_cut():
+    from camdf.reporting.tables.a28 import a28_rankers
+
+    evidence = _evidence([0.1, 0.1, 0.1])
+    cells = evidence.catalog.copy()
+    for col, value in (("recall_at_5", 0.6), ("coverage_at_20", 0.7), ("ndcg_at_10", 0.5)):
+        cells[f"m:ranking/{col}"] = [value if n == 1000 else 0.1 for n in cells["top_n"]]
+    report = a28_rankers(Evidence(catalog=cells), MAIN)
+    row = report.frame.loc["bm25"]
+    assert row["N"] == 1000 and row["recall@5"] == 0.6 and row["G_x in top 20"] == 0.7  # not the N = 20 cell's
+    assert row["G_x in top N"] == pytest.approx(0.75)
+    assert row["G_x in the top k best of ours exposes at N = 20"] == "0.500 (k = 2.50)"
+    assert "G_x in top 20 >= 0.85: not met (0.700)" in report.note
+    with pytest.raises(LookupError, match="experiment=a28"):
+        a28_rankers(Evidence(), MAIN)

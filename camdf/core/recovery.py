@@ -10,6 +10,8 @@ with A plus what was returned. Priced in the units of the payoff:
     lost      (neither):                             U = 0 - lam * (C(A) + S + C(R))
 
 with R the search's top k of the deferred tools and S the price of one search round
+(with ``rounds`` R > 1, a round that still misses searches again: the next k of the tools still deferred, each round
+paid; R = 1, one round, is the payoff above bit for bit)
 (``cost`` times the task's mean candidate cost: the search tool's schema, the extra model
 round trip and the reference blocks, in units of a tool's cost). Alternatives count as for
 the exact payoff (:func:`camdf.core.sets.set_success`). ``cost = inf`` switches the fallback
@@ -51,12 +53,15 @@ class Search:
         search ranks by, >= 0; 0: the cell's ranker on the task text (optimistic).
     random_state : int
         Seed of the search noise.
+    rounds : int
+        Search rounds an agent may make while it still misses, each priced (cost + what it loads), >= 1.
     """
 
     cost: float = math.inf
     k: int = 5
     noise: float = 0.0
     random_state: int = 0
+    rounds: int = 1
 
     def __post_init__(self):
         if not (self.cost >= 0):  # also refuses NaN
@@ -65,6 +70,8 @@ class Search:
             raise ValueError(f"search.k: must be an integer >= 1, got {self.k}")
         if not (math.isfinite(self.noise) and self.noise >= 0):
             raise ValueError(f"search.noise: must be a finite number >= 0, got {self.noise}")
+        if int(self.rounds) != self.rounds or self.rounds < 1:
+            raise ValueError(f"search.rounds: must be an integer >= 1, got {self.rounds}")
 
     @property
     def active(self) -> bool:
@@ -141,10 +148,11 @@ class RecoveryOutcome:
     covered: np.ndarray    #: a sufficient set inside A
     searched: np.ndarray   #: a search round was paid (a miss with the fallback on)
     recovered: np.ndarray  #: not covered, and a sufficient set inside A + R
-    loaded: np.ndarray     #: |R|, tools the search loaded
-    extra: np.ndarray      #: what the fallback cost: searched * (S + C(R))
+    loaded: np.ndarray     #: |R|, tools the search loaded (over every round)
+    extra: np.ndarray      #: what the fallback cost: S + C(R) per round paid
     cost: np.ndarray       #: C(A) + extra
     payoff: np.ndarray     #: success - lam * cost
+    rounds: np.ndarray     #: search rounds paid (0 when covered; at most ``Search.rounds``)
 
     @property
     def success(self) -> np.ndarray:
@@ -182,15 +190,24 @@ def recovery_outcomes(
     base = set_cost(mask, inst.costs)  # in ranked order: a prefix's cumulative cost bit for bit
     if not search.active:
         none = np.zeros_like(covered)
-        return RecoveryOutcome(covered, none, none, np.zeros(covered.shape, dtype=np.int64),
-                               np.zeros(covered.shape), base, covered - lam * base)
+        zeros = np.zeros(covered.shape, dtype=np.int64)
+        return RecoveryOutcome(covered, none, none, zeros, np.zeros(covered.shape), base, covered - lam * base, zeros)
     searched = ~covered
-    got = returned_tools(mask, valid, rank, search.k) & searched[..., None]
-    recovered = searched & set_success(mask | got, sets, present)
     unit = np.where(valid, inst.costs, 0.0).sum(axis=1) / np.maximum(inst.n, 1)
+    got = returned_tools(mask, valid, rank, search.k) & searched[..., None]
+    held = mask | got
+    recovered = searched & set_success(held, sets, present)
     extra = np.where(searched, search.cost * unit + set_cost(got, inst.costs), 0.0)
-    return RecoveryOutcome(covered, searched, recovered, got.sum(axis=-1), extra, base + extra,
-                           (covered | recovered) - lam * (base + extra))
+    loaded, rounds = got.sum(axis=-1), searched.astype(np.int64)
+    for _ in range(int(search.rounds) - 1):  # another round where the last still missed: the next k still deferred
+        again = searched & ~recovered
+        more = returned_tools(held, valid, rank, search.k) & again[..., None]
+        held = held | more
+        recovered = searched & set_success(held, sets, present)
+        extra = extra + np.where(again, search.cost * unit + set_cost(more, inst.costs), 0.0)
+        loaded, rounds = loaded + more.sum(axis=-1), rounds + again
+    return RecoveryOutcome(covered, searched, recovered, loaded, extra, base + extra,
+                           (covered | recovered) - lam * (base + extra), rounds)
 
 
 def recovery_prefix_payoffs(inst: Instances, lam: float, search: Search, rank: np.ndarray | None = None) -> np.ndarray:

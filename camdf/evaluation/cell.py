@@ -35,8 +35,9 @@ OUTCOME_COLUMNS = (
     "task_id", "fold", "method", "depth", "n_exposed", "cost", "success", "success_partial", "covers_g", "payoff",
 )
 #: The columns the recovery payoff adds (:mod:`camdf.core.recovery`): a search round was paid, it recovered
-#: the task, and the tools it loaded; ``n_exposed`` stays the preloaded tools and ``cost`` includes the search.
-RECOVERY_COLUMNS = ("searched", "recovered", "loaded")
+#: the task, the tools it loaded and the rounds paid; ``n_exposed`` stays the preloaded tools and ``cost`` includes
+#: the search.
+RECOVERY_COLUMNS = ("searched", "recovered", "loaded", "rounds")
 
 
 @dataclass
@@ -260,7 +261,7 @@ def _mask_outcomes(name, fold, exposed, sub, lam, kind, search, prefix) -> pd.Da
     if has_fallback(kind):
         out = recovery_outcomes(exposed, sub, lam, search)
         success, cost, payoff = out.success, out.cost, out.payoff
-        extra = {"searched": out.searched, "recovered": out.recovered, "loaded": out.loaded}
+        extra = {"searched": out.searched, "recovered": out.recovered, "loaded": out.loaded, "rounds": out.rounds}
     else:
         success = set_success(exposed, *sub.sufficient())
         cost = set_cost(exposed, sub.costs)

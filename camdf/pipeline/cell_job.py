@@ -155,7 +155,8 @@ def cell_search(cfg: dict[str, Any], random_state: int) -> Search | None:
         return None
     s = cfg.get("search") or {}
     cost = math.inf if s.get("cost") is None else float(s["cost"])
-    return Search(cost=cost, k=int(s.get("k", 5)), noise=float(s.get("noise", 0.0)), random_state=random_state)
+    return Search(cost=cost, k=int(s.get("k", 5)), noise=float(s.get("noise", 0.0)), random_state=random_state,
+                  rounds=int(s.get("rounds", 1)))
 
 
 def cell_tags(cfg: dict[str, Any], experiment: str | None = None) -> dict[str, str]:

@@ -273,8 +273,9 @@ SEARCH = "p:search."
 
 def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
     """A29: the cells of the recovery payoff (a search fallback), one row per (domain, lambda, scorer, search cost,
-    k, noise, aware) at the main d, cost regime, seed and fold protocol, sorted by them; lambda, the search's cost
-    and k as numbers (``lam``, ``search_cost``, ``search_k``; a cost of None, no fallback, as inf)."""
+    k, rounds, noise, aware) at the main d, cost regime, seed and fold protocol, sorted by them; lambda, the search's
+    cost, k and rounds as numbers (``lam``, ``search_cost``, ``search_k``, ``search_rounds``: a cost of None, no
+    fallback, as inf; a cell from before ``search.rounds`` as 1 round)."""
     p = main_params(main)
     for key in ("domain__name", "scorer__label", "payoff", "cost__lam"):
         p.pop(key)
@@ -283,10 +284,12 @@ def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
         return sel.iloc[0:0]
     sel = sel.assign(search_cost=[float("inf") if c == "None" else float(c) for c in sel[SEARCH + "cost"]],
                      search_k=sel[SEARCH + "k"].astype(int), search_noise=sel[SEARCH + "noise"].astype(float),
-                     aware=sel[SEARCH + "aware"] == "True", lam=sel["p:cost.lam"].astype(float))
-    keys = ["p:domain.name", "lam", "p:scorer.label", "search_noise", "aware", "search_k", "search_cost"]
-    return sel.drop_duplicates(keys, keep="last").sort_values(keys, ascending=[True, True, True, True, False, True, True],
-                                                             kind="stable")
+                     aware=sel[SEARCH + "aware"] == "True", lam=sel["p:cost.lam"].astype(float),
+                     search_rounds=[1 if str(r) in ("None", "nan") else int(float(r))
+                                    for r in sel.get(SEARCH + "rounds", pd.Series("None", index=sel.index))])
+    keys = ["p:domain.name", "lam", "p:scorer.label", "search_noise", "aware", "search_rounds", "search_k", "search_cost"]
+    return sel.drop_duplicates(keys, keep="last").sort_values(
+        keys, ascending=[True, True, True, True, False, True, True, True], kind="stable")
 
 
 #: The param that marks A30's cells (``transfer.leave_out``: True, fitted on the other domains; False, in-domain).

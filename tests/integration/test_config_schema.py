@@ -17,7 +17,7 @@ EVALUATE = [
     ("label_noise=2", "label_noise"), ("label_source=nosuch", "label_source"),
     ("folds.protocol=nosuch", "folds.protocol"), ("method.names=[camdf,nosuch]", "method.names[1]"),
     ("method.names=[]", "method.names"), ("lambda_grid=[0.1,-0.1]", "lambda_grid[1]"),
-    ("stats.calibration=maybe", "stats.calibration"),
+    ("stats.calibration=maybe", "stats.calibration"), ("search.rounds=0", "search.rounds"),
 ]
 # make test runs one case per stage and kind of check; make test-full runs every case (about 4 s each).
 QUICK = {"cost.d=abc", "stats.calibration=maybe", "folds.n_folds=1000", "method.names=[camdf,nosuch]", "-m cost.d=0,1,abc",

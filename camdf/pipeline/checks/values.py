@@ -209,6 +209,7 @@ CELL = {
     "payoff": OneOf(CELL_KINDS),
     "search.cost": Optional(Number(lo=0, hi=MAX_SEARCH_COST)),
     "search.k": count(1),
+    "search.rounds": Number(lo=1, hi=100, integer=True),
     "search.noise": Number(lo=0, hi=MAX_SEARCH_NOISE),
     "search.aware": flag,
     "seed": SEED,

@@ -103,14 +103,17 @@ def fallback_use(evidence: Evidence, run: pd.Series, method: str) -> tuple[float
     if outcomes is None or "searched" not in outcomes or not (outcomes["method"] == method).any():
         return np.nan, np.nan
     rows = outcomes[outcomes["method"] == method]
-    per_task = rows.groupby("task_id")[["searched", "loaded"]].mean()
-    return float(per_task["searched"].mean()), float(per_task["loaded"].mean())
+    searches = "rounds" if "rounds" in rows else "searched"  # rounds paid (outcomes before search.rounds: 0 or 1)
+    per_task = rows.groupby("task_id")[[searches, "loaded"]].mean()
+    return float(per_task[searches].mean()), float(per_task["loaded"].mean())
 
 
 def _label(run: pd.Series, with_domain: bool = False, with_lambda: bool = False) -> str:
     cost = "no fallback" if not np.isfinite(run["search_cost"]) else f"{run['search_cost']:g}"
     label = (f"{run['p:domain.name'] + ' / ' if with_domain else ''}{f'lambda {run.lam:g} / ' if with_lambda else ''}"
              f"{run['p:scorer.label']} / S={cost} / k={run['search_k']}")
+    if run.get("search_rounds", 1) > 1:
+        label += f" / {run['search_rounds']} rounds"
     if run["search_noise"] > 0:
         label += f" / noise {run['search_noise']:g}"
     if not run["aware"]:
@@ -177,14 +180,15 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
     """Mean payoff of each shown method against the price of a search round (log axis), one panel per
     (domain, lambda, ranker, k)."""
     live = cells[np.isfinite(cells["search_cost"])]
-    panels = list(dict.fromkeys(zip(live["p:domain.name"], live["lam"], live["p:scorer.label"], live["search_k"])))
+    panels = list(dict.fromkeys(zip(live["p:domain.name"], live["lam"], live["p:scorer.label"], live["search_k"],
+                                    live["search_rounds"])))
     several = live["p:domain.name"].nunique() > 1
     lams = live.groupby("p:domain.name")["lam"].nunique()
 
     def draw(ax, panel) -> str:
-        domain, lam, scorer, k = panel
+        domain, lam, scorer, k, rounds = panel
         sel = live[(live["p:domain.name"] == domain) & (live["lam"] == lam) & (live["p:scorer.label"] == scorer)
-                   & (live["search_k"] == k) & live["aware"]]
+                   & (live["search_k"] == k) & (live["search_rounds"] == rounds) & live["aware"]]
         sel = sel[sel["search_noise"] == sel["search_noise"].min()].sort_values("search_cost")
         shown = [m for m in SHOWN if mkey(m, "payoff_mean") in sel]
         off = off_scale({m: sel[mkey(m, "payoff_mean")].to_numpy(dtype=float) for m in shown})
@@ -200,7 +204,7 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
                 continue
             ax.plot(sel["search_cost"], sel[mkey(m, "payoff_mean")], label=SHOWN[m], **style)
         return (f"{domain + ', ' if several else ''}{f'lambda {lam:g}, ' if lams[domain] > 1 else ''}{scorer}, k = {k}"
-                + "".join(f"\n{n}" for n in notes))
+                + (f", {rounds} rounds" if rounds > 1 else "") + "".join(f"\n{n}" for n in notes))
 
     return log_x_panels_png(panels, draw, title=title, xlabel="price of one search round (mean tools)",
                             ylabel="mean payoff (recovery)", sharey=not several)

@@ -51,7 +51,8 @@ def operating_points(evidence: Evidence, domain: str, scorer: str,
     if not cells.empty:
         hit = cells[(cells["p:domain.name"] == domain) & (cells["p:scorer.label"] == scorer) & cells["aware"]
                     & (cells["search_noise"] == 0)
-                    & (cells["search_cost"] == SEARCH_CELL["search_cost"]) & (cells["search_k"] == SEARCH_CELL["search_k"])]
+                    & (cells["search_cost"] == SEARCH_CELL["search_cost"]) & (cells["search_k"] == SEARCH_CELL["search_k"])
+                    & (cells["search_rounds"] == 1)]
         if not hit.empty:
             run = hit.iloc[-1]
             out += [(m, f"{what} (S = {SEARCH_CELL['search_cost']:g}, k = {SEARCH_CELL['search_k']}, "

@@ -131,7 +131,40 @@ def test_search_noise_is_fixed_by_task_and_tool_not_by_row():
     assert len(orders) > 1
 
 
-@pytest.mark.parametrize("bad", [dict(cost=-1.0), dict(cost=math.nan), dict(k=0), dict(k=1.5), dict(noise=-0.1)])
+@pytest.mark.parametrize("bad", [dict(cost=-1.0), dict(cost=math.nan), dict(k=0), dict(k=1.5), dict(noise=-0.1),
+                                 dict(rounds=0), dict(rounds=1.5)])
 def test_bad_search_settings_are_refused_by_name(bad):
     with pytest.raises(ValueError, match="search."):
         Search(**bad)
+
+
+def test_a_second_round_searches_the_next_k_still_deferred_and_is_paid():
+    # G = {a, d}; preload {a}; k = 2: round 1 returns b, c (a miss), round 2 returns d, e: d recovers.
+    inst = _one_task(["a", "d"])
+    one = recovery_outcomes(_mask(inst, ["a"]), inst, 0.1, Search(cost=2.0, k=2))
+    two = recovery_outcomes(_mask(inst, ["a"]), inst, 0.1, Search(cost=2.0, k=2, rounds=2))
+    assert not one.recovered[0] and one.rounds[0] == 1
+    assert two.recovered[0] and two.rounds[0] == 2 and two.loaded[0] == 4
+    unit = 8.0 / 5
+    cost = 1.0 + 2 * 2.0 * unit + (2.0 + 1.0) + (3.0 + 1.0)  # C(A) + two rounds, each S + what it loaded
+    assert two.cost[0] == pytest.approx(cost) and two.payoff[0] == pytest.approx(1 - 0.1 * cost)
+    # a task the first round recovers pays one round only; a covered task none
+    three = recovery_outcomes(_mask(inst, ["a"]), inst, 0.1, Search(cost=2.0, k=3, rounds=3))
+    assert three.recovered[0] and three.rounds[0] == 1 and three.loaded[0] == 3
+    covered = recovery_outcomes(_mask(inst, ["a", "d"]), inst, 0.1, Search(cost=2.0, k=2, rounds=3))
+    assert covered.rounds[0] == 0 and covered.cost[0] == pytest.approx(4.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(tasks(), st.sampled_from([1.0, 4.0]), st.sampled_from([1, 2]))
+def test_more_rounds_never_lose_a_recovery_and_one_round_is_the_default_bit_for_bit(case, search_cost, k):
+    spec, costs, lam = case
+    inst = _build(spec, costs)
+    masks = np.broadcast_to(np.arange(inst.N)[None, None, :] < np.arange(inst.N + 1)[:, None, None],
+                            (inst.N + 1, inst.T, inst.N))
+    base = recovery_outcomes(masks, inst, lam, Search(cost=search_cost, k=k))
+    one = recovery_outcomes(masks, inst, lam, Search(cost=search_cost, k=k, rounds=1))
+    two = recovery_outcomes(masks, inst, lam, Search(cost=search_cost, k=k, rounds=2))
+    np.testing.assert_array_equal(one.payoff, base.payoff)
+    assert (two.success >= one.success).all() and (two.rounds >= one.rounds).all() and (two.rounds <= 2).all()
+    assert (two.cost >= one.cost - 1e-12).all()

@@ -104,6 +104,7 @@ def cell_name(cfg: dict[str, Any]) -> str:
         search = cfg.get("search") or {}
         parts.append(f"search={search.get('cost')}x{search.get('k')}" + (f"~{search['noise']}" if search.get("noise")
                                                                           else "")
+                     + (f"x{search['rounds']}rounds" if int(search.get("rounds") or 1) > 1 else "")
                      + ("" if search.get("aware", True) else "-unaware"))
     if float(cfg.get("label_noise", 0)) > 0:
         parts.append(f"eps={cfg['label_noise']}")

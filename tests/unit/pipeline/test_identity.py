@@ -113,3 +113,15 @@ def test_a_transfer_cell_does_not_depend_on_where_its_training_domains_live():
             cfg = compose(config_name="evaluate", overrides=["experiment=a30", f"paths.root_dir={root}"])
         return cell_config(OmegaConf.to_container(cfg, resolve=True))
     assert transfer_cell("/checkouts/one") == transfer_cell("/elsewhere/two")
+
+
+def test_a_recovery_cells_name_says_its_search_rounds_past_one():
+    from camdf.pipeline.identity import cell_name
+
+    names = []
+    for rounds in (1, 2):
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            cfg = compose(config_name="evaluate", overrides=["payoff=recovery", "search.cost=4", "search.k=3",
+                                                             f"search.rounds={rounds}"])
+        names.append(cell_name(OmegaConf.to_container(cfg, resolve=True)))
+    assert names[0].endswith("/search=4x3") and names[1].endswith("/search=4x3x2rounds"), names

@@ -99,10 +99,9 @@ DEGENERATE_TEXT = f"{DEGENERATE_HEADROOM:g}"
 
 
 def below_zero_everywhere(run: pd.Series) -> bool:
-    """A cell where every deployable method's mean payoff is below 0 (the oracles aside): each rule there loses to
-    what exposing nothing (and, with a search fallback, not searching either) would pay, which no method of the cell
-    does, so the cell tells no rule from another (the catalog's recovery cells at lambda 0.12). A cell where some
-    rule reaches 0 by abstaining is not one: it shows which rules know to abstain."""
+    """Every deployable method's mean payoff below 0 (oracles aside): each loses to exposing nothing (and not searching),
+    which no method of the cell does, so the cell tells no rule from another (the catalog's recovery cells at lambda
+    0.12). A cell where some rule reaches 0 by abstaining is not one: it shows which rules know to abstain."""
     from camdf.policies import is_oracle
     from camdf.reporting.store import methods_of
 
@@ -111,17 +110,22 @@ def below_zero_everywhere(run: pd.Series) -> bool:
 
 
 def decides_nothing(run: pd.Series) -> bool:
-    """A cell no claim counts: degenerate (:func:`is_degenerate`) or one where every method pays below 0
-    (:func:`below_zero_everywhere`)."""
-    return is_degenerate(run) or below_zero_everywhere(run)
+    """A cell no claim counts (:func:`left_out_as`): degenerate, or every method pays below 0."""
+    return left_out_as(run) is not None
+
+
+#: What a table appends to a cell's label, by why no claim counts the cell (:func:`left_out_as`).
+MARKERS = {"degenerate": " (degenerate)", "below zero": " (every method pays below 0)"}
+
+
+def left_out_as(run: pd.Series) -> str | None:
+    """Why no claim counts ``run``: ``"degenerate"``, ``"below zero"`` (every method pays below 0), or None."""
+    return "degenerate" if is_degenerate(run) else "below zero" if below_zero_everywhere(run) else None
 
 
 def cell_marker(run: pd.Series) -> str:
-    """What a table appends to a cell's label when no claim counts it: `` (degenerate)``, `` (every method pays
-    below 0)``, or nothing."""
-    if is_degenerate(run):
-        return " (degenerate)"
-    return " (every method pays below 0)" if below_zero_everywhere(run) else ""
+    """What a table appends to a cell's label when no claim counts it (:data:`MARKERS`), or nothing."""
+    return MARKERS.get(left_out_as(run), "")
 
 
 def main_scorers(main: dict) -> list[str]:
@@ -272,10 +276,9 @@ SEARCH = "p:search."
 
 
 def fallback_cells(runs: pd.DataFrame, main: dict) -> pd.DataFrame:
-    """A29: the cells of the recovery payoff (a search fallback), one row per (domain, lambda, scorer, search cost,
-    k, rounds, noise, aware) at the main d, cost regime, seed and fold protocol, sorted by them; lambda, the search's
-    cost, k and rounds as numbers (``lam``, ``search_cost``, ``search_k``, ``search_rounds``: a cost of None, no
-    fallback, as inf; a cell from before ``search.rounds`` as 1 round)."""
+    """A29: the recovery-payoff cells, one row per (domain, lambda, scorer, search cost, k, rounds, noise, aware) at the
+    main d, cost regime, seed and fold protocol, sorted by them, with ``lam``, ``search_cost`` (no fallback: inf),
+    ``search_k`` and ``search_rounds`` (a cell from before ``search.rounds``: 1) as numbers."""
     p = main_params(main)
     for key in ("domain__name", "scorer__label", "payoff", "cost__lam"):
         p.pop(key)

@@ -7,11 +7,12 @@ import pandas as pd
 
 from camdf.common.markdown import signed
 from camdf.policies import CARDS
-from camdf.reporting.evidence import Evidence, cell_marker, is_degenerate, below_zero_everywhere
+from camdf.reporting.evidence import Evidence, cell_marker
 from camdf.reporting.figures import heatmap_png, payoff_vs_tools_png
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import Figure, TableSpec
+from camdf.reporting.tables.grid import cell_flags
 from camdf.reporting.tables.notes import protocol_note
 
 DIFF = mkey("cell", "set_minus_prefix")
@@ -97,9 +98,7 @@ def a27(evidence: Evidence, main: dict) -> list[Report | Figure]:
     if not grid.empty and DIFF in grid and grid[DIFF].notna().any():
         sel = grid[grid[DIFF].notna()]
         long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "diff": sel[DIFF], "lo": sel[DIFF + "_ci_low"],
-                             "hi": sel[DIFF + "_ci_high"],
-                             "degenerate": [is_degenerate(r) for _, r in sel.iterrows()],
-                             "below_zero_everywhere": [below_zero_everywhere(r) and not is_degenerate(r) for _, r in sel.iterrows()]})
+                             "hi": sel[DIFF + "_ci_high"]}).join(cell_flags(sel))
         long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate & ~long.below_zero_everywhere
         out.append(Figure("a27_heatmap.png", heatmap_png(
             long, f"A27: {main['domain']} lambda x d grid, best set rule minus best prefix rule",

@@ -25,7 +25,7 @@ from camdf.evaluation.fits import paired_differences
 from camdf.evaluation.picks import pick_counts, picked_outcomes
 from camdf.evaluation.summary import deployable_kinds
 from camdf.policies import CARDS, FULL_ACCESS, REFERENCE, in_camdf_family, is_oracle
-from camdf.reporting.evidence import Evidence, below_zero_everywhere, decides_nothing, is_degenerate, main_scorers
+from camdf.reporting.evidence import Evidence, decides_nothing, left_out_as, main_scorers
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.a19 import noise_drops
@@ -406,8 +406,8 @@ def _domains(cells: pd.DataFrame) -> str:
 def _left_out(cells: pd.DataFrame) -> str:
     """How many of ``cells`` no claim counts, by why (empty when none): `` (left out: 6 where every method pays below
     0, 1 degenerate)``."""
-    below = sum(below_zero_everywhere(r) and not is_degenerate(r) for _, r in cells.iterrows())
-    degenerate = sum(is_degenerate(r) for _, r in cells.iterrows())
+    why = [left_out_as(r) for _, r in cells.iterrows()]
+    below, degenerate = why.count("below zero"), why.count("degenerate")
     parts = [f"{below} where every method pays below 0"] * bool(below) + [f"{degenerate} degenerate"] * bool(degenerate)
     return f" (left out: {', '.join(parts)})" if parts else ""
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from camdf.common.markdown import signed
-from camdf.reporting.evidence import DEGENERATE_TEXT, Evidence, below_zero_everywhere
+from camdf.reporting.evidence import DEGENERATE_TEXT, MARKERS, Evidence, left_out_as
 from camdf.reporting.figures import heatmap_png
 from camdf.reporting.report import Report
 from camdf.reporting.tables.base import Figure, TableSpec
@@ -16,6 +16,14 @@ from camdf.reporting.store import mkey
 
 #: A18's claim subject: the rival CAM-DF is compared with over the lambda x d grid (the sweep heatmaps too).
 SUBJECT_A18 = "predict_threshold"
+
+def cell_flags(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per row of ``cells`` (index kept): ``degenerate``, ``below_zero_everywhere`` (where not degenerate) and the
+    label ``marker`` of :func:`camdf.reporting.evidence.cell_marker`: what a grid table and its heatmap mark and count toward no claim."""
+    why = [left_out_as(r) for _, r in cells.iterrows()]
+    return pd.DataFrame({"degenerate": [w == "degenerate" for w in why], "below_zero_everywhere": [w == "below zero" for w in why],
+                         "marker": [MARKERS.get(w, "") for w in why]}, index=cells.index)
+
 
 def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
     """One row per grid cell: CAM-DF minus ``rival`` (``diff``, ``lo``, ``hi``), ``degenerate``, ``below_zero_everywhere`` (no
@@ -27,9 +35,9 @@ def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
     sel = cells
     diff = -sel[mkey(rival, "diff_vs_ref")]
     lo, hi = -sel[mkey(rival, "diff_vs_ref_ci_high")], -sel[mkey(rival, "diff_vs_ref_ci_low")]
-    degenerate = sel.get(mkey("cell", "degenerate"), pd.Series(0.0, index=sel.index)).fillna(0.0) == 1.0
+    flags = cell_flags(sel)
     long = pd.DataFrame({"lam": sel["lam"], "d": sel["d"], "diff": diff, "lo": lo, "hi": hi,
-                         "degenerate": degenerate.to_numpy(),
+                         **{c: flags[c].to_numpy() for c in flags},
                          "camdf_range": (sel[mkey("camdf", "payoff_repeat_max")]
                                          - sel[mkey("camdf", "payoff_repeat_min")]).to_numpy()
                          if mkey("camdf", "payoff_repeat_max") in sel else np.nan,
@@ -37,7 +45,6 @@ def grid_long(cells: pd.DataFrame, rival: str) -> pd.DataFrame:
                          "same_as": (sel[mkey(rival, "payoff_mean")]
                                      - sel[mkey("predict_threshold", "payoff_mean")]).abs()
                          .lt(1e-9).to_numpy() if mkey("predict_threshold", "payoff_mean") in sel else False})
-    long["below_zero_everywhere"] = [below_zero_everywhere(r) and not d for (_, r), d in zip(sel.iterrows(), degenerate)]
     long["excludes0"] = ((long.lo > 0) | (long.hi < 0)) & ~long.degenerate & ~long.below_zero_everywhere
     long.attrs["difference"] = f"CAM-DF minus {rival} (> 0 favours CAM-DF)"
     return long
@@ -62,9 +69,7 @@ def grid(evidence: Evidence, main: dict, rival: str, name: str, title: str) -> l
     if sel.empty:
         raise LookupError(f"{name}: no FINISHED grid run in the store; run `experiment=a18` first")
     long = grid_long(sel, rival)
-    marker = lambda r: (" (degenerate)" if r.degenerate  # noqa: E731
-                        else " (every method pays below 0)" if r.below_zero_everywhere else "")
-    text = long.assign(cell=[f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}]{marker(r)}" for r in long.itertuples()])
+    text = long.assign(cell=[f"{signed(r.diff)} [{signed(r.lo)}, {signed(r.hi)}]{r.marker}" for r in long.itertuples()])
     frame = text.pivot(index="lam", columns="d", values="cell").sort_index()
     marks = long.pivot(index="lam", columns="d", values="excludes0").sort_index().fillna(False)
     frame.index = [f"{v:g}" for v in frame.index]

@@ -2,8 +2,8 @@
 
 Scorers, found by folder: each module that scores declares ``SCORER_FUNCTIONS`` (name -> its function there):
 ``bm25`` (:mod:`.lexical`), ``dense`` (:mod:`.dense`), ``supervised`` and ``prior`` (:mod:`.supervised`,
-cross-fitted), ``hybrid`` (:mod:`.fusion`), ``pairwise`` (:mod:`.pairwise`) and the control ``noisy_oracle``
-(:mod:`.oracle`). A new ranker is one module here and its ``conf/scorer/<name>.yaml`` (docs/layout.md).
+cross-fitted), ``hybrid`` (:mod:`.fusion`), ``pairwise`` (:mod:`.pairwise`), ``rerank`` (:mod:`.rerank`) and the
+control ``noisy_oracle`` (:mod:`.oracle`). A new ranker is one module here and its ``conf/scorer/<name>.yaml`` (docs/layout.md).
 
 The names below are imported on first use (PEP 562), so that importing one scorer's module
 (the run-time stopper's bm25) does not load every scorer and pandas.

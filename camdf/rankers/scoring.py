@@ -47,7 +47,7 @@ def score_domain(
     Parameters
     ----------
     domain : Domain
-    scorer : {"bm25", "dense", "supervised", "hybrid", "prior", "noisy_oracle"}
+    scorer : {"bm25", "dense", "supervised", "hybrid", "prior", "pairwise", "rerank", "noisy_oracle"}
     folds : ndarray of int, shape (T,)
         From :func:`camdf.core.folds.assign_folds`. A learned scorer (``supervised``,
         ``prior``; :func:`~camdf.rankers.problem.learned`) is scored by the *nested

@@ -97,13 +97,22 @@ def _label(run: pd.Series) -> str:
     return label + cell_marker(run)
 
 
+#: The figure's line style per ranker (rankers sorted by name) and each style's name in the caption.
+LINE_STYLES = {"-": "solid", "--": "dashed", ":": "dotted", "-.": "dash-dot"}
+
+
+def style_legend(scorers) -> str:
+    """``bm25 solid, pairwise dashed, ...``: which line is which ranker in :func:`payoff_vs_n_png`."""
+    return ", ".join(f"{s} {name}" for s, name in zip(sorted(scorers), LINE_STYLES.values()))
+
+
 def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
     """Payoff of each family's best method against N (log axis), one panel per fold protocol, one line style per ranker;
     a protocol run at one N only is a panel of one column per ranker."""
     protocols = [p for p in PROTOCOLS if p in set(cells["protocol"])] + sorted(set(cells["protocol"]) - set(PROTOCOLS))
     scorers = sorted(set(cells["p:scorer.label"]))
     colours = dict(zip(FAMILIES, ["tab:red", "tab:purple", "tab:blue", "tab:green", "0.4"]))
-    styles = dict(zip(scorers, ["-", "--", ":", "-."]))
+    styles = dict(zip(scorers, LINE_STYLES))
 
     def draw(ax, protocol: str) -> str:
         mine = cells[cells["protocol"] == protocol]
@@ -170,8 +179,8 @@ def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:
         "exposes on average (interpolated between integer depths), the field's measure of the same list. "
         f"Fold protocols: in-distribution = {anchor['p:folds.n_folds']}-fold over the queries; unseen tools and "
         "unseen categories = grouped folds whose test queries' gold tools (categories) are the gold of no training "
-        "query (connected components of the query x tool and query x category graphs). The learned ranker "
-        "(pairwise) is cross-fitted inside the training folds (nested). Catalog-scale bound: every model (membership "
+        "query (connected components of the query x tool and query x category graphs). Each learned ranker "
+        "(pairwise, rerank) is cross-fitted inside the training folds (nested). Catalog-scale bound: every model (membership "
         f"and rules) learns from each training query's first {anchor.get('p:candidates.fit_depth', 'None')} states "
         "(features and Delta labels computed on the whole list first; camdf.policies.StateBatch.head); a prefix rule "
         "that learns stops by that depth at the latest (it saw no state past it), while the set rules and the untuned "
@@ -187,7 +196,7 @@ def a28(evidence: Evidence, main: dict) -> list[Report | Figure]:
                                          note=note)]
     out.append(Figure("a28_payoff_vs_n.png", payoff_vs_n_png(
         cells, f"A28: {anchor['p:domain.name']}, lambda = {main['lam']}: the best method of each family against N "
-               "(solid: bm25; dashed: the second ranker)")))
+               f"({style_legend(set(cells['p:scorer.label']))})")))
     return out
 
 
@@ -224,50 +233,68 @@ def _lambda_row(evidence: Evidence, run: pd.Series) -> dict:
 
 
 def payoff_vs_lambda_png(cells: pd.DataFrame, rows: pd.DataFrame, title: str) -> bytes:
-    """Mean payoff (with its CI for ours and the baseline) and the tuned fixed depth against lambda (log axis)."""
-    lams = cells["lam"].to_numpy(dtype=float)
+    """Per ranker: mean payoff (with its CI for ours and the baseline) and the tuned fixed depth against lambda (log
+    axis), two panels a ranker."""
+    scorers = list(dict.fromkeys(cells["p:scorer.label"]))
 
     def draw(ax, panel: str) -> str:
-        if panel == "depth":
-            ax.plot(lams, rows["tuned fixed depth (fixed_k tools)"], "o-", color="tab:blue",
+        kind, scorer = panel.split(": ", 1)
+        mine = cells[cells["p:scorer.label"] == scorer]
+        lams, own = mine["lam"].to_numpy(dtype=float), rows[(cells["p:scorer.label"] == scorer).to_numpy()]
+        if kind == "depth":
+            ax.plot(lams, own["tuned fixed depth (fixed_k tools)"], "o-", color="tab:blue",
                     label="tuned fixed depth (fixed_k)")
-            ax.plot(lams, rows["clairvoyant prefix: tools"], "s--", color="0.4", label="clairvoyant prefix depth")
+            ax.plot(lams, own["clairvoyant prefix: tools"], "s--", color="0.4", label="clairvoyant prefix depth")
             ax.set_ylabel("tools exposed (mean over tasks)")
-            return "where the decision moves: depth against lambda"
+            return f"{scorer}: where the decision moves, depth against lambda"
         for label, pick, colour, style in (("best of ours", best_ours, "tab:red", "o-"),
                                            ("best tuned baseline", baseline_of, "tab:blue", "s-")):
-            picked = [pick(r) for _, r in cells.iterrows()]
-            mean = [r.get(mkey(m, "payoff_mean"), np.nan) if m else np.nan for m, (_, r) in zip(picked, cells.iterrows())]
-            lo = [r.get(mkey(m, "payoff_ci_low"), np.nan) if m else np.nan for m, (_, r) in zip(picked, cells.iterrows())]
-            hi = [r.get(mkey(m, "payoff_ci_high"), np.nan) if m else np.nan for m, (_, r) in zip(picked, cells.iterrows())]
+            picked = [(pick(r), r) for _, r in mine.iterrows()]
+            mean, lo, hi = ([r.get(mkey(m, key), np.nan) if m else np.nan for m, r in picked]
+                            for key in ("payoff_mean", "payoff_ci_low", "payoff_ci_high"))
             ax.plot(lams, mean, style, color=colour, label=label)
             ax.fill_between(lams, lo, hi, color=colour, alpha=0.15)
-        ax.plot(lams, cells[mkey(BEST_PREFIX, "payoff_mean")], "s--", color="0.4", label="clairvoyant prefix")
-        return "payoff against lambda (bands: 95% CI; full access, far below, in the table)"
+        ax.plot(lams, mine[mkey(BEST_PREFIX, "payoff_mean")], "s--", color="0.4", label="clairvoyant prefix")
+        return f"{scorer}: payoff against lambda (bands: 95% CI; full access, far below, in the table)"
 
-    return log_x_panels_png(["payoff", "depth"], draw, title=title, xlabel="lambda (cost pressure; log)",
-                            ylabel="payoff (mean)", width=5.0, height=4.0, sharey=False, ncols=2)
+    return log_x_panels_png([f"{kind}: {s}" for s in scorers for kind in ("payoff", "depth")], draw, title=title,
+                            xlabel="lambda (cost pressure; log)", ylabel="payoff (mean)", width=5.0, height=4.0,
+                            sharey=False, ncols=2)
+
+
+def ranker_order(cells: pd.DataFrame, main: dict) -> list[str]:
+    """The rankers of ``cells``: the main cell's first, then the others by name."""
+    scorers = set(cells["p:scorer.label"])
+    return [main["scorer"]] * (main["scorer"] in scorers) + sorted(scorers - {main["scorer"]})
 
 
 def a28_lambda(evidence: Evidence, main: dict) -> list[Report | Figure]:
-    """A28 over lambda at N = 100 (bm25, k-fold): the table and its figure (LookupError without its cells)."""
+    """A28 over lambda at N = 100 (k-fold), per ranker: the table and its figure (LookupError without its cells)."""
     cells = evidence.cells("a28_lambda")
     if cells.empty:
         raise LookupError("a28_lambda: no FINISHED cell of experiment a28_lambda in the store; run "
                           "`experiment=a28_lambda` with the StableToolBench folder")
-    cells = cells.assign(lam=cells["p:cost.lam"].astype(float)).sort_values("lam", kind="stable")
+    order = {s: i for i, s in enumerate(ranker_order(cells, main))}
+    cells = cells.assign(lam=cells["p:cost.lam"].astype(float), ranker=cells["p:scorer.label"].map(order))
+    cells = cells.sort_values(["ranker", "lam"], kind="stable").drop(columns="ranker")
     rows = pd.DataFrame([_lambda_row(evidence, r) for _, r in cells.iterrows()],
-                        index=[f"lambda = {lam:g}{cell_marker(r)}" for lam, (_, r) in zip(cells["lam"], cells.iterrows())])
-    rows.index.name = "lambda"
-    anchor = cells.iloc[-1]
-    depth = rows["tuned fixed depth (fixed_k tools)"].to_numpy(dtype=float)
+                        index=[f"{r['p:scorer.label']} / lambda = {lam:g}{cell_marker(r)}"
+                               for lam, (_, r) in zip(cells["lam"], cells.iterrows())])
+    rows.index.name = "ranker / lambda"
+    anchor = cells.iloc[0]
     marked = [i for i, (_, r) in zip(rows.index, cells.iterrows()) if cell_marker(r)]
+    moves = []
+    for scorer in order:
+        own = (cells["p:scorer.label"] == scorer).to_numpy()
+        depth, lams = rows["tuned fixed depth (fixed_k tools)"].to_numpy(dtype=float)[own], cells["lam"][own]
+        moves.append(f"{scorer} {depth[0]:.1f} tools at lambda = {lams.iloc[0]:g} to {depth[-1]:.1f} at "
+                     f"{lams.iloc[-1]:g}")
     note = (
-        f"{anchor['p:domain.name']}, the {anchor['p:scorer.label']} ranker's top N = {anchor['p:candidates.top_k']} of "
-        f"2,479 APIs, {protocol_label(anchor['p:folds.protocol'])}, d = {anchor['p:cost.d']}; the catalog's mean API "
-        "costs 1 (A28's costs). The grid, from the data: the tuned fixed depth (fixed_k, picked on the training folds) "
-        f"moves from {depth[0]:.1f} tools at lambda = {cells['lam'].iloc[0]:g} to {depth[-1]:.1f} at lambda = "
-        f"{cells['lam'].iloc[-1]:g}, so the cells span the lambdas where how many APIs to expose is a decision. "
+        f"{anchor['p:domain.name']}, each ranker's top N = {anchor['p:candidates.top_k']} of 2,479 APIs "
+        f"({', '.join(order)}), {protocol_label(anchor['p:folds.protocol'])}, d = {anchor['p:cost.d']}; the "
+        "catalog's mean API costs 1 (A28's costs). The grid, from the data: the tuned fixed depth (fixed_k, picked on "
+        f"the training folds) moves from {'; '.join(moves)}, so the cells span the lambdas where how many APIs to "
+        "expose is a decision. "
         "Best of ours and the best tuned baseline as in A28 (the one definition every table uses), both picked on "
         "the cell's own tasks; ours minus baseline paired over tasks (95% bootstrap CI). Success where the "
         "clairvoyant prefix succeeds: best of ours' success on the tasks whose best prefix (chosen knowing G_x) "
@@ -277,8 +304,8 @@ def a28_lambda(evidence: Evidence, main: dict) -> list[Report | Figure]:
     return [Report("a28_lambda", f"A28 over lambda: the catalog at N = {anchor['p:candidates.top_k']} "
                                  "where a decision matters", rows, note=note),
             Figure("a28_lambda.png", payoff_vs_lambda_png(
-                cells, rows, f"A28 over lambda: {anchor['p:domain.name']}, {anchor['p:scorer.label']}, "
-                             f"N = {anchor['p:candidates.top_k']}, in-distribution folds"))]
+                cells, rows, f"A28 over lambda: {anchor['p:domain.name']}, N = {anchor['p:candidates.top_k']}, "
+                             "in-distribution folds, per ranker"))]
 
 
 #: The ranking quality A28's rankers are read for (the cell stage's ``ranking/...`` metrics), by column.
@@ -310,8 +337,10 @@ def a28_rankers(evidence: Evidence, main: dict) -> Report:
     anchor = cells.iloc[-1]
     best20 = frame["G_x in top 20"].max()
     note = (f"{anchor['p:domain.name']}: each ranker ranks the whole catalog of 2,479 APIs for each of the "
-            f"{int(anchor[mkey('cell', 'n_tasks')])} queries ({protocol_label('kfold')}; the learned ranker cross-fitted "
-            "inside the training folds). recall@k: the share of a query's gold APIs in its top k; nDCG@10 and MRR over "
+            f"{int(anchor[mkey('cell', 'n_tasks')])} queries ({protocol_label('kfold')}; each learned ranker "
+            "cross-fitted inside the training folds: pairwise, a logistic model of bm25 and MiniLM pair features; "
+            "rerank, a LightGBM re-ranker of those plus each sentence of the query, the API's catalog neighbours and "
+            "its cross-fitted rate in the training G_x, camdf.rankers.rerank). recall@k: the share of a query's gold APIs in its top k; nDCG@10 and MRR over "
             "binary relevance; G_x in top k: queries whose every gold API is in the top k (camdf.rankers.quality), the "
             "ceiling of any rule that exposes k APIs. The issue's goal for the best ranker, G_x in top 20 >= 0.85: "
             f"{'met' if best20 >= 0.85 else 'not met'} ({best20:.3f}). The last columns: the same share at the "

@@ -127,7 +127,10 @@ def a31(evidence: Evidence, main: dict) -> list[Report | Figure]:
                 fixed = None
             sources[str(at_d.iloc[-1]["p:domain.name"])] = (at_d, fixed)
     catalog = evidence.cells("a28_lambda")
-    if not catalog.empty:
+    if not catalog.empty:  # one ranker's frontier: the main cell's (A29's searches rank with it), else the first
+        from camdf.reporting.tables.a28 import ranker_order
+
+        catalog = catalog[catalog["p:scorer.label"] == ranker_order(catalog, main)[0]]
         sources[str(catalog.iloc[-1]["p:domain.name"])] = (catalog, catalog.iloc[-1])
     if not sources:
         raise LookupError("a31: neither A18's grid nor A28 over lambda is in the store; run `experiment=a18` and "

@@ -6,7 +6,7 @@ from camdf.rankers import SCORER_FUNCTIONS, declared_scorers
 
 
 def test_the_package_declares_every_shipped_scorer():
-    assert set(SCORER_FUNCTIONS) == {"bm25", "dense", "supervised", "prior", "hybrid", "noisy_oracle", "pairwise"}
+    assert set(SCORER_FUNCTIONS) == {"bm25", "dense", "supervised", "prior", "hybrid", "noisy_oracle", "pairwise", "rerank"}
     assert SCORER_FUNCTIONS["prior"] == "supervised:score_prior"
 
 

@@ -1,4 +1,4 @@
-"""Cross-fitting: changing one task's G_x changes no score of that task (supervised, prior)."""
+"""Cross-fitting: changing one task's G_x changes no score of that task (supervised, prior, pairwise, rerank)."""
 
 import dataclasses
 
@@ -37,14 +37,16 @@ def test_a_tasks_own_required_set_never_reaches_its_scores(scorer, protocol, ret
             assert not before[~mine].reset_index(drop=True).equals(others.reset_index(drop=True))
 
 
-def test_the_pair_ranker_never_reads_a_tasks_own_required_set(retail, tmp_path):
-    """The (query, tool) pair ranker, cross-fitted: the same check, its embeddings cached once for the three runs."""
+@pytest.mark.parametrize("scorer", ["pairwise", "rerank"])
+def test_the_pair_rankers_never_read_a_tasks_own_required_set(scorer, retail, tmp_path):
+    """The (query, tool) pair ranker and the re-ranker (whose G_x rates are themselves cross-fitted), cross-fitted:
+    the same check, their embeddings cached once for the runs."""
     folds = assign_folds([t.id for t in retail.tasks], [t.split for t in retail.tasks], 5, "kfold", 0)
-    before = score_domain(retail, "pairwise", folds, cache_dir=tmp_path)
+    before = score_domain(retail, scorer, folds, cache_dir=tmp_path)
     index = int(np.flatnonzero(folds >= 0)[3])
     task = retail.tasks[index]
     flipped = [n for n in retail.candidates_of(task) if n not in task.required]
-    after = score_domain(_with_required(retail, index, flipped), "pairwise", folds, cache_dir=tmp_path)
+    after = score_domain(_with_required(retail, index, flipped), scorer, folds, cache_dir=tmp_path)
     mine = before.task_id == task.id
     assert before[mine].equals(after[after.task_id == task.id])
     assert not before[~mine].reset_index(drop=True).equals(after[after.task_id != task.id].reset_index(drop=True))

@@ -63,6 +63,11 @@ def _evidence():
         store[run_id] = _outcomes(out)
         runs["a28_lambda"].append(_cell(run_id, store[run_id], domain__name="stabletoolbench", cost__lam=str(lam),
                                         candidates__top_k="100", candidates__fit_depth="16"))
+    for lam in (0.12, 0.01):  # a second ranker ("rerank", before bm25 in the store): ours finds every solvable task
+        run_id = f"rr{lam}"
+        store[run_id] = _outcomes({**_catalog_plan(lam), "camdf_argmax": (0.5, 0.4 - lam, EVEN)})
+        runs["a28_lambda"].insert(0, _cell(run_id, store[run_id], domain__name="stabletoolbench", cost__lam=str(lam),
+                                           candidates__top_k="100", candidates__fit_depth="16", scorer__label="rerank"))
     for lam, k in ((0.04, 4.0), (0.12, 2.0), (0.3, 1.0)):  # A18's retail grid at the main d
         run_id = f"grid{lam}"
         store[run_id] = _outcomes({"camdf": (k, 0.4, EVEN if k >= 2 else QUARTER), "predict_threshold": (k, 0.3, QUARTER),
@@ -88,13 +93,16 @@ def test_a28_over_lambda_states_where_the_decision_moves_and_the_success_on_solv
     evidence = _evidence()
     table, fig = a28_lambda(evidence, MAIN)
     frame = table.frame
-    assert list(frame.index) == ["lambda = 0.01", "lambda = 0.05", "lambda = 0.12"]
-    assert list(frame["tuned fixed depth (fixed_k tools)"]) == [5.0, 2.0, 0.0]
-    assert "moves from 5.0 tools at lambda = 0.01 to 0.0 at lambda = 0.12" in table.note
-    # ours succeeds on every fourth task, the clairvoyant prefix on every second: half of the solvable ones
-    assert frame["success where the clairvoyant prefix succeeds"].tolist() == [0.5, 0.5, 0.5]
+    # the main cell's ranker first, then the others; lambda ascending within each
+    assert list(frame.index) == ["bm25 / lambda = 0.01", "bm25 / lambda = 0.05", "bm25 / lambda = 0.12",
+                                 "rerank / lambda = 0.01", "rerank / lambda = 0.12"]
+    assert list(frame["tuned fixed depth (fixed_k tools)"]) == [5.0, 2.0, 0.0, 5.0, 0.0]
+    assert "moves from bm25 5.0 tools at lambda = 0.01 to 0.0 at 0.12; rerank 5.0 tools at lambda = 0.01" in table.note
+    # bm25: ours succeeds on every fourth task, the clairvoyant prefix on every second: half of the solvable ones;
+    # rerank: ours succeeds wherever the clairvoyant prefix does
+    assert frame["success where the clairvoyant prefix succeeds"].tolist() == [0.5, 0.5, 0.5, 1.0, 1.0]
     assert (frame["best of ours"] == "camdf_argmax").all() and (frame["best tuned baseline"] == "fixed_k").all()
-    assert frame.loc["lambda = 0.01", "ours minus baseline"].startswith("+0.050 [")
+    assert frame.loc["bm25 / lambda = 0.01", "ours minus baseline"].startswith("+0.050 [")
     assert isinstance(fig, Figure) and fig.png.startswith(b"\x89PNG")
 
 
@@ -122,6 +130,8 @@ def test_a31_compares_ours_at_no_more_cost_with_each_operating_point():
     catalog_top5 = frame.loc["stabletoolbench / fixed top-5 (a tool search's page)"]
     # the same success at 1, 3 and 6 APIs (lambda 0.12, 0.05, 0.01; 6 > 5 is out): the cheapest point
     assert catalog_top5["best of ours at no more cost"] == "camdf_argmax at lambda = 0.12" and catalog_top5["cost"] == 1.0
+    # the catalog's frontier is the main ranker's alone: rerank's cheaper, surer point (0.5 APIs) is not on it
+    assert catalog_top5["success"] == 0.25 and "stabletoolbench at lambda = 0.01, 0.05, 0.12 (d = 1.0, bm25)" in table.note
     assert "retail at lambda = 0.04, 0.12, 0.3" in table.note
     assert fig.png.startswith(b"\x89PNG")
 

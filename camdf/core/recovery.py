@@ -247,7 +247,7 @@ def check_k(value: float, field: str = "search_k") -> int:
 
 def fallback_set(
     p: np.ndarray, costs: np.ndarray, valid: np.ndarray, lam: float, search_cost: float, k: int,
-    coverage: float | np.ndarray = 1.0,
+    coverage: float | np.ndarray = 1.0, rounds: int = 1,
 ) -> np.ndarray:
     """The preloaded mask of highest *estimated* recovery payoff, choosing among nested families.
 
@@ -258,7 +258,13 @@ def fallback_set(
 
     with R_A the search's top k of the deferred tools in the list's order (the run-time search
     ranks like the ranker: the optimistic search of the module docstring) and S = ``search_cost``
-    times the mean candidate cost. Unlike the plug-in objective this one is not optimised by a
+    times the mean candidate cost. With ``rounds`` R > 1 (the payoff's :attr:`Search.rounds`) the
+    estimate follows the payoff round by round: B_0 = A, B_r = B_(r-1) + the next k still deferred,
+    round r paid with probability 1 - s(B_(r-1)):
+
+        E_hat[U(A)] = s(B_R) - lam * (C(A) + sum_r (1 - s(B_(r-1))) * (S + C(B_r - B_(r-1)))),
+
+    one round being the estimate above bit for bit. Unlike the plug-in objective this one is not optimised by a
     prefix of one order (what the search would return changes with A), so the rule takes the best
     of two nested families: the prefixes of :func:`camdf.core.sets.nested_order` (membership
     evidence per cost) and the ranked prefixes, 2(n + 1) candidates; O(n^2) per task.
@@ -273,6 +279,8 @@ def fallback_set(
         objective over the same families).
     k : int
     coverage : float or (T,) float
+    rounds : int
+        Search rounds the estimate counts, >= 1 (ignored without a search).
 
     Returns
     -------
@@ -291,9 +299,18 @@ def fallback_set(
     if not math.isfinite(search_cost):
         u = s_a - lam * c_a
     else:
-        got = returned_tools(masks, valid, np.broadcast_to(np.arange(N), (T, N)), k)
+        listed = np.broadcast_to(np.arange(N), (T, N))
+        got = returned_tools(masks, valid, listed, k)
         s_ar = plugin_values(masks | got, p, costs, valid, 0.0, "exact", coverage)
         unit = np.where(valid, costs, 0.0).sum(axis=1) / np.maximum(valid.sum(axis=1), 1)
-        u = s_ar - lam * (c_a + (1.0 - s_a) * (search_cost * unit + set_cost(got, costs)))
+        paid = (1.0 - s_a) * (search_cost * unit + set_cost(got, costs))
+        held = masks | got
+        for _ in range(int(rounds) - 1):  # round r is paid where B_(r-1) still misses
+            more = returned_tools(held, valid, listed, k)
+            held = held | more
+            s_next = plugin_values(held, p, costs, valid, 0.0, "exact", coverage)
+            paid = paid + (1.0 - s_ar) * (search_cost * unit + set_cost(more, costs))
+            s_ar = s_next
+        u = s_ar - lam * (c_a + paid)
     best = np.argmax(u, axis=0)  # the first maximiser: nested prefixes before ranked ones, shallow first
     return masks[best, np.arange(T)]

@@ -144,19 +144,21 @@ def plugin_task_set(p: list[float], costs: list[float], lam: float, kind: str, c
 
 
 def fallback_task_set(p: list[float], costs: list[float], lam: float, search_cost: float, k: int,
-                      coverage: float) -> list[int]:
+                      coverage: float, rounds: int = 1) -> list[int]:
     """The fallback set of one task (:func:`camdf.core.recovery.fallback_set`): the preloaded ranked positions,
     ascending (the rest is deferred to the search)."""
     mask = fallback_set(np.array([p], dtype=float), np.array([costs], dtype=float), np.ones((1, len(p)), dtype=bool),
-                        lam, search_cost, k, coverage=coverage)
+                        lam, search_cost, k, coverage=coverage, rounds=rounds)
     return np.flatnonzero(mask[0]).tolist()
 
 
-def fitted_search(numbers: dict[str, Any]) -> tuple[float, int]:
-    """``(search_cost_, search_k_)`` of a fallback set's ``to_numbers()``, checked; ValueError naming the field."""
+def fitted_search(numbers: dict[str, Any]) -> tuple[float, int, int]:
+    """``(search_cost_, search_k_, search_rounds_)`` of a fallback set's ``to_numbers()``, checked (rounds: 1 when
+    absent, a rule fitted before its estimate counted rounds); ValueError naming the field."""
     try:
         return (SEARCH_COST.check(numbers["search_cost_"], "rule.search_cost_"),
-                check_k(numbers["search_k_"], "rule.search_k_"))
+                check_k(numbers["search_k_"], "rule.search_k_"),
+                check_k(numbers.get("search_rounds_", 1), "rule.search_rounds_"))
     except KeyError as err:
         raise ValueError(f"rule.{err.args[0]}: missing from the fallback set's numbers") from None
 
@@ -199,9 +201,10 @@ class PortableFallbackSet(PortablePluginSet):
 
     dials = (SEARCH_COST, SEARCH_K)
 
-    def __init__(self, membership: dict, calibrator: dict, coverage: float, search_cost: float, search_k: int):
+    def __init__(self, membership: dict, calibrator: dict, coverage: float, search_cost: float, search_k: int,
+                 search_rounds: int = 1):
         super().__init__(membership, calibrator, coverage)
-        self.search_cost_, self.search_k_ = search_cost, search_k
+        self.search_cost_, self.search_k_, self.search_rounds_ = search_cost, search_k, search_rounds
 
     @classmethod
     def from_numbers(cls, numbers: dict[str, Any]) -> "PortableFallbackSet":
@@ -211,7 +214,7 @@ class PortableFallbackSet(PortablePluginSet):
         """The preloaded ranked positions, ascending (the rest is deferred): as ``FallbackSet.decide_task``."""
         cost, k = search_dials(self.search_cost_, self.search_k_, search_cost, search_k)
         return fallback_task_set(calibrated_task(self.membership, self.calibrator, task), task.costs, task.lam, cost,
-                                 k, self.coverage)
+                                 k, self.coverage, self.search_rounds_)
 
 
 class PortableRiskSet:

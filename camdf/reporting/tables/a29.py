@@ -163,7 +163,7 @@ def _row(evidence: Evidence, main: dict, run: pd.Series) -> dict:
     return row
 
 
-def off_scale(lines: dict[str, np.ndarray], at_most: int = 2) -> set[str]:
+def off_scale(lines: dict, at_most: int = 2) -> set:
     """The lines (at most ``at_most``, the lowest first) whose lowest value lies so far below the others that
     drawing them would flatten the rest: more than twice the span of the middle line's low to the highest value
     (at least 0.5) below that low (full access to a long list, or deferring everything at a high search price)."""
@@ -178,33 +178,36 @@ def off_scale(lines: dict[str, np.ndarray], at_most: int = 2) -> set[str]:
 
 def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
     """Mean payoff of each shown method against the price of a search round (log axis), one panel per
-    (domain, lambda, ranker, k)."""
+    (domain, lambda, ranker, k); one round a solid (or dashed) line, more rounds dotted in the same colour."""
     live = cells[np.isfinite(cells["search_cost"])]
-    panels = list(dict.fromkeys(zip(live["p:domain.name"], live["lam"], live["p:scorer.label"], live["search_k"],
-                                    live["search_rounds"])))
+    panels = list(dict.fromkeys(zip(live["p:domain.name"], live["lam"], live["p:scorer.label"], live["search_k"])))
     several = live["p:domain.name"].nunique() > 1
     lams = live.groupby("p:domain.name")["lam"].nunique()
 
     def draw(ax, panel) -> str:
-        domain, lam, scorer, k, rounds = panel
+        domain, lam, scorer, k = panel
         sel = live[(live["p:domain.name"] == domain) & (live["lam"] == lam) & (live["p:scorer.label"] == scorer)
-                   & (live["search_k"] == k) & (live["search_rounds"] == rounds) & live["aware"]]
-        sel = sel[sel["search_noise"] == sel["search_noise"].min()].sort_values("search_cost")
-        shown = [m for m in SHOWN if mkey(m, "payoff_mean") in sel]
-        off = off_scale({m: sel[mkey(m, "payoff_mean")].to_numpy(dtype=float) for m in shown})
+                   & (live["search_k"] == k) & live["aware"]]
+        sel = sel[sel["search_noise"] == sel["search_noise"].min()]
+        by_rounds = {r: part.sort_values("search_cost") for r, part in sel.groupby("search_rounds", sort=True)}
+        lines = {(m, r): part[mkey(m, "payoff_mean")].to_numpy(dtype=float)
+                 for r, part in by_rounds.items() for m in SHOWN if mkey(m, "payoff_mean") in part}
+        off = off_scale(lines, at_most=2 * len(by_rounds))
         notes = []
-        for m in shown:
+        for (m, r), values in lines.items():
             colour, marker = method_style(m)
-            style = dict(marker=marker, color=colour, linestyle="--" if m in (NO_TOOLS, FULL_ACCESS) or is_oracle(m)
-                         else "-")
-            if m in off:  # in the legend, not on the axes: drawn, it would flatten every other line
-                ax.plot([], [], label=SHOWN[m], **style)
-                values = sel[mkey(m, "payoff_mean")]
-                notes.append(f"{SHOWN[m]} off scale ({float(values.min()):.1f} to {float(values.max()):.1f})")
+            dashed = m in (NO_TOOLS, FULL_ACCESS) or is_oracle(m)
+            style = dict(marker=marker, color=colour, linestyle=":" if r > 1 else "--" if dashed else "-")
+            label = SHOWN[m] + (f", {r} rounds" if r > 1 else "")
+            if (m, r) in off:  # in the legend, not on the axes: drawn, it would flatten every other line
+                ax.plot([], [], label=label, **style)
+                notes.append(f"{label} off scale ({np.nanmin(values):.1f} to {np.nanmax(values):.1f})")
                 continue
-            ax.plot(sel["search_cost"], sel[mkey(m, "payoff_mean")], label=SHOWN[m], **style)
+            ax.plot(by_rounds[r]["search_cost"], values, label=label, **style)
+        rounds = sorted(by_rounds)
         return (f"{domain + ', ' if several else ''}{f'lambda {lam:g}, ' if lams[domain] > 1 else ''}{scorer}, k = {k}"
-                + (f", {rounds} rounds" if rounds > 1 else "") + "".join(f"\n{n}" for n in notes))
+                + (f" (dotted: {', '.join(map(str, rounds[1:]))} rounds)" if len(rounds) > 1 else "")
+                + "".join(f"\n{n}" for n in notes))
 
     return log_x_panels_png(panels, draw, title=title, xlabel="price of one search round (mean tools)",
                             ylabel="mean payoff (recovery)", sharey=not several)

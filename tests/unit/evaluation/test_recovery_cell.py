@@ -103,3 +103,52 @@ def test_unaware_rules_decide_as_under_the_exact_payoff_and_are_scored_with_the_
     assert unaware["searched"].any() and (unaware["payoff"] != exact["payoff"]).any()  # a different score
     lite = lambda o: o[o["method"] == "camdf_lite"]  # noqa: E731
     assert not np.array_equal(lite(aware)["n_exposed"], lite(unaware)["n_exposed"])  # labels that know the search
+
+
+def _estimate_by_rounds(mask, p, inst, lam, s_cost, k, rounds):
+    """The fallback set's estimate of R rounds, spelled out round by round (the plain reference)."""
+    from camdf.core.recovery import returned_tools
+
+    listed = np.broadcast_to(np.arange(inst.N), inst.tools.shape)
+    unit = inst.costs.sum(axis=1) / inst.n
+    held, paid = mask, np.zeros(len(mask))
+    for _ in range(rounds):
+        miss = 1 - plugin_values(held, p, inst.costs, inst.valid, 0.0)
+        more = returned_tools(held, inst.valid, listed, k)
+        paid = paid + miss * (s_cost * unit + set_cost(more, inst.costs))
+        held = held | more
+    return plugin_values(held, p, inst.costs, inst.valid, 0.0) - lam * (set_cost(mask, inst.costs) + paid)
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 3])
+def test_the_fallback_sets_estimate_counts_the_rounds_the_payoff_charges(inst, rounds):
+    rng = np.random.default_rng(9)
+    p = rng.random(inst.tools.shape) ** 3 * inst.valid
+    chosen = fallback_set(p, inst.costs, inst.valid, 0.1, 1.0, 2, rounds=rounds)
+    value = _estimate_by_rounds(chosen, p, inst, 0.1, 1.0, 2, rounds)
+    for t in range(inst.N + 1):  # at least every ranked prefix's estimate of the same rounds
+        prefix = (np.arange(inst.N)[None, :] < t) & inst.valid
+        assert np.all(value >= _estimate_by_rounds(prefix, p, inst, 0.1, 1.0, 2, rounds) - 1e-12)
+    if rounds == 1:  # one round: the estimate as it always was, bit for bit
+        np.testing.assert_array_equal(chosen, fallback_set(p, inst.costs, inst.valid, 0.1, 1.0, 2))
+    else:  # a second round paid where the first misses changes some task's choice
+        assert not np.array_equal(chosen, fallback_set(p, inst.costs, inst.valid, 0.1, 1.0, 2))
+
+
+def test_a_fallback_set_fitted_with_two_rounds_estimates_two_and_says_so_in_its_numbers(inst):
+    from camdf.policies.plain import PortableFallbackSet
+
+    p = MembershipModel().fit(inst, inst.member).predict_proba(inst)
+    train = StateBatch.make(inst, p, 0.1, "exact", train=True, search=Search(cost=1.0, k=2, rounds=2))
+    rule = make_policy("fallback_set", carry_membership=True).fit(train)  # carries its model: exportable
+    assert rule.search_rounds_ == 2
+    test = StateBatch.make(inst, p, 0.1, "exact", train=False)
+    np.testing.assert_array_equal(rule.select(test), fallback_set(rule.calibrated(test), inst.costs, inst.valid, 0.1,
+                                                                  1.0, 2, rule.coverage_, rounds=2))
+    numbers = rule.to_numbers()
+    assert numbers["search_rounds_"] == 2
+    assert PortableFallbackSet.from_numbers(numbers).search_rounds_ == 2
+    old = {k: v for k, v in numbers.items() if k != "search_rounds_"}  # a rule exported before rounds: one
+    assert PortableFallbackSet.from_numbers(old).search_rounds_ == 1
+    with pytest.raises(ValueError, match="rule.search_rounds_"):
+        PortableFallbackSet.from_numbers({**numbers, "search_rounds_": 0})

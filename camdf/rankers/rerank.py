@@ -77,20 +77,40 @@ def _z(scores: np.ndarray) -> np.ndarray:
     return (scores - scores.mean(axis=1, keepdims=True)) / np.where(std > 0, std, 1.0)
 
 
-#: Per catalog (keyed by its documents): its documents' nearest neighbours and cosines, computed once per process.
+#: Per catalog (keyed by its documents): its documents' nearest neighbours and embeddings, computed once per process.
 _CATALOG: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+#: Catalog tools whose cosines to the whole catalog are held at once (memory linear in the catalog, not quadratic).
+BLOCK = 256
 
 
 def _catalog(problem: Problem, cache_dir, n_threads: int) -> tuple[np.ndarray, np.ndarray]:
-    """(neighbours (A, max K): each tool's nearest other tools, nearest first; cosines (A, A))."""
+    """(neighbours (A, max K): each tool's nearest other tools by document cosine, nearest first; the documents'
+    MiniLM vectors (A, 384)). The cosines are taken ``BLOCK`` tools at a time: exact (grid vectors), never A x A."""
     key = hash((tuple(problem.tools), tuple(problem.docs)))
     if key not in _CATALOG:
         vecs = embed(problem.docs, cache_dir=cache_dir, n_threads=n_threads)
-        cos = vecs @ vecs.T
-        np.fill_diagonal(cos, -np.inf)
         k = min(max(NEIGHBOURS), len(problem.docs) - 1)
-        _CATALOG[key] = (np.argsort(-cos, axis=1, kind="stable")[:, :k], cos)
+        near = [np.zeros((0, k), dtype=np.int64)]
+        for start in range(0, len(vecs), BLOCK):
+            cos = vecs[start:start + BLOCK] @ vecs.T
+            cos[np.arange(len(cos)), np.arange(start, start + len(cos))] = -np.inf  # a tool is not its own neighbour
+            near.append(np.argsort(-cos, axis=1, kind="stable")[:, :k])
+        _CATALOG[key] = (np.concatenate(near), vecs)
     return _CATALOG[key]
+
+
+def _co_retrieval(first: np.ndarray, vecs: np.ndarray) -> list[np.ndarray]:
+    """Per depth m of :data:`CO_DEPTHS`: each tool's largest cosine to the task's first m tools (itself left out),
+    (T, A) each; one task's first tools against the catalog at a time."""
+    out = [np.empty(first.shape) for _ in CO_DEPTHS]
+    for t, row in enumerate(first):
+        top = row[:max(CO_DEPTHS)]
+        cos = vecs[top] @ vecs.T
+        cos[np.arange(len(top)), top] = -np.inf
+        running = np.maximum.accumulate(cos, axis=0)
+        for i, m in enumerate(CO_DEPTHS):
+            out[i][t] = running[min(m, len(top)) - 1]
+    return out
 
 
 def _clause_features(problem: Problem, cache_dir, n_threads: int) -> list[np.ndarray]:
@@ -142,7 +162,7 @@ def label_free_features(problem: Problem, cache_dir=None, n_threads: int = DEFAU
 def _label_free(problem: Problem, cache_dir, n_threads: int) -> np.ndarray:
     """:func:`label_free_features` of every task of ``problem`` (no cache)."""
     pair = pair_features(problem, cache_dir=cache_dir, n_threads=n_threads)
-    neighbours, cos = _catalog(problem, cache_dir, n_threads)
+    neighbours, vecs = _catalog(problem, cache_dir, n_threads)
     mask = problem.mask
     hybrid = rrf([np.rint(np.exp(pair[..., PAIR_FEATURES.index(f"{s}_log_rank")])) for s in ("bm25", "dense")], mask)
     hybrid_rank = rank_matrix(hybrid, mask)
@@ -156,8 +176,7 @@ def _label_free(problem: Problem, cache_dir, n_threads: int) -> np.ndarray:
     for best in clause[:2]:
         columns += _neighbour_stats(best, neighbours, NEIGHBOURS[0])
     first = np.argsort(fused_rank + np.where(mask, 0, len(problem.tools) + 1), axis=1, kind="stable")
-    for m in CO_DEPTHS:
-        columns.append(np.stack([cos[row[:m]].max(axis=0) for row in first]))
+    columns += _co_retrieval(first, vecs)
     return np.stack(columns, axis=-1)
 
 
@@ -234,8 +253,10 @@ def score_rerank(
 
 def _below_pool(scores: np.ndarray, first: np.ndarray, in_pool: np.ndarray, mask: np.ndarray, pool: int) -> np.ndarray:
     """The model's scores in each task's pool; below it, the first stage's order continues: the pool's lowest
-    score minus log(rank / pool), so the list stays one ranking with gaps that shrink down the list."""
+    score minus (rank - pool) / rank, so the list stays one ranking with gaps that shrink down the list (a quotient,
+    rounded the same on every machine, where a logarithm's last bit moves with the SIMD path)."""
     floor = np.where(in_pool, scores, np.inf).min(axis=1, keepdims=True)
     floor = np.where(np.isfinite(floor), floor, 0.0)
-    below = floor - np.log(np.maximum(first, 1) / pool)
+    rank = np.maximum(first, 1).astype(np.float64)
+    below = floor - (rank - pool) / rank
     return np.where(mask, np.where(in_pool, scores, below), 0.0)

@@ -130,7 +130,8 @@ def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
         return protocol_label(protocol)
 
     def _one_cut(ax, mine: pd.DataFrame, protocol: str, n: int) -> str:
-        for i, scorer in enumerate(scorers):
+        here = [s for s in scorers if s in set(mine["p:scorer.label"])]  # a column per ranker this protocol ran
+        for i, scorer in enumerate(here):
             for j, (family, keep) in enumerate(FAMILIES.items()):
                 points = [r[mkey(m, "payoff_mean")] for _, r in mine[mine["p:scorer.label"] == scorer].iterrows()
                           if (m := best_of(r, keep)) is not None]
@@ -138,8 +139,8 @@ def payoff_vs_n_png(cells: pd.DataFrame, title: str) -> bytes:
                     ax.plot([i + (j - (len(FAMILIES) - 1) / 2) * 0.09], points[:1], styles[scorer], marker="o",
                             color=colours[family], label=f"{family} ({scorer})")
         ax.set_xscale("linear")
-        ax.set_xticks(range(len(scorers)), scorers)
-        ax.set_xlim(-0.6, len(scorers) - 0.4)
+        ax.set_xticks(range(len(here)), here)
+        ax.set_xlim(-0.6, len(here) - 0.4)
         ax.set_xlabel(f"ranker (this protocol cuts N = {n} only)")
         return f"{protocol_label(protocol)}, N = {n}"
 

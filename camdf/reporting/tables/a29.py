@@ -178,7 +178,8 @@ def off_scale(lines: dict, at_most: int = 2) -> set:
 
 def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
     """Mean payoff of each shown method against the price of a search round (log axis), one panel per
-    (domain, lambda, ranker, k); one round a solid (or dashed) line, more rounds dotted in the same colour."""
+    (domain, lambda, ranker, k); one round a solid (or dashed) line, more rounds dotted in the same colour (the
+    figure's title says so)."""
     live = cells[np.isfinite(cells["search_cost"])]
     panels = list(dict.fromkeys(zip(live["p:domain.name"], live["lam"], live["p:scorer.label"], live["search_k"])))
     several = live["p:domain.name"].nunique() > 1
@@ -204,9 +205,7 @@ def payoff_vs_search_png(cells: pd.DataFrame, title: str) -> bytes:
                 notes.append(f"{label} off scale ({np.nanmin(values):.1f} to {np.nanmax(values):.1f})")
                 continue
             ax.plot(by_rounds[r]["search_cost"], values, label=label, **style)
-        rounds = sorted(by_rounds)
         return (f"{domain + ', ' if several else ''}{f'lambda {lam:g}, ' if lams[domain] > 1 else ''}{scorer}, k = {k}"
-                + (f" (dotted: {', '.join(map(str, rounds[1:]))} rounds)" if len(rounds) > 1 else "")
                 + "".join(f"\n{n}" for n in notes))
 
     return log_x_panels_png(panels, draw, title=title, xlabel="price of one search round (mean tools)",
@@ -248,10 +247,11 @@ def a29(evidence: Evidence, main: dict) -> list[Report | Figure]:
     out: list[Report | Figure] = [Report("a29", "A29: what to preload when the deferred tools can be searched",
                                          frame, note=note)]
     if np.isfinite(cells["search_cost"]).any():
+        more = sorted(set(cells["search_rounds"]) - {1})
         out.append(Figure("a29_payoff_vs_search_cost.png", payoff_vs_search_png(
             cells, f"A29: {', '.join(domains)}, lambda = {', '.join(f'{v:g}' for v in sorted(set(cells['lam'])))}: "
-                   "payoff against the price of "
-                   "a search round (dashed: defer everything, full access, the oracle)")))
+                   "payoff against the price of a search round (dashed: defer everything, full access, the oracle"
+                   + (f"; dotted: {', '.join(map(str, more))} search rounds)" if more else ")"))))
     return out
 
 

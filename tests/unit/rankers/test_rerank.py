@@ -66,3 +66,21 @@ def test_below_its_pool_the_list_continues_in_the_first_stages_order_and_strictl
     assert list(out[0, :3]) == [2.0, -1.0, 0.5]
     below = out[0, 3:]
     assert below.max() < -1.0 and list(np.argsort(-below)) == [0, 2, 1]  # ranks 4, 5, 6
+
+
+def test_neighbours_and_cosines_to_the_first_tools_are_those_of_the_whole_cosine_matrix(tmp_path, monkeypatch):
+    """Taken a few tools at a time (memory linear in the catalog), as from the full matrix a small catalog allows."""
+    from camdf.rankers import rerank
+
+    problem = _problem(["find the weather in Paris and convert 3 kilograms to pounds"])
+    monkeypatch.setattr(rerank, "BLOCK", 4)  # 6 tools: two blocks
+    rerank._CATALOG.clear()
+    neighbours, vecs = rerank._catalog(problem, tmp_path, 1)
+    cos = vecs @ vecs.T
+    np.fill_diagonal(cos, -np.inf)
+    np.testing.assert_array_equal(neighbours, np.argsort(-cos, axis=1, kind="stable")[:, :5])
+    first = np.array([[4, 0, 2, 1, 3, 5]])
+    got = rerank._co_retrieval(first, vecs)
+    for m, column in zip(rerank.CO_DEPTHS, got):
+        np.testing.assert_array_equal(column[0], cos[first[0, :m]].max(axis=0))
+    rerank._CATALOG.clear()

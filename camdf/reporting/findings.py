@@ -7,7 +7,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from camdf.common.markdown import signed
 from camdf.policies import FULL_ACCESS, REFERENCE, is_oracle
 from camdf.reporting.evidence import Evidence, main_cell, main_scorers
 from camdf.reporting.report import Report
@@ -33,7 +32,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
         c = evidence.judge.compare(run, REFERENCE, FULL_ACCESS)
         power = "" if np.isnan(c.mdd) else f"; MDD {c.mdd:.3f}"
         out.append(f"Main cell (Table 2): CAM-DF payoff {g(REFERENCE, 'payoff_mean'):.3f} against full access "
-                   f"{g(FULL_ACCESS, 'payoff_mean'):.3f}; CAM-DF minus full {signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]"
+                   f"{g(FULL_ACCESS, 'payoff_mean'):.3f}; CAM-DF minus full {c.text}"
                    f"{power}: CAM-DF {wording(c, 'full access')} here, exposing "
                    f"{g(REFERENCE, 'n_exposed'):.2f} of {g(FULL_ACCESS, 'n_exposed'):.0f} tools.")
         best = max((m for m in methods_of(run) if not is_oracle(m)),
@@ -59,7 +58,7 @@ def headlines(evidence: Evidence, main: dict, reports: Sequence[Report]) -> list
         mdd = "" if np.isnan(c.mdd) else f", MDD {c.mdd:.3f}"
         fits = "" if c.per_fit is None else f", higher in {c.fits_higher} of {c.n_fits} fits"
         ours_vs.append(f"`{scorer}`, {protocol} folds: `{top}` {r[mkey(top, 'payoff_mean')]:.3f} minus `{base}` "
-                       f"{r[mkey(base, 'payoff_mean')]:.3f} = {signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]"
+                       f"{r[mkey(base, 'payoff_mean')]:.3f} = {c.text}"
                        f"{fits}{mdd}: "
                        f"`{top}` {wording(c, base)}")
     if ours_vs:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from camdf.common.markdown import signed
 from camdf.policies import REFERENCE
 from camdf.evaluation.fits import paired_differences
 from camdf.evaluation.power import min_detectable_difference, seed_intervals
@@ -83,6 +84,11 @@ class Comparison:
         """Minimum detectable difference at 80% power, two-sided 5% (:func:`min_detectable_difference`)."""
         return min_detectable_difference(self.sd, len(self.per_task)) if np.isfinite(self.sd) else np.nan
 
+    @property
+    def text(self) -> str:
+        """``+mean [+lo, +hi]``: the difference with its CI, signed (a value that rounds to 0 unsigned)."""
+        return f"{signed(self.mean)} [{signed(self.lo)}, {signed(self.hi)}]"
+
     def negated(self) -> Comparison:
         """Y minus X."""
         return Comparison(-self.mean, -self.hi, -self.lo, None if self.per_task is None else -self.per_task,
@@ -112,6 +118,11 @@ def reason(c: Comparison) -> str:
         return f"CI covers 0; {what} in {carried} of {c.n_fits} fits"
     return f"{what} in {carried} of {c.n_fits} fits" if direction(c) else \
         f"the {what} is carried by {carried} of {c.n_fits} fits"
+
+
+def verdict_text(c: Comparison, higher: str, lower: str) -> str:
+    """``higher`` / ``lower`` / ``no difference shown`` by :func:`direction`, then ``(<reason>)``."""
+    return {1: higher, -1: lower, 0: "no difference shown"}[direction(c)] + f" ({reason(c)})"
 
 
 def wording(c: Comparison, rival: str) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.common.markdown import signed
 from camdf.policies import BEST_PREFIX, CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_oracle
 from camdf.reporting.evidence import Evidence, cell_marker
 from camdf.reporting.figures import log_x_panels_png
@@ -19,7 +18,7 @@ from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE, baseline_of, ci_text
-from camdf.reporting.verdicts import Comparison, Judge, direction, reason
+from camdf.reporting.verdicts import Comparison, Judge, verdict_text
 
 #: Rules a catalog cell does not run, and why (named in the table, never dropped silently). Empty: every rule
 #: of conf/method/main.yaml runs at 2,479 APIs (A28 uses that list) (StaticSet.fit and cv_set's inner CV take seconds there).
@@ -72,21 +71,25 @@ def protocol_label(value: str) -> str:
     return PROTOCOLS.get(value, value)
 
 
+def ours_columns(run: pd.Series, ours: str, base: str, c: Comparison, extra: dict | None = None) -> dict:
+    """A catalog row's comparison columns: the best of ours (payoff with its CI, success, tools, then ``extra``), the
+    best tuned baseline and its payoff, ours minus it (``c``, paired) and the MDD."""
+    g = lambda m, k: run.get(mkey(m, k), np.nan)  # noqa: E731
+    return {"best of ours": ours,
+            "payoff (95% CI)": ci_text(g(ours, "payoff_mean"), g(ours, "payoff_ci_low"), g(ours, "payoff_ci_high")),
+            "success": g(ours, "success"), "tools": g(ours, "n_exposed"), **(extra or {}),
+            "best tuned baseline": base, "baseline payoff": g(base, "payoff_mean"), "ours minus baseline": c.text,
+            "MDD": c.mdd}
+
+
 def _row(judge: Judge, run: pd.Series) -> dict:
     g = lambda m, k: run.get(mkey(m, k), np.nan)  # noqa: E731
     row = {"recall@N (G_x listed)": g("full", "success"), "gold APIs listed": g("full", "success_partial")}
     pair = ours_vs_baseline(judge, run)
     if pair is not None:
         ours, base, c = pair
-        k = g(ours, "n_exposed")
-        row.update({
-            "best of ours": ours, "payoff (95% CI)": ci_text(g(ours, "payoff_mean"), g(ours, "payoff_ci_low"),
-                                                             g(ours, "payoff_ci_high")),
-            "success": g(ours, "success"), "tools": k, "cost": g(ours, "cost"),
-            "best tuned baseline": base, "baseline payoff": g(base, "payoff_mean"),
-            "ours minus baseline": f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]", "MDD": c.mdd,
-            "BoR coverage@k (k = tools)": coverage_at(run, k),
-        })
+        row.update(ours_columns(run, ours, base, c, {"cost": g(ours, "cost")}))
+        row["BoR coverage@k (k = tools)"] = coverage_at(run, g(ours, "n_exposed"))
     row.update({"best_prefix": g("best_prefix", "payoff_mean"), "oracle_set": g("oracle_set", "payoff_mean"),
                 "full access": g("full", "payoff_mean"), "full access tools": g("full", "n_exposed")})
     return row
@@ -221,14 +224,9 @@ def _lambda_row(evidence: Evidence, run: pd.Series) -> dict:
     pair = ours_vs_baseline(evidence.judge, run)
     if pair is not None:
         ours, base, c = pair
-        row.update({
-            "best of ours": ours, "payoff (95% CI)": ci_text(g(ours, "payoff_mean"), g(ours, "payoff_ci_low"),
-                                                             g(ours, "payoff_ci_high")),
-            "success": g(ours, "success"), "tools": g(ours, "n_exposed"),
-            "success where the clairvoyant prefix succeeds": solvable_success(evidence, run, ours),
-            "best tuned baseline": base, "baseline payoff": g(base, "payoff_mean"),
-            "ours minus baseline": f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]", "MDD": c.mdd,
-            "verdict": {1: "ours beats it", -1: "ours is worse", 0: "no difference shown"}[direction(c)] + f" ({reason(c)})"})
+        row.update(ours_columns(run, ours, base, c, {
+            "success where the clairvoyant prefix succeeds": solvable_success(evidence, run, ours)}))
+        row["verdict"] = verdict_text(c, "ours beats it", "ours is worse")
     row.update({"expose nothing": g(NO_TOOLS, "payoff_mean"), "full access": g(FULL_ACCESS, "payoff_mean")})
     return row
 

@@ -31,14 +31,14 @@ SHOWN = {NO_TOOLS: "defer everything + search", "static_set": "always-loaded set
          SUBJECT_PRELOAD: "fallback-aware set", "best_prefix": "best prefix (oracle)"}
 
 
-def preload_vs_defer(judge: Judge, run: pd.Series, rival: str = NO_TOOLS) -> Comparison | None:
-    """The fallback-aware set minus ``rival`` (default: defer everything) in one cell; None when not available."""
+def preload_vs(judge: Judge, run: pd.Series, rival: str = NO_TOOLS, rival_run: pd.Series | None = None
+               ) -> Comparison | None:
+    """The fallback-aware set of ``run`` minus ``rival`` (default: defer everything) of ``rival_run`` (default: the
+    same cell), paired over the tasks the two share; None when not available."""
     try:
-        return judge.compare(run, SUBJECT_PRELOAD, rival)
+        return judge.compare(run, SUBJECT_PRELOAD, rival, run_b=rival_run)
     except LookupError:
         return None
-
-
 
 
 def search_off_cell(evidence: Evidence, main: dict, run: pd.Series) -> pd.Series | None:
@@ -81,16 +81,6 @@ def strongest_rival(evidence: Evidence, main: dict, run: pd.Series) -> tuple[str
             best = max(rules, key=lambda m: (pay(off, m), -rules.index(m)))
             options.append((f"{best}, no search", best, off))
     return max(options, key=lambda o: pay(o[2], o[1])) if options else None
-
-
-def preload_vs_rival(judge: Judge, run: pd.Series, rival: tuple[str, str, pd.Series]) -> Comparison | None:
-    """The fallback-aware set of ``run`` minus the rival of :func:`strongest_rival` (paired over the tasks the two
-    cells share); None when not available."""
-    _, method, cell = rival
-    try:
-        return judge.compare(run, SUBJECT_PRELOAD, method, run_b=cell)
-    except LookupError:
-        return None
 
 
 def _diff(c: Comparison | None) -> str:
@@ -146,15 +136,15 @@ def _row(evidence: Evidence, main: dict, run: pd.Series) -> dict:
     g = lambda m, k: run.get(mkey(m, k), np.nan)  # noqa: E731
     row = {f"{what}": g(m, "payoff_mean") for m, what in SHOWN.items() if m != SUBJECT_PRELOAD}
     searches, loaded = fallback_use(evidence, run, SUBJECT_PRELOAD)
-    defer = preload_vs_defer(evidence.judge, run)
+    defer = preload_vs(evidence.judge, run)
     row.update({
         "fallback-aware set (95% CI)": ci_text(g(SUBJECT_PRELOAD, "payoff_mean"), g(SUBJECT_PRELOAD, "payoff_ci_low"),
                                                g(SUBJECT_PRELOAD, "payoff_ci_high")),
         "minus defer everything": _diff(defer),
         "MDD": np.nan if defer is None else defer.mdd,
-        "minus plug-in set (awareness)": _diff(preload_vs_defer(evidence.judge, run, SUBJECT_UNAWARE)),
+        "minus plug-in set (awareness)": _diff(preload_vs(evidence.judge, run, SUBJECT_UNAWARE)),
         "strongest rival (claim j)": "" if (rival := strongest_rival(evidence, main, run)) is None else rival[0],
-        "minus strongest rival": "" if rival is None else _diff(preload_vs_rival(evidence.judge, run, rival)),
+        "minus strongest rival": "" if rival is None else _diff(preload_vs(evidence.judge, run, *rival[1:])),
         "success": g(SUBJECT_PRELOAD, "success"), "tools preloaded": g(SUBJECT_PRELOAD, "n_exposed"),
         "searches per task": searches, "tools loaded by search": loaded, "cost": g(SUBJECT_PRELOAD, "cost"),
         "defer everything: success": g(NO_TOOLS, "success"),

@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.common.markdown import signed
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family, is_oracle
 from camdf.reporting.evidence import Evidence, cell_marker
@@ -101,7 +100,7 @@ def _rows(judge: Judge, domain: str, out_run: pd.Series, in_run: pd.Series | Non
             pair = transfer_vs_baseline(judge, out_run, m)
             if pair is not None:
                 c = pair[1]
-                row["minus best transferred baseline"] = (f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}] "
+                row["minus best transferred baseline"] = (f"{c.text} "
                                                           f"({reason(c)})")
                 row["MDD"] = c.mdd
         label = f"{m} (transferred)" + (" [best transferred baseline]" if m == rival else "")

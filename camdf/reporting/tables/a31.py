@@ -10,14 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from camdf.common.markdown import signed
 from camdf.policies import CARDS, FULL_ACCESS, NO_TOOLS, in_camdf_family
 from camdf.reporting.evidence import Evidence, main_cell
 from camdf.reporting.report import Report
 from camdf.reporting.store import methods_of, mkey
 from camdf.reporting.tables.base import Figure, TableSpec
 from camdf.reporting.tables.notes import MDD_NOTE
-from camdf.reporting.verdicts import direction, reason
+from camdf.reporting.verdicts import verdict_text
 
 #: The operating points harnesses use, by method: what each stands for. The first two decide the same at every
 #: lambda (their success and cost do not depend on it); the last two are read from A29's recovery cells.
@@ -74,9 +73,8 @@ def _rows(evidence: Evidence, domain: str, cells: pd.DataFrame, points: pd.DataF
                         "success": best["success"], "cost": best["cost"]})
             try:
                 c = evidence.judge.compare(runs[best["run_id"]], best["method"], method, run_b=run, column="success")
-                row.update({"success difference": f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]",
-                            "MDD": c.mdd, "verdict": {1: "ours higher", -1: "ours lower",
-                                                      0: "no difference shown"}[direction(c)] + f" ({reason(c)})"})
+                row.update({"success difference": c.text, "MDD": c.mdd,
+                            "verdict": verdict_text(c, "ours higher", "ours lower")})
             except LookupError:
                 row["verdict"] = "not paired (the two cells do not share their tasks and folds)"
         else:

@@ -115,10 +115,6 @@ def _cell_label(run: pd.Series) -> str:
             f"{run['p:folds.protocol']}")
 
 
-def _ci(c: Comparison) -> str:
-    return f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]"
-
-
 def _median(values) -> float:
     v = [x for x in values if np.isfinite(x)]
     return float(np.median(v)) if v else np.nan
@@ -151,7 +147,7 @@ def claim_a(run: pd.Series, judge: Judge | None = None) -> tuple[str, str, Compa
               f"{n_ours} of ours and the peers)")
     return verdict, (f"CAM-DF {run[mkey('camdf', 'payoff_mean')]:.3f}; {rivals}; closest/best rival {worst}: "
                      "CAM-DF minus "
-                     f"it {_ci(c)} ({reason(c)})"), c
+                     f"it {c.text} ({reason(c)})"), c
 
 
 def rows_a(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
@@ -283,14 +279,14 @@ def rows_f(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
             verdict = FAILS if shown else (HOLDS if worst.mean <= NOISE_TOLERANCE else UNSURE)
             if gain <= 0:
                 verdict = UNSURE  # no noise-free gain to keep: robustness of it is vacuous
-            stat = "clean minus noisy: " + "; ".join(f"epsilon {e:g} {_ci(c)}" for e, c in drops)
+            stat = "clean minus noisy: " + "; ".join(f"epsilon {e:g} {c.text}" for e, c in drops)
             mdd, effect = max(c.mdd for _, c in drops), worst.mean
             rivals = [m for m in methods_of(clean) if not in_camdf_family(m) and not is_oracle(m)]
             if rivals:  # does the best baseline lose as much? (the same paired drop)
                 b = max(rivals, key=lambda m: clean[mkey(m, "payoff_mean")])
                 at = dict(noise_drops(evidence, scorer, method=b, judge=judge))
                 stat += "; best noise-free baseline " + b + ": " + "; ".join(
-                    f"epsilon {e:g} {_ci(at[e])}" for e, _ in drops if e in at)
+                    f"epsilon {e:g} {at[e].text}" for e, _ in drops if e in at)
         else:  # the cells' outcomes were not read: the point drops alone
             points = [(e, clean[mkey(REFERENCE, "payoff_mean")] - r[mkey("camdf", "payoff_mean")]) for e, r in
                       zip(sel.eps, (r for _, r in sel.iterrows())) if e > 0]
@@ -380,7 +376,7 @@ def rows_h(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         out.append(Row(f"h ({r['p:scorer.label']}, {r['p:folds.protocol']} folds)",
                        "the ranked-prefix restriction costs payoff (ours, A27)",
                        _cell_label(r), f"set rule minus prefix rule, each picked per fit on its training tasks: "
-                       f"{_ci(c)} ({reason(c)}); {picks}", verdict, c.mdd, c.mean))
+                       f"{c.text} ({reason(c)}); {picks}", verdict, c.mdd, c.mean))
     return out
 
 
@@ -394,7 +390,7 @@ def _across_cells(key: str, claim: str, evidence: str, comps: list[Comparison], 
     verdict = FAILS if against else (HOLDS if favour == len(comps) else UNSURE)
     worst = min(comps, key=lambda c: c.lo)
     said = (f"{subject} beats {rival} in {favour}, neither in {len(comps) - favour - against}, is worse in "
-            f"{against}; lowest CI: {_ci(worst)} ({reason(worst)})")
+            f"{against}; lowest CI: {worst.text} ({reason(worst)})")
     return Row(key, claim, evidence, said, verdict, _median(c.mdd for c in comps),
                float(np.mean([c.mean for c in comps])))
 
@@ -431,7 +427,7 @@ def rows_i(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
 
 def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     """(j), ours: choosing what to preload beats deferring everything to search (A29); no cells, no row."""
-    from camdf.reporting.tables.a29 import SUBJECT_PRELOAD, preload_vs_rival, strongest_rival
+    from camdf.reporting.tables.a29 import SUBJECT_PRELOAD, preload_vs, strongest_rival
 
     cells = evidence.fallback
     if cells.empty:
@@ -439,7 +435,7 @@ def rows_j(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
     live = [r for _, r in cells.iterrows()
             if not decides_nothing(r) and r["aware"] and np.isfinite(r["search_cost"])]
     found = [(r, rival) for r in live if (rival := strongest_rival(evidence, main, r)) is not None]
-    comps = [c for c in (preload_vs_rival(judge, r, rival) for r, rival in found) if c is not None]
+    comps = [c for c in (preload_vs(judge, r, *rival[1:]) for r, rival in found) if c is not None]
     if not comps:
         return []
     costs = sorted({float(r["search_cost"]) for r in live})
@@ -468,7 +464,7 @@ def rows_k(evidence: Evidence, main: dict, judge: Judge) -> list[Row]:
         f"{len(found)} left-out domains ({', '.join(d for d, _ in found)}; left out (degenerate, or every method below 0): "
         f"{', '.join(d for d, r in cells if decides_nothing(r)) or 'none'})",
         [c for _, (_, c) in found], SUBJECT_TRANSFER, "the best transferred baseline")
-    each = "; ".join(f"{d}: minus {b} {_ci(c)}" for d, (b, c) in found)
+    each = "; ".join(f"{d}: minus {b} {c.text}" for d, (b, c) in found)
     return [replace(row, statistic=f"{row.statistic}. {each}")]
 
 

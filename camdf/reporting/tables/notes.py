@@ -7,7 +7,6 @@ import ast
 import numpy as np
 import pandas as pd
 
-from camdf.common.markdown import signed
 from camdf.evaluation.fits import choice_counts
 from camdf.policies import REFERENCE
 from camdf.reporting.store import mkey
@@ -161,7 +160,7 @@ def vs_best_columns(evidence, run: pd.Series, method: str, best: str | None) -> 
         c = evidence.judge.compare(run, method, best)
     except LookupError:
         return out
-    return {"minus best tuned baseline (95% CI)": f"{signed(c.mean)} [{signed(c.lo)}, {signed(c.hi)}]",
+    return {"minus best tuned baseline (95% CI)": c.text,
             "fits lower / higher than it": fits_text(c), "MDD vs it": c.mdd}
 
 

@@ -160,6 +160,12 @@ def _cv_set(rs: int, **params) -> Any:
     return CVSet(random_state=rs, **params)
 
 
+def _class_set(rs: int) -> Any:
+    from camdf.policies.class_set import ClassSet
+
+    return ClassSet(random_state=rs)
+
+
 def _fallback_set(rs: int) -> Any:
     from camdf.policies.fallback import FallbackSet
 
@@ -232,6 +238,9 @@ def _builtin_cards() -> list[Card]:
         # cv_set's pool is frozen (camdf.policies.cv_set.POOL_FROZEN, 2026-12-05): another pool is another card.
         Card("cv_set", partial(_cv_set), family="camdf", ours=True, order=158, colour="#2f4b7c", marker="d",
              shippable=True, picks_prefix=False, portable=partial(_portable, "PortableCVSet")),
+        # The expected-payoff set under a multinomial over the training tasks' G_x classes (evaluated, not shipped).
+        Card("class_set", _class_set, family="camdf", ours=True, order=157, colour="#1b7837", marker="x",
+             picks_prefix=False),
         # The plug-in set that knows a miss can be recovered by a search over the deferred tools (A29).
         Card("fallback_set", _fallback_set, family="camdf", ours=True, order=159, colour="#ff9896", marker="8",
              shippable=True, picks_prefix=False, defers=True, dials=(SEARCH_COST, SEARCH_K),

@@ -1,0 +1,206 @@
+"""A multinomial over the training tasks' sufficient-set classes, and the tool set of highest expected payoff under it.
+
+The plug-in set (:func:`camdf.core.sets.plugin_set`) models each tool's need on its own; the
+static set (:class:`camdf.core.set_baselines.StaticSet`) exposes the one subset of highest mean
+training payoff to every task. :class:`ClassSetModel` is between the two and contains the second:
+
+- a task's *class* is what decides every set's success on it: its sufficient sets (G_x and its
+  alternatives) as tool ids (:func:`task_classes`);
+- ``P(class | x)`` is a multinomial logistic regression (L2 penalty ``1 / (2C)`` on the weights,
+  intercepts free) on the task's vocabulary score vector (each known tool's score, 0 when not
+  listed: :func:`camdf.core.vector_calibration.vocab_matrix`), standardised on the training tasks;
+- the decision is the subset S of the vocabulary maximising
+  ``sum_c P(c | x) v_c(S & listed) - lam * C_x(S & listed)``, every subset enumerated
+  (:func:`camdf.core.set_baselines._subsets`: ties go to the smaller set), so whole sets that are
+  needed together are exposed together and an alternative counts as success.
+
+As C -> 0 the weights vanish, ``P(c | x)`` becomes the training frequency of c and the decision is
+the static set's (the subset of highest mean training payoff); a larger C lets the task's scores move
+the decision. Vocabularies above :data:`MAX_EXACT` tools are not enumerated: there the model keeps the
+class frequencies alone (no score weights) and decides by greedy unions of the classes' sets
+(:func:`camdf.core.set_models.union_masks`), so it costs what the seen-set rules cost at catalog scale.
+
+Determinism: the fit (scipy's L-BFGS-B on the exact gradient) runs under the BLAS kernel the stages
+pin; probabilities are rounded to :data:`camdf.core.membership.PROBA_DECIMALS` and expected payoffs
+to 10 decimals before any argmax, so the last bits of a solver never pick a set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+
+from camdf.core.membership import round_proba
+from camdf.core.score_calibration import score_feature
+from camdf.core.set_baselines import _subsets
+from camdf.core.set_models import MAX_SETS, MIN_WEIGHT, union_masks
+from camdf.core.vector_calibration import vocab_matrix
+
+__all__ = ["ClassSetModel", "MAX_EXACT", "task_classes"]
+
+#: The largest vocabulary whose subsets are enumerated (and whose score vector the model reads); as StaticSet's.
+MAX_EXACT = 12
+
+
+def task_classes(tool_ids: np.ndarray, sets: np.ndarray, present: np.ndarray) -> list[tuple[tuple[int, ...], ...]]:
+    """Each task's class: its present sufficient sets as sorted tool-id tuples, sorted (a set naming a tool
+    without an id, -1, is left out: no vocabulary subset can hold it)."""
+    ids = np.asarray(tool_ids)
+    out = []
+    for i in range(len(ids)):
+        keep = set()
+        for k in np.flatnonzero(present[i]):
+            members = ids[i][sets[i, k]]
+            if (members >= 0).all():
+                keep.add(tuple(sorted(int(t) for t in members)))
+        out.append(tuple(sorted(keep)))
+    return out
+
+
+def _softmax(Z: np.ndarray) -> np.ndarray:
+    Z = Z - Z.max(axis=1, keepdims=True)
+    P = np.exp(Z)
+    return P / P.sum(axis=1, keepdims=True)
+
+
+def fit_softmax(X: np.ndarray, y: np.ndarray, K: int, C: float) -> tuple[np.ndarray, np.ndarray]:
+    """Multinomial logistic regression: minimises ``-sum log P(y_i | x_i) + ||W||^2 / (2C)`` (intercepts free).
+
+    Started from zero weights and the log class frequencies (so a fit that stops early stays near the
+    frequencies); returns ``W`` (d, K) and ``b`` (K,).
+    """
+    n, d = X.shape
+    Y = np.zeros((n, K))
+    Y[np.arange(n), y] = 1.0
+    counts = Y.sum(axis=0)
+
+    def objective(theta):
+        W, b = theta[:d * K].reshape(d, K), theta[d * K:]
+        P = _softmax(X @ W + b)
+        loss = -float((Y * np.log(np.maximum(P, 1e-300))).sum()) + float((W ** 2).sum()) / (2.0 * C)
+        G = P - Y
+        return loss, np.concatenate([(X.T @ G + W / C).ravel(), G.sum(axis=0)])
+
+    theta0 = np.concatenate([np.zeros(d * K), np.log(np.maximum(counts, 1e-3) / n)])
+    res = minimize(objective, theta0, jac=True, method="L-BFGS-B", options={"maxiter": 500, "gtol": 1e-8})
+    return res.x[:d * K].reshape(d, K), res.x[d * K:]
+
+
+class ClassSetModel:
+    """The class multinomial and its expected-payoff decision (module docstring).
+
+    Parameters
+    ----------
+    C : float
+        Inverse L2 strength on the score weights.
+    feature : {"normalised", "raw"}
+        The score feature of the vocabulary vector (:func:`camdf.core.score_calibration.score_feature`).
+
+    Attributes
+    ----------
+    classes_ : list of tuple
+        The training classes (:func:`task_classes`), sorted.
+    vocab_size_ : int
+    exact_ : bool
+        Whether subsets are enumerated and the scores read (vocabulary of at most :data:`MAX_EXACT` tools).
+    value_ : ndarray, shape (K, 2^V) (exact only)
+        Each class's value of each enumerated subset.
+    """
+
+    def __init__(self, C: float = 1.0, feature: str = "normalised"):
+        self.C = C
+        self.feature = feature
+
+    def _vectors(self, scores, tool_ids, valid):
+        z = score_feature(scores, valid, self.feature, self.centre_, self.spread_)
+        return (vocab_matrix(z, tool_ids, valid, self.vocab_size_) - self.mean_) / self.scale_
+
+    def fit(self, scores: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray, classes: list, n_vocab: int,
+            kind: str = "exact") -> "ClassSetModel":
+        """Fit on training tasks: ``scores`` (T, N), their classes (:func:`task_classes`), the vocabulary's size."""
+        valid = np.asarray(valid, dtype=bool)
+        self.vocab_size_ = int(n_vocab)
+        self.kind_ = "partial" if kind == "partial" else "exact"
+        self.classes_ = sorted(set(classes))
+        index = {c: k for k, c in enumerate(self.classes_)}
+        y = np.array([index[c] for c in classes], dtype=np.int64)
+        self.frequency_ = np.bincount(y, minlength=len(self.classes_)) / max(len(y), 1)
+        self.exact_ = self.vocab_size_ <= MAX_EXACT
+        if not self.exact_:
+            return self
+        raw = np.nan_to_num(np.asarray(scores, dtype=float))[valid]
+        self.centre_ = float(raw.mean()) if len(raw) else 0.0
+        self.spread_ = float(raw.std()) if len(raw) and raw.std() > 0 else 1.0
+        self.mean_, self.scale_ = 0.0, 1.0
+        X = self._vectors(scores, tool_ids, valid)
+        self.mean_ = X.mean(axis=0)
+        self.scale_ = np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+        X = (X - self.mean_) / self.scale_
+        self.coef_, self.intercept_ = fit_softmax(X, y, len(self.classes_), float(self.C))
+        self.subsets_ = _subsets(self.vocab_size_)
+        codes = self.subsets_ @ (1 << np.arange(self.vocab_size_, dtype=np.int64))
+        self.value_ = np.array([self._class_value(c, codes) for c in self.classes_]).reshape(len(self.classes_), -1)
+        return self
+
+    def _class_value(self, cls: tuple, codes: np.ndarray) -> np.ndarray:
+        """v_c(S) for every enumerated subset code S: exact, some set of c inside S (an empty class: 1); partial,
+        the share of c's first set (G_x) inside S."""
+        if not cls:
+            return np.ones(len(codes))
+        masks = [sum(1 << t for t in s) for s in cls]
+        if self.kind_ == "partial":
+            g = cls[0]
+            return sum(((codes >> t) & 1) for t in g) / max(len(g), 1)
+        return np.any([(codes & m) == m for m in masks], axis=0).astype(float)
+
+    def probabilities(self, scores: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """``P(class | x)``, (T, K), rounded; the class frequencies for every task where the vocabulary is too large."""
+        T = len(np.asarray(scores))
+        if not self.exact_:
+            return np.broadcast_to(round_proba(self.frequency_), (T, len(self.classes_)))
+        X = self._vectors(scores, tool_ids, np.asarray(valid, dtype=bool))
+        return round_proba(_softmax(X @ self.coef_ + self.intercept_))
+
+    def select(self, scores: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray, costs: np.ndarray,
+               lam: float) -> np.ndarray:
+        """The exposed mask (T, N) of every task."""
+        valid = np.asarray(valid, dtype=bool)
+        ids = np.where(valid, np.asarray(tool_ids), -1)
+        P = self.probabilities(scores, ids, valid)
+        if not self.exact_:
+            return union_masks(self._weights(P, ids, valid), np.asarray(costs), valid, lam, self.kind_, 1.0)
+        V, T = self.vocab_size_, len(ids)
+        known = (ids >= 0) & (ids < V)
+        rows = np.broadcast_to(np.arange(T)[:, None], ids.shape)
+        tool_cost = np.zeros((T, V))
+        np.add.at(tool_cost, (rows[known], ids[known]), np.asarray(costs, dtype=float)[known])
+        listed = np.zeros((T, V), dtype=bool)
+        listed[rows[known], ids[known]] = True
+        mask = np.zeros(ids.shape, dtype=bool)
+        subsets = self.subsets_
+        codes = subsets @ (1 << np.arange(V, dtype=np.int64))
+        position = np.empty(1 << V, dtype=np.int64)
+        position[codes] = np.arange(len(codes))
+        for i in range(T):
+            held = subsets & listed[i]                          # what each subset exposes of task i's list
+            at = position[held @ (1 << np.arange(V, dtype=np.int64))]
+            value = P[i] @ self.value_[:, at] - lam * (held @ tool_cost[i])
+            best = held[int(np.argmax(np.round(value, 10)))]
+            mask[i] = known[i] & best[np.where(known[i], ids[i], 0)]
+        return mask
+
+    def _weights(self, P: np.ndarray, ids: np.ndarray, valid: np.ndarray) -> list[list[tuple[float, list[int]]]]:
+        """Per task, ``(P(c), positions of c's G_x)`` of the classes whose G_x is on the task's list: the
+        :data:`~camdf.core.set_models.MAX_SETS` heaviest of weight at least :data:`~camdf.core.set_models.MIN_WEIGHT`
+        (as the seen-set rules keep them), heaviest first, ties in class order."""
+        out = []
+        for i in range(len(ids)):
+            where = {int(t): j for j, t in enumerate(ids[i]) if valid[i, j] and t >= 0}
+            task = []
+            for k, cls in enumerate(self.classes_):
+                if P[i, k] < MIN_WEIGHT or not cls or any(t not in where for t in cls[0]):
+                    continue
+                task.append((float(P[i, k]), [where[t] for t in cls[0]]))
+            task.sort(key=lambda wp: -wp[0])
+            out.append([wp for wp in task if wp[0] >= MIN_WEIGHT][:MAX_SETS])
+        return out

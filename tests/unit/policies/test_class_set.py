@@ -1,0 +1,123 @@
+"""class_set: the class multinomial's expected-payoff set. With no weight on the scores it is the static set; with
+weight, the scores move the decision; inner CV (group-aware, repeated) picks the setting it reports; above the
+enumerated vocabulary it keeps the class frequencies; it runs in a cell beside the static set."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from camdf.core.class_sets import MAX_EXACT, ClassSetModel, task_classes
+from camdf.core.instances import build_instances
+from camdf.core.set_baselines import StaticSet
+from camdf.evaluation.cell import evaluate_cell
+from camdf.policies import StateBatch, make_policy
+from camdf.policies.class_set import GRID
+
+from ..core.test_features import _random_instances
+
+VOCAB = ["a", "b", "c", "d", "e", "f"]
+COSTS = {"a": 0.6, "b": 0.5, "c": 0.7, "d": 0.4, "e": 0.3, "f": 0.9}
+#: Three kinds of task: G = {a, b}, G = {c, d}, and G = {a} or its alternative {e}.
+KINDS = ({"required": ["a", "b"], "alt": []}, {"required": ["c", "d"], "alt": []},
+         {"required": ["a"], "alt": [["e"]]})
+
+
+def _tasks(n: int, signal: float, seed: int = 0, groups: bool = False):
+    """``n`` tasks listing all six tools, the kind cycling; a kind's tools score ``signal`` above the rest (plus noise)."""
+    rng = np.random.default_rng(seed)
+    rows, required, alternatives, group = [], {}, {}, {}
+    for i in range(n):
+        kind = KINDS[i % len(KINDS)]
+        tid = f"q{i}"
+        needed = set(kind["required"]) | {t for alt in kind["alt"] for t in alt}
+        scores = np.array([signal * (t in needed) for t in VOCAB]) + rng.normal(0, 0.3, len(VOCAB))
+        order = np.argsort(-scores, kind="stable")
+        rows += [(tid, VOCAB[j], float(scores[j]), r + 1, i % 5) for r, j in enumerate(order)]
+        required[tid], alternatives[tid] = kind["required"], kind["alt"]
+        group[tid] = f"g{i // 6}"
+    df = pd.DataFrame(rows, columns=["task_id", "tool", "score", "rank", "fold"])
+    return build_instances(df, required, COSTS, alternatives=alternatives, vocab=VOCAB,
+                           groups=group if groups else None)
+
+
+def _fit(inst, C, feature="normalised", kind="exact"):
+    sets, present = inst.sufficient()
+    return ClassSetModel(C, feature).fit(inst.scores, inst.tool_ids, inst.valid,
+                                         task_classes(inst.tool_ids, sets, present), len(inst.vocab), kind)
+
+
+def _exposed(inst, mask):
+    return [frozenset(inst.tools[i][mask[i]]) for i in range(inst.T)]
+
+
+@pytest.mark.parametrize("lam", [0.05, 0.3, 0.8])
+def test_with_no_weight_on_the_scores_it_is_the_static_set(lam):
+    inst = _tasks(60, signal=2.0)
+    sets, present = inst.sufficient()
+    static = StaticSet().fit(inst.tool_ids, inst.valid, inst.costs, lam, sets, present)
+    model = _fit(inst, C=1e-9)
+    mask = model.select(inst.scores, inst.tool_ids, inst.valid, inst.costs, lam)
+    assert set(_exposed(inst, mask)) == {frozenset(np.asarray(inst.vocab)[static.tools_])}
+
+
+def test_with_weight_on_informative_scores_each_kind_gets_its_own_set():
+    train, test = _tasks(90, signal=2.0, seed=1), _tasks(30, signal=2.0, seed=2)
+    model = _fit(train, C=1.0)
+    mask = model.select(test.scores, test.tool_ids, test.valid, test.costs, 0.12)
+    # The smallest sufficient set of each kind (the third kind's cheaper alternative {e}), nothing else.
+    want = [frozenset(["a", "b"]), frozenset(["c", "d"]), frozenset(["e"])]
+    assert _exposed(test, mask) == [want[i % 3] for i in range(test.T)]
+    static = StaticSet().fit(train.tool_ids, train.valid, train.costs, 0.12, *train.sufficient())
+    assert len(static.tools_) >= 4  # the static set must hold every kind's set at once
+
+
+def test_partial_payoff_exposes_each_tool_whose_expected_share_pays_its_cost():
+    inst = _tasks(60, signal=1.0, seed=3)
+    model = _fit(inst, C=1.0, kind="partial")
+    lam = 0.5
+    mask = model.select(inst.scores, inst.tool_ids, inst.valid, inst.costs, lam)
+    P = model.probabilities(inst.scores, inst.tool_ids, inst.valid)
+    for i in range(inst.T):
+        share = {t: sum(P[i, k] / len(c[0]) for k, c in enumerate(model.classes_) if c and t in c[0])
+                 for t in range(len(inst.vocab))}
+        want = {inst.vocab[t] for t, s in share.items() if round(s - lam * COSTS[inst.vocab[t]], 10) > 0}
+        assert set(inst.tools[i][mask[i]]) == want
+
+
+def test_inner_cv_is_repeated_group_aware_and_picks_the_setting_it_reports():
+    inst = _tasks(90, signal=1.0, seed=4, groups=True)
+    p = np.where(inst.valid, 0.5, 0.0)
+    rule = make_policy("class_set").fit(StateBatch.make(inst, p, 0.12, "exact", train=True))
+    assert rule.inner_split_ == "group"
+    names = [f"{feature}/{C:g}" for feature, C in GRID]
+    assert list(rule.inner_payoffs_) == names
+    best = max(range(len(GRID)), key=lambda k: (rule.inner_payoffs_[names[k]], -k))
+    assert rule.choice_ == GRID[best]
+    assert rule.tuned_parameters() == {"feature": GRID[best][0], "C": GRID[best][1], "exact": True}
+    again = make_policy("class_set").fit(StateBatch.make(inst, p, 0.12, "exact", train=True))
+    batch = StateBatch.make(inst, p, 0.12, "exact", train=False)
+    np.testing.assert_array_equal(rule.select(batch), again.select(batch))
+
+
+def test_above_the_enumerated_vocabulary_it_keeps_the_class_frequencies_and_exposes_whole_seen_sets():
+    inst = _random_instances(5, n_tasks=120, max_n=12, vocab=30)
+    assert len(inst.vocab) > MAX_EXACT
+    p = np.where(inst.valid, 0.5, 0.0)
+    rule = make_policy("class_set").fit(StateBatch.make(inst, p, 0.02, "exact", train=True))
+    assert rule.inner_split_ == "none" and rule.tuned_parameters()["exact"] is False
+    mask = rule.select(StateBatch.make(inst, p, 0.02, "exact", train=False))
+    seen = {frozenset(np.asarray(inst.vocab)[list(c[0])]) for c in rule.model_.classes_ if c}
+    for i in range(inst.T):
+        exposed = frozenset(inst.tools[i][mask[i]])
+        # A union of seen G_x, whatever the scores: the same listed tools give the same decision.
+        assert exposed == frozenset().union(*[s for s in seen if s <= exposed])
+    assert mask.any()
+
+
+def test_in_a_cell_it_beats_the_static_set_where_the_scores_tell_the_kinds_apart():
+    inst = _tasks(150, signal=1.5, seed=6)
+    mean = evaluate_cell(inst, 0.12, ["static_set", "class_set"]).outcomes.groupby("method")["payoff"].mean()
+    # The best any rule can do: each task's cheapest sufficient set (the third kind's alternative {e}, not G_x).
+    best = np.mean([1 - 0.12 * min(sum(COSTS[t] for t in s) for s in [KINDS[i % 3]["required"], *KINDS[i % 3]["alt"]])
+                    for i in range(inst.T)])
+    assert mean["static_set"] + 0.1 < mean["class_set"] <= best + 1e-12

@@ -4,8 +4,8 @@ The plug-in set (:func:`camdf.core.sets.plugin_set`) models each tool's need on 
 static set (:class:`camdf.core.set_baselines.StaticSet`) exposes the one subset of highest mean
 training payoff to every task. :class:`ClassSetModel` is between the two and contains the second:
 
-- a task's *class* is what decides every set's success on it: its sufficient sets (G_x and its
-  alternatives) as tool ids (:func:`task_classes`);
+- a task's *class* is what decides every set's value on it: its sufficient sets (G_x and its
+  alternatives) as tool ids under the exact payoff, its G_x under the partial one (:func:`task_classes`);
 - ``P(class | x)`` is a multinomial logistic regression (L2 penalty ``1 / (2C)`` on the weights,
   intercepts free) on the task's vocabulary score vector (each known tool's score, 0 when not
   listed: :func:`camdf.core.vector_calibration.vocab_matrix`), standardised on the training tasks;
@@ -36,25 +36,34 @@ from camdf.core.set_baselines import _subsets
 from camdf.core.set_models import MAX_SETS, MIN_WEIGHT, union_masks
 from camdf.core.vector_calibration import vocab_matrix
 
-__all__ = ["ClassSetModel", "MAX_EXACT", "task_classes"]
+__all__ = ["ClassSetModel", "MAX_EXACT", "class_sets", "task_classes"]
 
 #: The largest vocabulary whose subsets are enumerated (and whose score vector the model reads); as StaticSet's.
 MAX_EXACT = 12
 
 
-def task_classes(tool_ids: np.ndarray, sets: np.ndarray, present: np.ndarray) -> list[tuple[tuple[int, ...], ...]]:
-    """Each task's class: its present sufficient sets as sorted tool-id tuples, sorted (a set naming a tool
-    without an id, -1, is left out: no vocabulary subset can hold it)."""
+def task_classes(tool_ids: np.ndarray, sets: np.ndarray, present: np.ndarray) -> list[tuple]:
+    """Each task's class ``(has_gx, gx, alternatives)``: G_x's tool ids (sorted; ``has_gx`` False when G_x is not
+    present, e.g. a tool of it is off the list) and the other present sufficient sets, sorted (a set naming a tool
+    without an id, -1, is left out: no vocabulary subset can hold it). An empty present set is always satisfied."""
     ids = np.asarray(tool_ids)
     out = []
     for i in range(len(ids)):
-        keep = set()
+        known = []
         for k in np.flatnonzero(present[i]):
             members = ids[i][sets[i, k]]
-            if (members >= 0).all():
-                keep.add(tuple(sorted(int(t) for t in members)))
-        out.append(tuple(sorted(keep)))
+            known.append(tuple(sorted(int(t) for t in members)) if (members >= 0).all() else None)
+        has_gx = bool(present[i, 0]) and bool(known) and known[0] is not None
+        gx = known[0] if has_gx else ()
+        alternatives = tuple(sorted({s for s in known[1 if present[i, 0] else 0:] if s is not None} - {gx}))
+        out.append((has_gx, gx, alternatives))
     return out
+
+
+def class_sets(cls: tuple) -> list[tuple[int, ...]]:
+    """The sufficient sets of a class (:func:`task_classes`), G_x first."""
+    has_gx, gx, alternatives = cls
+    return ([gx] if has_gx else []) + list(alternatives)
 
 
 def _softmax(Z: np.ndarray) -> np.ndarray:
@@ -99,7 +108,8 @@ class ClassSetModel:
     Attributes
     ----------
     classes_ : list of tuple
-        The training classes (:func:`task_classes`), sorted.
+        The training classes, each its first task's :func:`task_classes` key, sorted by what tells classes apart:
+        the family of sufficient sets under the exact payoff, G_x under the partial one.
     vocab_size_ : int
     exact_ : bool
         Whether subsets are enumerated and the scores read (vocabulary of at most :data:`MAX_EXACT` tools).
@@ -121,9 +131,16 @@ class ClassSetModel:
         valid = np.asarray(valid, dtype=bool)
         self.vocab_size_ = int(n_vocab)
         self.kind_ = "partial" if kind == "partial" else "exact"
-        self.classes_ = sorted(set(classes))
-        index = {c: k for k, c in enumerate(self.classes_)}
-        y = np.array([index[c] for c in classes], dtype=np.int64)
+        # What tells two tasks' classes apart: the family of sufficient sets (exact payoff) or G_x (partial); each
+        # class keeps its first task's (has_gx, gx, alternatives) as its representative.
+        reduced = [self._reduce(c) for c in classes]
+        first = {}
+        for r, c in zip(reduced, classes):
+            first.setdefault(r, c)
+        order = sorted(first)
+        self.classes_ = [first[r] for r in order]
+        index = {r: k for k, r in enumerate(order)}
+        y = np.array([index[r] for r in reduced], dtype=np.int64)
         self.frequency_ = np.bincount(y, minlength=len(self.classes_)) / max(len(y), 1)
         self.exact_ = self.vocab_size_ <= MAX_EXACT
         if not self.exact_:
@@ -142,16 +159,26 @@ class ClassSetModel:
         self.value_ = np.array([self._class_value(c, codes) for c in self.classes_]).reshape(len(self.classes_), -1)
         return self
 
-    def _class_value(self, cls: tuple, codes: np.ndarray) -> np.ndarray:
-        """v_c(S) for every enumerated subset code S: exact, some set of c inside S (an empty class: 1); partial,
-        the share of c's first set (G_x) inside S."""
-        if not cls:
-            return np.ones(len(codes))
-        masks = [sum(1 << t for t in s) for s in cls]
+    def _reduce(self, cls: tuple) -> tuple:
         if self.kind_ == "partial":
-            g = cls[0]
-            return sum(((codes >> t) & 1) for t in g) / max(len(g), 1)
-        return np.any([(codes & m) == m for m in masks], axis=0).astype(float)
+            return cls[:2]
+        return tuple(sorted(set(class_sets(cls))))
+
+    def _class_value(self, cls: tuple, codes: np.ndarray) -> np.ndarray:
+        """v_c(S) for every enumerated subset code S: exact, some sufficient set of c inside S (none present: 0);
+        partial, the share of c's G_x inside S (an empty G_x: 1; G_x not present: 0)."""
+        if self.kind_ == "partial":
+            has_gx, gx, _ = cls
+            if not has_gx:
+                return np.zeros(len(codes))
+            if not gx:
+                return np.ones(len(codes))
+            return sum(((codes >> t) & 1) for t in gx) / len(gx)
+        value = np.zeros(len(codes), dtype=bool)
+        for s in class_sets(cls):
+            m = sum(1 << t for t in s)
+            value |= (codes & m) == m
+        return value.astype(float)
 
     def probabilities(self, scores: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
         """``P(class | x)``, (T, K), rounded; the class frequencies for every task where the vocabulary is too large."""
@@ -190,7 +217,8 @@ class ClassSetModel:
         return mask
 
     def _weights(self, P: np.ndarray, ids: np.ndarray, valid: np.ndarray) -> list[list[tuple[float, list[int]]]]:
-        """Per task, ``(P(c), positions of c's G_x)`` of the classes whose G_x is on the task's list: the
+        """Per task, ``(P(c), positions of c's first set)`` (G_x, else its first alternative) of the classes whose set
+        is on the task's list: the
         :data:`~camdf.core.set_models.MAX_SETS` heaviest of weight at least :data:`~camdf.core.set_models.MIN_WEIGHT`
         (as the seen-set rules keep them), heaviest first, ties in class order."""
         out = []
@@ -198,9 +226,10 @@ class ClassSetModel:
             where = {int(t): j for j, t in enumerate(ids[i]) if valid[i, j] and t >= 0}
             task = []
             for k, cls in enumerate(self.classes_):
-                if P[i, k] < MIN_WEIGHT or not cls or any(t not in where for t in cls[0]):
+                first = class_sets(cls)[:1]
+                if P[i, k] < MIN_WEIGHT or not first or not first[0] or any(t not in where for t in first[0]):
                     continue
-                task.append((float(P[i, k]), [where[t] for t in cls[0]]))
+                task.append((float(P[i, k]), [where[t] for t in first[0]]))
             task.sort(key=lambda wp: -wp[0])
             out.append([wp for wp in task if wp[0] >= MIN_WEIGHT][:MAX_SETS])
         return out

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from camdf.core.class_sets import MAX_EXACT, ClassSetModel, task_classes
+from camdf.core.class_sets import MAX_EXACT, ClassSetModel, class_sets, task_classes
 from camdf.core.instances import build_instances
 from camdf.core.set_baselines import StaticSet
 from camdf.evaluation.cell import evaluate_cell
@@ -78,7 +78,7 @@ def test_partial_payoff_exposes_each_tool_whose_expected_share_pays_its_cost():
     mask = model.select(inst.scores, inst.tool_ids, inst.valid, inst.costs, lam)
     P = model.probabilities(inst.scores, inst.tool_ids, inst.valid)
     for i in range(inst.T):
-        share = {t: sum(P[i, k] / len(c[0]) for k, c in enumerate(model.classes_) if c and t in c[0])
+        share = {t: sum(P[i, k] / len(c[1]) for k, c in enumerate(model.classes_) if t in c[1])
                  for t in range(len(inst.vocab))}
         want = {inst.vocab[t] for t, s in share.items() if round(s - lam * COSTS[inst.vocab[t]], 10) > 0}
         assert set(inst.tools[i][mask[i]]) == want
@@ -106,7 +106,7 @@ def test_above_the_enumerated_vocabulary_it_keeps_the_class_frequencies_and_expo
     rule = make_policy("class_set").fit(StateBatch.make(inst, p, 0.02, "exact", train=True))
     assert rule.inner_split_ == "none" and rule.tuned_parameters()["exact"] is False
     mask = rule.select(StateBatch.make(inst, p, 0.02, "exact", train=False))
-    seen = {frozenset(np.asarray(inst.vocab)[list(c[0])]) for c in rule.model_.classes_ if c}
+    seen = {frozenset(np.asarray(inst.vocab)[list(s)]) for c in rule.model_.classes_ for s in class_sets(c)[:1] if s}
     for i in range(inst.T):
         exposed = frozenset(inst.tools[i][mask[i]])
         # A union of seen G_x, whatever the scores: the same listed tools give the same decision.
@@ -121,3 +121,23 @@ def test_in_a_cell_it_beats_the_static_set_where_the_scores_tell_the_kinds_apart
     best = np.mean([1 - 0.12 * min(sum(COSTS[t] for t in s) for s in [KINDS[i % 3]["required"], *KINDS[i % 3]["alt"]])
                     for i in range(inst.T)])
     assert mean["static_set"] + 0.1 < mean["class_set"] <= best + 1e-12
+
+
+@pytest.mark.parametrize("kind", ["exact", "partial"])
+def test_a_task_that_needs_nothing_is_satisfied_by_every_subset_and_one_whose_sets_are_not_listed_by_none(kind):
+    rows = [(t, tool, 1.0 - 0.1 * r, r + 1, int(t[1:]) % 5) for t in ("q0", "q1", "q2", "q3")
+            for r, tool in enumerate(["a", "b", "c"])] + [("q4", "a", 1.0, 1, 4)]
+    inst = build_instances(pd.DataFrame(rows, columns=["task_id", "tool", "score", "rank", "fold"]),
+                           {"q0": [], "q1": ["a"], "q2": ["b", "c"], "q3": ["a"], "q4": ["c"]},
+                           {"a": 0.5, "b": 0.5, "c": 0.5}, alternatives={"q3": [["b"]]}, vocab=["a", "b", "c"])
+    model = _fit(inst, C=1.0, kind=kind)
+    value = dict(zip([tuple(c) for c in model.classes_], model.value_))
+    assert (value[(True, (), ())] == 1).all()
+    assert (value[(False, (), ())] == 0).all()  # q4: its G_x (c) is not on its list
+    only_b = model.subsets_.tolist().index([False, True, False])
+    q3 = (True, (0,), ((1,),))
+    if kind == "exact":  # q3's alternative {b} suffices; q1 (G_x {a}, no alternative) is a class of its own
+        assert value[q3][only_b] == 1 and value[(True, (0,), ())][only_b] == 0
+    else:  # G_x alone tells classes apart: q1 and q3 are one class, {b} holds none of its G_x
+        assert q3 not in value and value[(True, (0,), ())][only_b] == 0
+    assert model.select(inst.scores, inst.tool_ids, inst.valid, inst.costs, 0.1).shape == inst.valid.shape

@@ -16,9 +16,9 @@ training payoff to every task. :class:`ClassSetModel` is between the two and con
 
 As C -> 0 the weights vanish, ``P(c | x)`` becomes the training frequency of c and the decision is
 the static set's (the subset of highest mean training payoff); a larger C lets the task's scores move
-the decision. Vocabularies above :data:`MAX_EXACT` tools are not enumerated: there the model keeps the
-class frequencies alone (no score weights) and decides by greedy unions of the classes' sets
-(:func:`camdf.core.set_models.union_masks`), so it costs what the seen-set rules cost at catalog scale.
+the decision. The model is for vocabularies of at most :data:`MAX_EXACT` tools, whose subsets it
+enumerates (:class:`camdf.policies.class_set.ClassSet` exposes the static set above that: the model's
+no-score limit, found by the static set's own search).
 
 Determinism: the fit (scipy's L-BFGS-B on the exact gradient) runs under the BLAS kernel the stages
 pin; probabilities are rounded to :data:`camdf.core.membership.PROBA_DECIMALS` and expected payoffs
@@ -33,7 +33,6 @@ from scipy.optimize import minimize
 from camdf.core.membership import round_proba
 from camdf.core.score_calibration import score_feature
 from camdf.core.set_baselines import _subsets
-from camdf.core.set_models import MAX_SETS, MIN_WEIGHT, union_masks
 from camdf.core.vector_calibration import vocab_matrix
 
 __all__ = ["ClassSetModel", "MAX_EXACT", "class_sets", "task_classes"]
@@ -111,9 +110,7 @@ class ClassSetModel:
         The training classes, each its first task's :func:`task_classes` key, sorted by what tells classes apart:
         the family of sufficient sets under the exact payoff, G_x under the partial one.
     vocab_size_ : int
-    exact_ : bool
-        Whether subsets are enumerated and the scores read (vocabulary of at most :data:`MAX_EXACT` tools).
-    value_ : ndarray, shape (K, 2^V) (exact only)
+    value_ : ndarray, shape (K, 2^V)
         Each class's value of each enumerated subset.
     """
 
@@ -129,6 +126,8 @@ class ClassSetModel:
             kind: str = "exact") -> "ClassSetModel":
         """Fit on training tasks: ``scores`` (T, N), their classes (:func:`task_classes`), the vocabulary's size."""
         valid = np.asarray(valid, dtype=bool)
+        if not 0 <= int(n_vocab) <= MAX_EXACT:
+            raise ValueError(f"n_vocab: ClassSetModel enumerates the subsets of at most {MAX_EXACT} tools, got {n_vocab}")
         self.vocab_size_ = int(n_vocab)
         self.kind_ = "partial" if kind == "partial" else "exact"
         # What tells two tasks' classes apart: the family of sufficient sets (exact payoff) or G_x (partial); each
@@ -141,10 +140,6 @@ class ClassSetModel:
         self.classes_ = [first[r] for r in order]
         index = {r: k for k, r in enumerate(order)}
         y = np.array([index[r] for r in reduced], dtype=np.int64)
-        self.frequency_ = np.bincount(y, minlength=len(self.classes_)) / max(len(y), 1)
-        self.exact_ = self.vocab_size_ <= MAX_EXACT
-        if not self.exact_:
-            return self
         raw = np.nan_to_num(np.asarray(scores, dtype=float))[valid]
         self.centre_ = float(raw.mean()) if len(raw) else 0.0
         self.spread_ = float(raw.std()) if len(raw) and raw.std() > 0 else 1.0
@@ -181,10 +176,7 @@ class ClassSetModel:
         return value.astype(float)
 
     def probabilities(self, scores: np.ndarray, tool_ids: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """``P(class | x)``, (T, K), rounded; the class frequencies for every task where the vocabulary is too large."""
-        T = len(np.asarray(scores))
-        if not self.exact_:
-            return np.broadcast_to(round_proba(self.frequency_), (T, len(self.classes_)))
+        """``P(class | x)``, (T, K), rounded."""
         X = self._vectors(scores, tool_ids, np.asarray(valid, dtype=bool))
         return round_proba(_softmax(X @ self.coef_ + self.intercept_))
 
@@ -194,8 +186,6 @@ class ClassSetModel:
         valid = np.asarray(valid, dtype=bool)
         ids = np.where(valid, np.asarray(tool_ids), -1)
         P = self.probabilities(scores, ids, valid)
-        if not self.exact_:
-            return union_masks(self._weights(P, ids, valid), np.asarray(costs), valid, lam, self.kind_, 1.0)
         V, T = self.vocab_size_, len(ids)
         known = (ids >= 0) & (ids < V)
         rows = np.broadcast_to(np.arange(T)[:, None], ids.shape)
@@ -215,21 +205,3 @@ class ClassSetModel:
             best = held[int(np.argmax(np.round(value, 10)))]
             mask[i] = known[i] & best[np.where(known[i], ids[i], 0)]
         return mask
-
-    def _weights(self, P: np.ndarray, ids: np.ndarray, valid: np.ndarray) -> list[list[tuple[float, list[int]]]]:
-        """Per task, ``(P(c), positions of c's first set)`` (G_x, else its first alternative) of the classes whose set
-        is on the task's list: the
-        :data:`~camdf.core.set_models.MAX_SETS` heaviest of weight at least :data:`~camdf.core.set_models.MIN_WEIGHT`
-        (as the seen-set rules keep them), heaviest first, ties in class order."""
-        out = []
-        for i in range(len(ids)):
-            where = {int(t): j for j, t in enumerate(ids[i]) if valid[i, j] and t >= 0}
-            task = []
-            for k, cls in enumerate(self.classes_):
-                first = class_sets(cls)[:1]
-                if P[i, k] < MIN_WEIGHT or not first or not first[0] or any(t not in where for t in first[0]):
-                    continue
-                task.append((float(P[i, k]), [where[t] for t in first[0]]))
-            task.sort(key=lambda wp: -wp[0])
-            out.append([wp for wp in task if wp[0] >= MIN_WEIGHT][:MAX_SETS])
-        return out

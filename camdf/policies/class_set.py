@@ -11,6 +11,12 @@ when the instances know the groups (:func:`camdf.core.instances.inner_folds`), s
 copies the G_x of a template's other tasks is scored on templates it never saw. Ties go to the
 first setting of the grid.
 
+Above :data:`~camdf.core.class_sets.MAX_EXACT` tools (no enumeration) it is the static set
+(:class:`~camdf.core.set_baselines.StaticSet`, the model's no-score limit, found by the static set's
+forward path): an earlier cut kept the class frequencies there and decided by greedy unions of the
+classes' sets, which add one set at a time and exposed nothing on telecom and BFCL, where no single
+G_x pays its cost but their union does.
+
 Designed (grid and repeats) after the main cells' earlier results had been seen, as cv_set's pool
 was: the fold seeds' cells and the other domains are its check, not its design.
 
@@ -26,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from camdf.core.class_sets import MAX_EXACT, ClassSetModel, task_classes
 from camdf.core.instances import inner_folds
+from camdf.core.set_baselines import StaticSet
 from camdf.core.sets import set_payoffs
 from camdf.policies.base import StateBatch, StoppingRule
 
@@ -50,13 +57,13 @@ class ClassSet(StoppingRule):
 
     Attributes
     ----------
-    choice_ : tuple of (str, float)
-        The chosen (feature, C).
+    choice_ : tuple of (str, float) or None
+        The chosen (feature, C); None above ``MAX_EXACT`` tools.
     inner_payoffs_ : dict of str to float
         Each setting's mean realised inner-CV payoff (over the repeats).
-    inner_split_ : {"group", "kfold"}
-    model_ : ClassSetModel
-        The chosen setting refitted on every training task.
+    inner_split_ : {"group", "kfold", "none"}
+    model_ : ClassSetModel or StaticSet
+        The chosen setting refitted on every training task (the static set above ``MAX_EXACT`` tools).
     """
 
     picks_prefix = False
@@ -79,11 +86,16 @@ class ClassSet(StoppingRule):
     def fit(self, batch: StateBatch) -> "ClassSet":
         inst = batch.inst
         sets, present = inst.sufficient()
+        self.inner_payoffs_, self.inner_split_ = {}, "none"
+        if len(inst.vocab) > MAX_EXACT:  # the model's no-score limit, found by the static set's own search
+            self.choice_ = None
+            self.model_ = StaticSet().fit(inst.tool_ids, inst.valid, inst.costs, batch.lam, sets, present,
+                                          _payoff_kind(batch.kind), inst.member, inst.g_size)
+            return self
         classes = task_classes(inst.tool_ids, sets, present)
         everything = np.arange(inst.T)
-        # Above MAX_EXACT tools the model reads no score (class frequencies alone): nothing for inner CV to choose.
-        grid = tuple(self.grid) if len(inst.vocab) <= MAX_EXACT else tuple(self.grid)[:1]
-        self.inner_payoffs_ = {}
+        grid = tuple(self.grid)
+        best = 0
         if len(grid) > 1:
             draws = [inner_folds(inst, self.inner_folds, self.random_state + 1000 * r) for r in range(self.inner_repeats)]
             self.inner_split_ = draws[0][1]
@@ -102,8 +114,6 @@ class ClassSet(StoppingRule):
                 self.inner_payoffs_[f"{feature}/{C:g}"] = total / (inst.T * len(draws))
             best = max(range(len(grid)), key=lambda k: (round(self.inner_payoffs_[f"{grid[k][0]}/{grid[k][1]:g}"], 12),
                                                         -k))
-        else:
-            self.inner_split_, best = "none", 0
         self.choice_ = grid[best]
         self.model_ = self._model(inst, classes, everything, *self.choice_, batch.kind)
         return self
@@ -111,11 +121,15 @@ class ClassSet(StoppingRule):
     def _subset(self, batch: StateBatch, **dials) -> np.ndarray:
         check_is_fitted(self)
         inst = batch.inst
+        if isinstance(self.model_, StaticSet):
+            return self.model_.predict(inst.tool_ids, inst.valid)
         return self.model_.select(inst.scores, inst.tool_ids, inst.valid, inst.costs, batch.lam)
 
     def tuned_parameters(self) -> dict[str, object]:
         check_is_fitted(self)
-        return {"feature": self.choice_[0], "C": self.choice_[1], "exact": bool(self.model_.exact_)}
+        if self.choice_ is None:
+            return {"model": "static set", "n_tools": len(self.model_.tools_)}
+        return {"model": "classes", "feature": self.choice_[0], "C": self.choice_[1]}
 
 
 def _payoff_kind(kind: str) -> str:

@@ -1,12 +1,12 @@
 """class_set: the class multinomial's expected-payoff set. With no weight on the scores it is the static set; with
 weight, the scores move the decision; inner CV (group-aware, repeated) picks the setting it reports; above the
-enumerated vocabulary it keeps the class frequencies; it runs in a cell beside the static set."""
+enumerated vocabulary it is the static set; it runs in a cell beside the static set."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from camdf.core.class_sets import MAX_EXACT, ClassSetModel, class_sets, task_classes
+from camdf.core.class_sets import MAX_EXACT, ClassSetModel, task_classes
 from camdf.core.instances import build_instances
 from camdf.core.set_baselines import StaticSet
 from camdf.evaluation.cell import evaluate_cell
@@ -93,25 +93,25 @@ def test_inner_cv_is_repeated_group_aware_and_picks_the_setting_it_reports():
     assert list(rule.inner_payoffs_) == names
     best = max(range(len(GRID)), key=lambda k: (rule.inner_payoffs_[names[k]], -k))
     assert rule.choice_ == GRID[best]
-    assert rule.tuned_parameters() == {"feature": GRID[best][0], "C": GRID[best][1], "exact": True}
+    assert rule.tuned_parameters() == {"model": "classes", "feature": GRID[best][0], "C": GRID[best][1]}
     again = make_policy("class_set").fit(StateBatch.make(inst, p, 0.12, "exact", train=True))
     batch = StateBatch.make(inst, p, 0.12, "exact", train=False)
     np.testing.assert_array_equal(rule.select(batch), again.select(batch))
 
 
-def test_above_the_enumerated_vocabulary_it_keeps_the_class_frequencies_and_exposes_whole_seen_sets():
+def test_above_the_enumerated_vocabulary_it_is_the_static_set():
     inst = _random_instances(5, n_tasks=120, max_n=12, vocab=30)
     assert len(inst.vocab) > MAX_EXACT
     p = np.where(inst.valid, 0.5, 0.0)
-    rule = make_policy("class_set").fit(StateBatch.make(inst, p, 0.02, "exact", train=True))
-    assert rule.inner_split_ == "none" and rule.tuned_parameters()["exact"] is False
-    mask = rule.select(StateBatch.make(inst, p, 0.02, "exact", train=False))
-    seen = {frozenset(np.asarray(inst.vocab)[list(s)]) for c in rule.model_.classes_ for s in class_sets(c)[:1] if s}
-    for i in range(inst.T):
-        exposed = frozenset(inst.tools[i][mask[i]])
-        # A union of seen G_x, whatever the scores: the same listed tools give the same decision.
-        assert exposed == frozenset().union(*[s for s in seen if s <= exposed])
-    assert mask.any()
+    train, test = StateBatch.make(inst, p, 0.02, "exact", train=True), StateBatch.make(inst, p, 0.02, "exact", False)
+    rule = make_policy("class_set").fit(train)
+    static = make_policy("static_set").fit(train)
+    assert rule.inner_split_ == "none" and rule.tuned_parameters() == {"model": "static set",
+                                                                       "n_tools": len(static.static_.tools_)}
+    np.testing.assert_array_equal(rule.select(test), static.select(test))
+    assert rule.select(test).any()
+    with pytest.raises(ValueError, match="at most 12 tools"):
+        ClassSetModel().fit(inst.scores, inst.tool_ids, inst.valid, [(True, (), ())] * inst.T, len(inst.vocab))
 
 
 def test_in_a_cell_it_beats_the_static_set_where_the_scores_tell_the_kinds_apart():

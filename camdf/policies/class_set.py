@@ -96,8 +96,9 @@ class ClassSet(StoppingRule):
         everything = np.arange(inst.T)
         grid = tuple(self.grid)
         best = 0
-        if len(grid) > 1:
-            draws = [inner_folds(inst, self.inner_folds, self.random_state + 1000 * r) for r in range(self.inner_repeats)]
+        k = min(int(self.inner_folds), inst.T)  # a small training set (a user's split) gets as many folds as tasks
+        if len(grid) > 1 and k >= 2:
+            draws = [inner_folds(inst, k, self.random_state + 1000 * r) for r in range(self.inner_repeats)]
             self.inner_split_ = draws[0][1]
             for feature, C in grid:
                 total = 0.0

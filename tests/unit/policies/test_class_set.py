@@ -141,3 +141,12 @@ def test_a_task_that_needs_nothing_is_satisfied_by_every_subset_and_one_whose_se
     else:  # G_x alone tells classes apart: q1 and q3 are one class, {b} holds none of its G_x
         assert q3 not in value and value[(True, (0,), ())][only_b] == 0
     assert model.select(inst.scores, inst.tool_ids, inst.valid, inst.costs, 0.1).shape == inst.valid.shape
+
+
+@pytest.mark.parametrize("n_tasks", [1, 2, 3])
+def test_a_training_set_smaller_than_the_inner_folds_is_fitted_with_as_many_folds_as_tasks(n_tasks):
+    inst = _tasks(n_tasks, signal=2.0, seed=7)
+    p = np.where(inst.valid, 0.5, 0.0)
+    rule = make_policy("class_set").fit(StateBatch.make(inst, p, 0.12, "exact", train=True))
+    assert (rule.inner_split_ == "none") == (n_tasks < 2) and rule.choice_ in GRID
+    assert rule.select(StateBatch.make(inst, p, 0.12, "exact", train=False)).shape == inst.valid.shape

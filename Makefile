@@ -120,5 +120,5 @@ bench: setup ## run the benchmarks (not part of make test)
 	@mkdir -p outputs/bench
 	@$(PY) benchmarks/run.py
 
-clean: ## remove everything generated (data/, outputs/, the venv stays)
-	@find data outputs -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+clean: ## remove everything generated (data/ but its committed sources/, outputs/; the venv stays)
+	@find data outputs -mindepth 1 -maxdepth 1 ! -name README.md ! -path data/sources -exec rm -rf {} +

@@ -30,12 +30,11 @@ what is wrong`` (:class:`SourceError`), before anything is written.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
-from camdf.data.io.read import read_regular_file
 from camdf.data.model import Domain, Task, Tool
+from camdf.integrations import sources
 
 QUERIES = Path("solvable_queries", "test_instruction")
 GROUPS = ("G1_instruction", "G1_category", "G1_tool", "G2_instruction", "G2_category", "G3_instruction")
@@ -44,21 +43,15 @@ HOW_TO_GET = ("git clone the public repository THUNLP-MT/StableToolBench and giv
 #: The source's parameter types -> JSON schema types (anything else: a string with the type in its description).
 TYPES = {"string": "string", "number": "number", "integer": "integer", "boolean": "boolean",
          "enum": "string", "array": "array", "object": "object"}
-_NON_WORD = re.compile(r"[^a-z0-9]+")
 
 
-class SourceError(ValueError):
+class SourceError(sources.SourceError):
     """The StableToolBench folder is missing or malformed: every problem, each naming its file and query_id."""
-
-
-def _slug(text: str) -> str:
-    slug = _NON_WORD.sub("_", text.lower()).strip("_")
-    return slug or "x"
 
 
 def tool_name(tool: str, api: str) -> str:
     """``<api>_for_<tool>`` in ``[a-z0-9_]``: ToolBench's own function names (``searchvideos_for_vimeo``)."""
-    return f"{_slug(api)}_for_{_slug(tool)}"
+    return f"{sources.slug(api)}_for_{sources.slug(tool)}"
 
 
 def parameter_schema(required: list[dict], optional: list[dict]) -> dict[str, Any]:
@@ -121,20 +114,8 @@ def _read_rows(folder: Path) -> tuple[list[tuple[str, dict]], list[str]]:
         raise SourceError(f"{folder}: no *.json query files; {HOW_TO_GET}")
     rows, problems = [], []
     for path in files:
-        # A regular file of bounded size only: a FIFO or a device among the query files would block the stage.
-        raw = read_regular_file(path, str(path), "a JSON list of queries", problems)
-        if raw is None:
-            continue
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as err:
-            problems.append(f"{path}: cannot read ({err})")
-            continue
-        except RecursionError:
-            problems.append(f"{path}: not JSON (nested too deeply)")
-            continue
-        except json.JSONDecodeError as err:
-            problems.append(f"{path}:{err.lineno}: not JSON ({err.msg})")
+        data = sources.read_json(path, "a JSON list of queries", problems)
+        if data is None:
             continue
         if not isinstance(data, list):
             problems.append(f"{path}: expected a JSON list of queries, got {type(data).__name__}")
@@ -145,25 +126,6 @@ def _read_rows(folder: Path) -> tuple[list[tuple[str, dict]], list[str]]:
             else:
                 rows.append((path.stem, row))
     return rows, problems
-
-
-def _components(members: list[list[str]]) -> list[str]:
-    """For each row, the smallest key of its connected component (rows linked by sharing a key)."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for keys in members:
-        for k in keys[1:]:
-            a, b = find(keys[0]), find(k)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    return [find(keys[0]) for keys in members]
 
 
 def convert_solvable_queries(source: str | Path) -> Domain:
@@ -220,13 +182,7 @@ def convert_solvable_queries(source: str | Path) -> Domain:
         parsed.append((stem, row, where, gold))
     for _, _, where, gold in parsed:
         problems += [f"{where}: gold API {list(g)} is in no query's api_list" for g in gold if g not in apis]
-    if len(problems) == 1:  # one line: the problem, its file named
-        raise SourceError(f"{root}: {problems[0]}")
-    if problems:
-        shown = problems[:50]
-        more = f"\n  ... and {len(problems) - 50} more" if len(problems) > 50 else ""
-        raise SourceError(f"{root}: {len(problems)} problem(s) in the StableToolBench queries:\n  "
-                          + "\n  ".join(shown) + more)
+    sources.raise_problems(root, problems, "the StableToolBench queries", SourceError)
     names: dict[tuple[str, str], str] = {}
     taken: set[str] = set()
     tools = []
@@ -245,8 +201,8 @@ def convert_solvable_queries(source: str | Path) -> Domain:
             kind="read",
         ))
     category = {key: entry["category_name"] for key, entry in apis.items()}
-    tool_groups = _components([[g[0] for g in gold] for *_, gold in parsed])
-    category_groups = _components([[category[g] for g in gold] for *_, gold in parsed])
+    tool_groups = sources.components([[g[0] for g in gold] for *_, gold in parsed])
+    category_groups = sources.components([[category[g] for g in gold] for *_, gold in parsed])
     tasks = []
     for (stem, row, _, gold), tg, cg in zip(parsed, tool_groups, category_groups):
         tasks.append(Task(

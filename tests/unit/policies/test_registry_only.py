@@ -69,6 +69,8 @@ HOMONYMS = {
     ("camdf/common/process.py", "compares with the method name 'camdf'"): "the console script's name",
     ("camdf/core/features.py", "assigns the method name 'score_per_cost'"): "a state feature of that name",
     ("camdf/rankers/text.py", "endswith('s') on what may be a method name"): "a plural's s, stemming a word",
+    ("camdf/integrations/apibench/convert.py", "assigns the method name 'none'"): "a placeholder in the source's "
+                                                                                  "argument lists",
 }
 
 

@@ -75,6 +75,37 @@ def cmd_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ranking(args: argparse.Namespace) -> int:
+    """Rank every built catalog with bm25, the lexical hybrid and the cross-catalog ranker fitted on the other
+    catalogs (leave one catalog out), and print the table."""
+    from camdf.evaluation.ranking_transfer import built_catalog, transfer_rows
+    from camdf.rankers.crosscat import leave_one_out
+
+    folders = sorted(m.parent for m in Path(args.data_dir).glob("*/manifest.json") if not m.parent.name.startswith("."))
+    if args.domains:
+        known = {f.name: f for f in folders}
+        unknown = [d for d in args.domains if d not in known]
+        if unknown:
+            print(f"camdf data ranking: --domains: {', '.join(unknown)} not built under {args.data_dir} (built: "
+                  f"{', '.join(known) or 'none'}; run `make data`)", file=sys.stderr)
+            return 2
+        folders = [known[d] for d in args.domains]
+    if len(folders) < 2:
+        print(f"camdf data ranking: expected at least two built catalogs under {args.data_dir} (one to score, "
+              f"the others to learn from), found {len(folders)} (run `make data`)", file=sys.stderr)
+        return 2
+    catalogs = [built_catalog(f) for f in folders]
+    rows = transfer_rows(catalogs, leave_one_out(catalogs))
+    header = ["catalog", "queries", "tools", "ranker", "recall@5", "all gold@5", "gold in top 20",
+              "per-API recall@5", "all gold@5 minus bm25 [95% CI]"]
+    table = [[r["catalog"], r["queries"], r["tools"], r["ranker"], f"{r['recall@5']:.3f}", f"{r['all_gold@5']:.3f}",
+              f"{r['gold_in_top20']:.3f}", f"{r['per_api_recall@5']:.3f}",
+              "" if r["ranker"] == "bm25" else f"{r['vs_bm25']:+.3f} [{r['vs_bm25_low']:+.3f}, {r['vs_bm25_high']:+.3f}]"]
+             for r in rows]
+    print("\n".join(markdown_table(header, table, "lrrlrrrrl")))
+    return 0
+
+
 def _request_bytes(path: str) -> bytes:
     """The bytes of ``--input`` (``-``: stdin), a regular file of at most :data:`MAX_REQUEST_BYTES` (a FIFO is never
     waited on); ValueError naming the path when it cannot be read."""
@@ -228,6 +259,7 @@ def cmd_results_check(args: argparse.Namespace) -> int:
 EPILOG = """examples:
   camdf data validate path/to/folder       check a domain folder (catalog.json + tasks.jsonl)
   camdf data summary data                  the built domains, one row each
+  camdf data ranking data                  each catalog ranked by a ranker fitted on the others, beside bm25
   camdf select --input request.json        the prefix to expose for one request (or a list)
   echo '{"query": "...", "tools": [...]}' | camdf select
   camdf serve -p 5001                      the champion as a service on loopback (mlflow models serve)
@@ -264,6 +296,11 @@ def _data_commands(sub) -> None:
     summary = data.add_parser("summary", help="markdown table of the built domains (from their manifests)")
     summary.add_argument("data_dir", nargs="?", default="data", help="folder of built domains (default: data)")
     summary.set_defaults(func=cmd_summary)
+    ranking = data.add_parser("ranking", help="ranking quality of every built catalog, the cross-catalog ranker "
+                                              "fitted on the others (leave one catalog out) beside bm25")
+    ranking.add_argument("data_dir", nargs="?", default="data", help="folder of built domains (default: data)")
+    ranking.add_argument("--domains", type=_names, default=[], help="comma-separated built domains (default: all)")
+    ranking.set_defaults(func=cmd_ranking)
 
 
 def _select_command(sub) -> None:

@@ -1,0 +1,396 @@
+"""crosscat: a learned ranker that transfers across catalogs: nothing it reads names a tool or a catalog's labels.
+
+Every other learned ranker here reads the catalog's own labels (``supervised``'s per-tool models, ``rerank``'s
+G_x rates), so on a catalog nobody labelled it has nothing to read. This one is fitted on *other* catalogs, on
+features that any tool list has (a harness's tools: a name, a description, parameter names;
+:class:`CatalogIndex`):
+
+- bm25 of the query against the whole document (raw, z-scored within the query, share of the query's best,
+  log rank), against the name words alone and the description alone (z);
+- the cosine of character 3-5-gram TF-IDF vectors (``service`` meets ``services``, ``weatherapi`` meets
+  ``weather``): raw, z, log rank; the log rank in the reciprocal-rank fusion of bm25 and that cosine (the
+  first stage);
+- each sentence of the query on its own (a query asking for two things): the best bm25 and cosine z-scores
+  over its sentences and the best fused log rank;
+- how much of the query the document holds (distinct query words found) and how much of the tool's name the
+  query holds;
+- the tool's 5 nearest catalog neighbours (by the TF-IDF cosine of the documents: the endpoints of one
+  service): their largest and mean bm25 and cosine z-scores; the tool's largest cosine to the first stage's
+  top 3 tools;
+- the shape of the request: the catalog's size (log), the query's words and sentences.
+
+A LightGBM binary model of ``1{tool in G_x}``, monotone in every lexical match (:data:`MONOTONE`), scores each
+query's first-stage top :data:`POOL` (below the pool the first stage's order continues), and the ranking is the
+reciprocal-rank fusion of its order with the first stage's (:func:`score`). Its features need numpy, scipy,
+scikit-learn, bm25s and LightGBM, which the slim runtime install has. Fitted on the other catalogs only
+(:func:`leave_one_out`), it is judged on the one left out (``camdf data ranking``). Deterministic: LightGBM on
+one thread with ``deterministic``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from camdf.rankers.text import document, split_identifier
+
+#: Tools per query the model ranks (the first stage's top POOL); below it the first stage's order continues.
+POOL = 100
+#: Catalog neighbours (by document cosine) whose scores are a tool's features.
+NEIGHBOURS = 5
+#: First-stage depth whose largest cosine to a tool is a feature.
+CO_DEPTH = 3
+#: Reciprocal-rank fusion's constant.
+RRF_K = 60
+FEATURES = (
+    "bm25_raw", "bm25_z", "bm25_share", "bm25_log_rank", "name_z", "desc_z",
+    "char_cos", "char_z", "char_log_rank", "hybrid_log_rank",
+    "clause_bm25_z", "clause_char_z", "clause_log_rank",
+    "query_cover", "name_cover",
+    "nbr_bm25_z_max", "nbr_bm25_z_mean", "nbr_char_z_max", "nbr_char_z_mean", "cos_top3",
+    "log_catalog", "query_words", "clauses",
+)
+#: Features whose rise never lowers a tool's score (+1) or never raises it (-1) in the fitted model: a better lexical
+#: match is never worth less, whatever catalog the model meets (fitted without them, a model learned on catalogs
+#: of one or two gold tools ranked a long multi-turn query's later gold tools below bm25's order).
+MONOTONE = {**dict.fromkeys(("bm25_raw", "bm25_z", "bm25_share", "name_z", "desc_z", "char_cos", "char_z",
+                             "clause_bm25_z", "clause_char_z", "query_cover", "name_cover"), 1),
+            **dict.fromkeys(("bm25_log_rank", "char_log_rank", "hybrid_log_rank", "clause_log_rank"), -1)}
+#: LightGBM's settings of the fit (one thread, deterministic: the same booster on every machine).
+PARAMS = {"objective": "binary", "learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 50, "lambda_l2": 1.0,
+          "feature_fraction": 0.9, "monotone_constraints": [MONOTONE.get(f, 0) for f in FEATURES],
+          "num_threads": 1, "deterministic": True, "force_row_wise": True, "verbose": -1, "seed": 0}
+ROUNDS = 100
+
+
+def _z(scores: np.ndarray) -> np.ndarray:
+    """Row-wise z-scores (a constant row: 0)."""
+    std = scores.std(axis=1, keepdims=True)
+    return (scores - scores.mean(axis=1, keepdims=True)) / np.where(std > 0, std, 1.0)
+
+
+def ranks(scores: np.ndarray) -> np.ndarray:
+    """Row-wise ranks (1 = best; ties by column order), shape of ``scores``."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    out = np.empty(scores.shape, dtype=np.float64)
+    np.put_along_axis(out, order, np.arange(1, scores.shape[1] + 1, dtype=np.float64)[None, :], axis=1)
+    return out
+
+
+def _rrf(*rank_arrays: np.ndarray) -> np.ndarray:
+    return sum(1.0 / (RRF_K + r) for r in rank_arrays)
+
+
+class _Field:
+    """A bm25 index over one field of every tool (None when no document has a word)."""
+
+    def __init__(self, texts: list[str]):
+        from camdf.rankers.lexical import _bm25s, tokenize
+
+        tokens = tokenize(texts)
+        self.size = len(texts)
+        self.retriever = None
+        if any(map(any, tokens)):
+            self.retriever = _bm25s().BM25(k1=1.5, b=0.75)
+            self.retriever.index(tokens, show_progress=False)
+
+    def scores(self, query_tokens: list[list[str]]) -> np.ndarray:
+        if self.retriever is None:
+            return np.zeros((len(query_tokens), self.size))
+        return np.vstack([self.retriever.get_scores(q).astype(np.float64) if q else np.zeros(self.size)
+                          for q in query_tokens])
+
+
+@dataclass
+class CatalogIndex:
+    """What the ranker keeps of one tool list: built once (:meth:`build`), then :meth:`features` per query.
+
+    Attributes
+    ----------
+    full, name, desc : _Field
+        bm25 over each tool's whole document, its name words, its description.
+    vectorizer : TfidfVectorizer
+        Character 3-5-gram TF-IDF fitted on the documents.
+    doc_vectors : scipy.sparse.csr_matrix, shape (A, V)
+        The documents' L2-normalised TF-IDF rows; ``doc_columns`` the same transposed (V, A), kept so that a
+        query's cosines are one sparse product with no conversion.
+    doc_words : scipy.sparse.csr_matrix, shape (A, W)
+        Which of the query vocabulary's words each document holds (1/0); ``name_words`` the same for names.
+    vocab : dict
+        Word -> column of ``doc_words``.
+    neighbours : ndarray of int, shape (A, K)
+        Each tool's nearest other tools by document cosine, nearest first.
+    """
+
+    full: _Field
+    name: _Field
+    desc: _Field
+    vectorizer: object
+    doc_vectors: object
+    doc_columns: object
+    doc_words: object
+    name_words: object
+    name_sizes: np.ndarray
+    vocab: dict
+    neighbours: np.ndarray
+
+    @classmethod
+    def build(cls, names: Sequence[str], descriptions: Sequence[str],
+              parameters: Sequence[Sequence[str]]) -> "CatalogIndex":
+        """Index a tool list from its names, descriptions and parameter names (length A each)."""
+        import scipy.sparse as sp
+        from sklearn.feature_extraction.text import TfidfVectorizer
+
+        from camdf.rankers.lexical import tokenize
+        from camdf.rankers.text import normalize
+
+        docs = [document(n, d, tuple(p)) for n, d, p in zip(names, descriptions, parameters)]
+        name_texts = [split_identifier(n) for n in names]
+        vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, lowercase=True,
+                                     dtype=np.float64)
+        doc_vectors = vectorizer.fit_transform([normalize(d) for d in docs]).tocsr()
+        doc_columns = doc_vectors.T.tocsr()
+        doc_tokens, name_tokens = tokenize(docs), tokenize(name_texts)
+        vocab: dict[str, int] = {}
+        for words in doc_tokens:
+            for w in words:
+                vocab.setdefault(w, len(vocab))
+
+        def binary(token_lists):
+            rows = [sorted({vocab[w] for w in words if w in vocab}) for words in token_lists]
+            indptr = np.r_[0, np.cumsum([len(r) for r in rows])]
+            data = np.ones(indptr[-1])
+            return sp.csr_matrix((data, np.concatenate(rows or [[]]).astype(np.int64), indptr),
+                                 shape=(len(rows), max(len(vocab), 1)))
+
+        name_words = binary(name_tokens)
+        return cls(full=_Field(docs), name=_Field(name_texts), desc=_Field(list(descriptions)),
+                   vectorizer=vectorizer, doc_vectors=doc_vectors, doc_columns=doc_columns,
+                   doc_words=binary(doc_tokens),
+                   name_words=name_words, name_sizes=np.asarray(name_words.sum(axis=1)).ravel(),
+                   vocab=vocab, neighbours=_neighbours(doc_vectors, doc_columns))
+
+    @property
+    def size(self) -> int:
+        return self.doc_vectors.shape[0]
+
+    def features(self, queries: Sequence[str], pool: int = POOL
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The features of each query's first-stage top ``pool`` tools.
+
+        Returns
+        -------
+        features : ndarray, shape (Q, P, len(FEATURES))
+        columns : ndarray of int, shape (Q, P)
+            The tools (catalog columns) of each query's pool, first stage's order.
+        first_rank : ndarray, shape (Q, A)
+            Every tool's first-stage rank (1 = best), for the order below the pool.
+        bm25 : ndarray, shape (Q, A)
+            bm25 of each query against every tool's document (the runtime's ranker before this one).
+        """
+        from camdf.rankers.lexical import tokenize
+        from camdf.rankers.rerank import clauses
+        from camdf.rankers.text import normalize
+
+        queries = list(queries)
+        n_tools = self.size
+        p = min(pool, n_tools)
+        tokens = tokenize(queries)
+        bm25 = self.full.scores(tokens)
+        bm25_z, bm25_rank = _z(bm25), ranks(bm25)
+        name_z, desc_z = _z(self.name.scores(tokens)), _z(self.desc.scores(tokens))
+        q_vec = self.vectorizer.transform([normalize(q) for q in queries])
+        char = (q_vec @ self.doc_columns).toarray()
+        char_z, char_rank = _z(char), ranks(char)
+        first_rank = ranks(_rrf(bm25_rank, char_rank))
+        # Sentences: every query's sentences scored at once, then the best per query.
+        parts = [clauses(q) for q in queries]
+        flat = [c for cs in parts for c in cs]
+        starts = np.r_[0, np.cumsum([len(cs) for cs in parts])[:-1]]
+        c_bm25 = self.full.scores(tokenize(flat))
+        c_char = (self.vectorizer.transform([normalize(c) for c in flat]) @ self.doc_columns).toarray()
+        clause_bm25_z = np.maximum.reduceat(_z(c_bm25), starts)
+        clause_char_z = np.maximum.reduceat(_z(c_char), starts)
+        clause_rank = np.minimum.reduceat(ranks(_rrf(ranks(c_bm25), ranks(c_char))), starts)
+        # Word coverage, over the catalog's vocabulary.
+        q_sets = [sorted({self.vocab[w] for w in words if w in self.vocab}) for words in tokens]
+        q_bin = np.zeros((len(queries), self.doc_words.shape[1]))
+        for i, cols in enumerate(q_sets):
+            q_bin[i, cols] = 1.0
+        q_len = np.array([max(len(set(words)), 1) for words in tokens], dtype=np.float64)
+        query_cover = np.asarray(self.doc_words @ q_bin.T).T / q_len[:, None]
+        name_cover = np.asarray(self.name_words @ q_bin.T).T / np.maximum(self.name_sizes, 1)[None, :]
+        # Neighbours and the first stage's top tools.
+        nb = self.neighbours
+        nbr = [f(x[:, nb], axis=2) if nb.shape[1] else np.zeros_like(x)
+               for x in (bm25_z, char_z) for f in (np.max, np.mean)]
+        columns = np.argsort(first_rank, axis=1, kind="stable")[:, :p]
+        cos_top = _co_retrieval(self.doc_vectors, columns[:, :CO_DEPTH], columns)
+        shape = [np.full(columns.shape, np.log(n_tools)),
+                 np.repeat(np.log1p(q_len)[:, None], p, axis=1),
+                 np.repeat(np.array([len(cs) for cs in parts], dtype=np.float64)[:, None], p, axis=1)]
+
+        def take(x):
+            return np.take_along_axis(x, columns, axis=1)
+
+        full = [bm25, bm25_z, bm25 / np.where(bm25.max(axis=1, keepdims=True) > 0, bm25.max(axis=1, keepdims=True), 1),
+                np.log(bm25_rank), name_z, desc_z, char, char_z, np.log(char_rank), np.log(first_rank),
+                clause_bm25_z, clause_char_z, np.log(clause_rank), query_cover, name_cover, *nbr]
+        feats = np.stack([take(x) for x in full] + [cos_top] + shape, axis=-1)
+        return feats, columns, first_rank, bm25
+
+
+def _neighbours(doc_vectors, doc_columns, block: int = 256) -> np.ndarray:
+    """Each document's :data:`NEIGHBOURS` nearest others by cosine (rows are L2-normalised; ``doc_columns`` their
+    transpose), nearest first; ``block`` rows of the cosine matrix at a time (memory linear in the catalog)."""
+    n = doc_vectors.shape[0]
+    k = min(NEIGHBOURS, n - 1)
+    out = [np.zeros((0, k), dtype=np.int64)]
+    for start in range(0, n, block):
+        cos = (doc_vectors[start:start + block] @ doc_columns).toarray()
+        cos[np.arange(len(cos)), np.arange(start, start + len(cos))] = -np.inf
+        out.append(np.argsort(-cos, axis=1, kind="stable")[:, :k])
+    return np.concatenate(out)
+
+
+def _co_retrieval(doc_vectors, top: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Each pooled tool's largest cosine to its query's first ``top`` tools (itself left out), shape of
+    ``columns``."""
+    out = np.empty(columns.shape)
+    for i in range(len(columns)):
+        cos = np.asarray((doc_vectors[columns[i]] @ doc_vectors[top[i]].T).todense())
+        cos[columns[i][:, None] == top[i][None, :]] = -np.inf
+        out[i] = cos.max(axis=1) if cos.shape[1] else 0.0
+    return np.where(np.isfinite(out), out, 0.0)
+
+
+def pooled_scores(raw: np.ndarray, columns: np.ndarray, first_rank: np.ndarray,
+                  offered: np.ndarray | None = None) -> np.ndarray:
+    """One ranking per query over the whole catalog, shape (Q, A): the model's ``raw`` scores (Q, P) on the
+    pool's ``columns``, below them the first stage's order (each below-pool tool under the pool's lowest score by
+    ``(rank - P) / rank``: gaps that shrink down the list). ``offered`` (Q, P), when given, marks the pool
+    entries the query was offered; the rest, and every tool whose first-stage rank is past the catalog (never
+    offered), score ``-inf``."""
+    p, a = columns.shape[1], first_rank.shape[1]
+    ok = np.ones(raw.shape, dtype=bool) if offered is None else offered
+    floor = np.where(ok, raw, np.inf).min(axis=1, keepdims=True) if p else np.zeros((len(raw), 1))
+    floor = np.where(np.isfinite(floor), floor, 0.0)
+    out = floor - (first_rank - p) / first_rank
+    np.put_along_axis(out, columns, np.where(ok, raw, -np.inf), axis=1)
+    return np.where(first_rank > a, -np.inf, out)
+
+
+@dataclass
+class Catalog:
+    """One catalog's queries as the ranker sees them: features of each query's pool and the gold tools.
+
+    Attributes
+    ----------
+    name : str
+    tools : list of str, length A
+    task_ids : list of str, length Q
+        The tasks with a gold tool among the acquirable ones (the others have nothing to rank for).
+    features, columns, first_rank : ndarray
+        :meth:`CatalogIndex.features` of the tasks' texts (tasks offered part of the catalog are indexed
+        over their own candidates: their other columns rank last).
+    gold : ndarray of bool, shape (Q, A)
+    bm25 : ndarray, shape (Q, A)
+        bm25 over the task's candidates (``-inf`` elsewhere).
+    """
+
+    name: str
+    tools: list[str]
+    task_ids: list[str]
+    features: np.ndarray
+    columns: np.ndarray
+    first_rank: np.ndarray
+    gold: np.ndarray
+    bm25: np.ndarray
+
+    @classmethod
+    def from_domain(cls, domain, pool: int = POOL) -> "Catalog":
+        """Index ``domain``'s acquirable tools (once per distinct candidate list) and featurise its tasks."""
+        from camdf.rankers.text import parameter_names
+
+        tools = list(domain.acquirable)
+        col = {n: j for j, n in enumerate(tools)}
+        by_name = {t.name: t for t in domain.tools}
+        tasks = [t for t in domain.tasks if any(r in col for r in t.required)]
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i, t in enumerate(tasks):
+            offered = tuple(range(len(tools))) if t.candidates is None else tuple(
+                sorted(col[c] for c in t.candidates if c in col))
+            groups.setdefault(offered, []).append(i)
+        q, a, p = len(tasks), len(tools), min(pool, len(tools))
+        features = np.zeros((q, p, len(FEATURES)))
+        columns = np.zeros((q, p), dtype=np.int64)
+        first_rank = np.full((q, a), float(a + 1))
+        bm25 = np.full((q, a), -np.inf)
+        for offered, rows in groups.items():
+            idx = CatalogIndex.build([tools[j] for j in offered], [by_name[tools[j]].description for j in offered],
+                                     [parameter_names(by_name[tools[j]]) for j in offered])
+            f, c, r, b = idx.features([tasks[i].text for i in rows], pool=p)
+            bm25[np.ix_(rows, offered)] = b
+            width = f.shape[1]
+            offered_arr = np.asarray(offered)
+            features[rows, :width], columns[rows, :width] = f, offered_arr[c]
+            if width < p:  # a shorter candidate list: the pool's rest points at tools never offered, zero features
+                rest = [np.setdiff1d(np.arange(a), offered_arr)[: p - width]] * len(rows)
+                columns[rows, width:] = np.asarray(rest)
+            first_rank[np.ix_(rows, offered_arr)] = r
+        gold = np.zeros((q, a), dtype=bool)
+        for i, t in enumerate(tasks):
+            gold[i, [col[r] for r in t.required if r in col]] = True
+        return cls(domain.name, tools, [t.id for t in tasks], features, columns, first_rank, gold, bm25)
+
+    def offered(self) -> np.ndarray:
+        """Which pool entries are tools the query was offered, shape (Q, P)."""
+        return np.take_along_axis(self.first_rank, self.columns, axis=1) <= self.first_rank.shape[1]
+
+
+def fit(catalogs: Sequence[Catalog], rounds: int = ROUNDS, params: dict | None = None):
+    """A LightGBM booster of ``1{tool in G_x}`` over the pooled (query, tool) pairs of ``catalogs`` (queries whose
+    pool holds a gold tool; each catalog's queries weigh alike in total, so a big catalog does not drown the small
+    ones; each pair carries its query's weight)."""
+    import lightgbm as lgb
+
+    X, y, sizes, weight = [], [], [], []
+    for cat in catalogs:
+        labels = np.take_along_axis(cat.gold, cat.columns, axis=1)
+        ok = cat.offered()
+        keep = [i for i in range(len(labels)) if labels[i][ok[i]].any()]
+        for i in keep:
+            X.append(cat.features[i][ok[i]])
+            y.append(labels[i][ok[i]].astype(np.float64))
+            sizes.append(int(ok[i].sum()))
+        weight += [1.0 / max(len(keep), 1)] * len(keep)
+    weight = np.asarray(weight) * len(weight) / max(sum(weight), 1e-12)
+    data = lgb.Dataset(np.concatenate(X), np.concatenate(y), weight=np.repeat(weight, sizes))
+    return lgb.train({**PARAMS, **(params or {})}, data, num_boost_round=rounds)
+
+
+def score(booster, catalog: Catalog) -> np.ndarray:
+    """The ranking of every tool for every query of ``catalog``, shape (Q, A): the reciprocal-rank fusion of the
+    booster's order (on the pool, the first stage's below it) with the first stage's own, so the model re-orders
+    what the lexical match found rather than replacing it; tools never offered: ``-inf``."""
+    feats = catalog.features
+    raw = booster.predict(feats.reshape(-1, feats.shape[-1]), raw_score=True).reshape(catalog.columns.shape)
+    model = pooled_scores(raw, catalog.columns, catalog.first_rank, catalog.offered())
+    return np.where(np.isfinite(model), _rrf(ranks(model), catalog.first_rank), -np.inf)
+
+def leave_one_out(catalogs: Sequence[Catalog], rounds: int = ROUNDS) -> dict[str, dict[str, np.ndarray]]:
+    """Each catalog ranked by a booster fitted on the others only (its own labels never reach the model), beside
+    the unlearned rankings on the same candidates: catalog name -> ranker (``bm25``, ``lexical_hybrid``: the
+    first stage, ``crosscat``) -> scores (Q, A)."""
+    out = {}
+    for cat in catalogs:
+        booster = fit([c for c in catalogs if c is not cat], rounds=rounds)
+        out[cat.name] = {
+            "bm25": cat.bm25,
+            "lexical_hybrid": np.where(cat.first_rank > cat.first_rank.shape[1], -np.inf, -cat.first_rank),
+            "crosscat": score(booster, cat),
+        }
+    return out
+

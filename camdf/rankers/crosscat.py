@@ -84,13 +84,12 @@ def _rrf(*rank_arrays: np.ndarray) -> np.ndarray:
 
 
 class _Field:
-    """A bm25 index over one field of every tool (None when no document has a word)."""
+    """A bm25 index over one field of every tool, from its tokens (None when no document has a word)."""
 
-    def __init__(self, texts: list[str]):
-        from camdf.rankers.lexical import _bm25s, tokenize
+    def __init__(self, tokens: list[list[str]]):
+        from camdf.rankers.lexical import _bm25s
 
-        tokens = tokenize(texts)
-        self.size = len(texts)
+        self.size = len(tokens)
         self.retriever = None
         if any(map(any, tokens)):
             self.retriever = _bm25s().BM25(k1=1.5, b=0.75)
@@ -166,7 +165,7 @@ class CatalogIndex:
                                  shape=(len(rows), max(len(vocab), 1)))
 
         name_words = binary(name_tokens)
-        return cls(full=_Field(docs), name=_Field(name_texts), desc=_Field(list(descriptions)),
+        return cls(full=_Field(doc_tokens), name=_Field(name_tokens), desc=_Field(tokenize(list(descriptions))),
                    vectorizer=vectorizer, doc_vectors=doc_vectors, doc_columns=doc_columns,
                    doc_words=binary(doc_tokens),
                    name_words=name_words, name_sizes=np.asarray(name_words.sum(axis=1)).ravel(),

@@ -21,9 +21,10 @@ PORT ?= 5000
 # The MLflow experiment make ui opens on (tracking.experiment of the stages).
 EXPERIMENT ?= camdf
 # JOBS > 1: make reproduce runs JOBS experiments side by side (the longest first, each computing its cells one
-# at a time, every output line prefixed with its experiment), so no core idles while a sweep starts or ends; then
-# the tables, the train stage and the default policy side by side (the tables read the cells alone, the other two
-# read no cell, and no .py file they write enters the source fingerprint);
+# at a time, every output line prefixed with its experiment), so no core idles while a sweep starts or ends, the
+# default policy and the built-in ranker first among them (they read no cell; the tables read the ranking across
+# catalogs they log); then the tables and the train stage side by side (no .py file any of them writes enters the
+# source fingerprint);
 # one experiment (make reproduce-smoke) runs its cells on JOBS worker processes (conf/hydra/launcher/parallel.yaml).
 # LAUNCHER='hydra/launcher=slurm ...' sends every experiment's cells to another launcher, one experiment at a time.
 CELL_LAUNCHER := $(if $(filter-out 1,$(JOBS)),hydra/launcher=parallel hydra.launcher.n_jobs=$(JOBS))
@@ -76,7 +77,7 @@ reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folde
 	@$(PY) -m camdf.pipeline.make_lists skipped
 	@set -e; experiments=$(EXPERIMENTS); \
 	if [ -z "$(LAUNCHER)" ] && [ "$(JOBS)" != 1 ]; then \
-	  for queue in "$$experiments" "tables train default-policy"; do \
+	  for queue in "default-policy $$experiments" "tables train"; do \
 	    printf '%s\n' $$queue | PYTHONUNBUFFERED=1 xargs -P $(JOBS) -I{} bash -c 'set -o pipefail; \
 	      { case {} in train) echo "== train stage"; $(PY) -m pipelines.train $(HYDRA_QUIET);; \
 	        default-policy) echo "== default policy"; $(MAKE) --no-print-directory default-policy;; \
@@ -91,11 +92,12 @@ reproduce: data ## run every experiment (A28 too when STABLETOOLBENCH is a folde
 	$(MAKE) --no-print-directory tables; fi
 	@echo "outputs: data/<domain>/, outputs/tables/ (md, csv, tex, png), MLflow store outputs/mlflow.db (make ui)"
 
-default-policy: data ## fit the runtime's default policy on every built-in domain and ship it in the package (camdf/runtime/default_policy/)
+default-policy: data ## fit the runtime's built-in ranker and default policy on every built-in domain and ship them in the package (camdf/runtime/ranker_model/, default_policy/)
 	@if [ -d "$$STABLETOOLBENCH" ]; then \
 	  $(PY) -m pipelines.default_policy $(HYDRA_QUIET) \
 	  && rm -rf camdf/runtime/default_policy && cp -r outputs/policies/default camdf/runtime/default_policy \
-	  && echo "shipped: camdf/runtime/default_policy/ (load_policy(), camdf select and every adapter use it)"; \
+	  && rm -rf camdf/runtime/ranker_model && cp -r outputs/rankers/crosscat camdf/runtime/ranker_model \
+	  && echo "shipped: camdf/runtime/ranker_model/ and default_policy/ (load_policy(), camdf select and every adapter use them)"; \
 	else echo "default policy: the shipped one kept (it learns from the StableToolBench catalog too: STABLETOOLBENCH=<folder>)"; fi
 
 reproduce-smoke: setup ## the tiny grid CI runs: retail data, 2 x 2 cells, tables

@@ -7,15 +7,13 @@ out) the ranking quality, and each ranker's all-gold@5 minus bm25's with its pai
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from camdf.data.io import read_domain
 from camdf.evaluation.bootstrap import bootstrap_mean_ci
-from camdf.rankers.crosscat import POOL, Catalog, ranks
+from camdf.rankers.crosscat import Catalog, ranks
+from camdf.rankers.loco import built_catalog  # noqa: F401  (the table's catalogs; its name here too)
 
 
 def task_quality(scores: np.ndarray, gold: np.ndarray) -> dict[str, np.ndarray]:
@@ -27,15 +25,6 @@ def task_quality(scores: np.ndarray, gold: np.ndarray) -> dict[str, np.ndarray]:
     h5, h20 = (gold & (r <= 5)).sum(axis=1), (gold & (r <= 20)).sum(axis=1)
     return {"recall@5": h5 / n, "all_gold@5": (h5 == n).astype(float), "gold_in_top20": (h20 == n).astype(float),
             "gold_apis": n.astype(float), "gold_apis@5": h5.astype(float)}
-
-
-def built_catalog(folder, pool: int = POOL) -> Catalog:
-    """:meth:`Catalog.from_domain` of a built domain folder (``data/<domain>/``: its manifest says which tools
-    are acquirable)."""
-    config = json.loads(Path(folder, "manifest.json").read_text(encoding="utf-8"))["config"]
-    domain = read_domain(folder, acquirable_kinds=tuple(config["acquirable_kinds"]),
-                         never_acquirable=tuple(config.get("never_acquirable") or ()))
-    return Catalog.from_domain(domain, pool=pool)
 
 
 def transfer_rows(catalogs: Sequence[Catalog], scores: dict[str, dict[str, np.ndarray]], n_resamples: int = 10_000,

@@ -76,7 +76,8 @@ def stored_scores(domain: Domain, domain_cfg: dict[str, Any], scorer: str, param
         frame = None if force else _read(path, digest)
         if frame is not None:
             return frame, path, True
-        frame = score_domain(domain, scorer, folds, cache_dir=Path(cache_dir), random_state=random_state, **params)
+        frame = score_domain(domain, scorer, folds, cache_dir=Path(cache_dir), random_state=random_state,
+                             data_dir=Path(data_dir), **params)
         data = parquet_bytes(frame)
         write_atomic(path, data)
         write_atomic(digest, sha256_hex(data) + "\n")
@@ -87,7 +88,8 @@ def cell_scores(domain: Domain, domain_cfg: dict[str, Any], scorer: str, params:
                 random_state: int, data_dir: Path, cache_dir: Path) -> pd.DataFrame:
     """:func:`camdf.rankers.score_domain` for one cell, a learned scorer's frame from :func:`stored_scores`."""
     if scorer not in SCORERS or not is_learned(SCORERS[scorer]):
-        return score_domain(domain, scorer, folds, cache_dir=cache_dir, random_state=random_state, **params)
+        return score_domain(domain, scorer, folds, cache_dir=cache_dir, random_state=random_state, data_dir=data_dir,
+                            **params)
     return stored_scores(domain, domain_cfg, scorer, params, folds, random_state, data_dir, cache_dir)[0]
 
 

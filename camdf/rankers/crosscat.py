@@ -22,7 +22,7 @@ features that any tool list has (a harness's tools: a name, a description, param
 A LightGBM binary model of ``1{tool in G_x}``, monotone in every lexical match (:data:`MONOTONE`), scores each
 query's first-stage top :data:`POOL` (below the pool the first stage's order continues), and the ranking is the
 reciprocal-rank fusion of its order with the first stage's (:func:`score`). Its features need numpy, scipy,
-scikit-learn, bm25s and LightGBM, which the slim runtime install has. Fitted on the other catalogs only
+bm25s and LightGBM to fit (the runtime evaluates the shipped trees with numpy). Fitted on the other catalogs only
 (:func:`leave_one_out`), it is judged on the one left out (``camdf data ranking``). Deterministic: LightGBM on
 one thread with ``deterministic``.
 """
@@ -40,6 +40,8 @@ from camdf.rankers.text import document, split_identifier
 POOL = 100
 #: Catalog neighbours (by document cosine) whose scores are a tool's features.
 NEIGHBOURS = 5
+#: The largest share of a catalog's tools an n-gram may be in and still say who a tool's neighbours are.
+NEIGHBOUR_DF = 0.05
 #: First-stage depth whose largest cosine to a tool is a feature.
 CO_DEPTH = 3
 #: Reciprocal-rank fusion's constant.
@@ -110,8 +112,8 @@ class CatalogIndex:
     ----------
     full, name, desc : _Field
         bm25 over each tool's whole document, its name words, its description.
-    vectorizer : TfidfVectorizer
-        Character 3-5-gram TF-IDF fitted on the documents.
+    vectorizer : CharTfidf
+        Character 3-5-gram TF-IDF fitted on the documents (:mod:`camdf.rankers.chargrams`).
     doc_vectors : scipy.sparse.csr_matrix, shape (A, V)
         The documents' L2-normalised TF-IDF rows; ``doc_columns`` the same transposed (V, A), kept so that a
         query's cosines are one sparse product with no conversion.
@@ -140,15 +142,14 @@ class CatalogIndex:
               parameters: Sequence[Sequence[str]]) -> "CatalogIndex":
         """Index a tool list from its names, descriptions and parameter names (length A each)."""
         import scipy.sparse as sp
-        from sklearn.feature_extraction.text import TfidfVectorizer
 
+        from camdf.rankers.chargrams import CharTfidf
         from camdf.rankers.lexical import tokenize
         from camdf.rankers.text import normalize
 
         docs = [document(n, d, tuple(p)) for n, d, p in zip(names, descriptions, parameters)]
         name_texts = [split_identifier(n) for n in names]
-        vectorizer = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, lowercase=True,
-                                     dtype=np.float64)
+        vectorizer = CharTfidf()
         doc_vectors = vectorizer.fit_transform([normalize(d) for d in docs]).tocsr()
         doc_columns = doc_vectors.T.tocsr()
         doc_tokens, name_tokens = tokenize(docs), tokenize(name_texts)
@@ -169,7 +170,7 @@ class CatalogIndex:
                    vectorizer=vectorizer, doc_vectors=doc_vectors, doc_columns=doc_columns,
                    doc_words=binary(doc_tokens),
                    name_words=name_words, name_sizes=np.asarray(name_words.sum(axis=1)).ravel(),
-                   vocab=vocab, neighbours=_neighbours(doc_vectors, doc_columns))
+                   vocab=vocab, neighbours=_neighbours(doc_vectors))
 
     @property
     def size(self) -> int:
@@ -241,16 +242,31 @@ class CatalogIndex:
         return feats, columns, first_rank, bm25
 
 
-def _neighbours(doc_vectors, doc_columns, block: int = 256) -> np.ndarray:
-    """Each document's :data:`NEIGHBOURS` nearest others by cosine (rows are L2-normalised; ``doc_columns`` their
-    transpose), nearest first; ``block`` rows of the cosine matrix at a time (memory linear in the catalog)."""
+def _neighbours(doc_vectors, block: int = 512) -> np.ndarray:
+    """Each document's :data:`NEIGHBOURS` nearest others, nearest first (ties by column), by the cosine of its
+    TF-IDF row cut to the n-grams in at most :data:`NEIGHBOUR_DF` of the documents (and at least 20; rows
+    normalised again): the n-grams nearly every tool has say little about which tools are alike and make the
+    product dense, so a catalog of 2,000 tools finds its neighbours in a fraction of a second. ``block`` rows of
+    the cosine matrix at a time (memory linear in the catalog)."""
+    import scipy.sparse as sp
+
     n = doc_vectors.shape[0]
     k = min(NEIGHBOURS, n - 1)
-    out = [np.zeros((0, k), dtype=np.int64)]
+    if k <= 0:
+        return np.zeros((n, 0), dtype=np.int64)
+    df = np.bincount(doc_vectors.indices, minlength=doc_vectors.shape[1])
+    rare = doc_vectors @ sp.diags((df <= max(NEIGHBOUR_DF * n, 20)).astype(np.float64))
+    norms = np.sqrt(np.asarray(rare.multiply(rare).sum(axis=1)).ravel())
+    rare = (sp.diags(1.0 / np.where(norms > 0, norms, 1.0)) @ rare).tocsr()
+    columns = rare.T.tocsr()
+    out = []
     for start in range(0, n, block):
-        cos = (doc_vectors[start:start + block] @ doc_columns).toarray()
-        cos[np.arange(len(cos)), np.arange(start, start + len(cos))] = -np.inf
-        out.append(np.argsort(-cos, axis=1, kind="stable")[:, :k])
+        cos = (rare[start:start + block] @ columns).toarray()
+        rows = np.arange(len(cos))
+        cos[rows, rows + start] = -np.inf
+        top = np.sort(np.argpartition(-cos, k - 1, axis=1)[:, :k], axis=1)
+        order = np.argsort(-np.take_along_axis(cos, top, axis=1), axis=1, kind="stable")
+        out.append(np.take_along_axis(top, order, axis=1))
     return np.concatenate(out)
 
 
@@ -310,39 +326,53 @@ class Catalog:
 
     @classmethod
     def from_domain(cls, domain, pool: int = POOL) -> "Catalog":
-        """Index ``domain``'s acquirable tools (once per distinct candidate list) and featurise its tasks."""
+        """Index ``domain``'s acquirable tools (once per distinct candidate list) and featurise its tasks with a
+        gold tool among them."""
         from camdf.rankers.text import parameter_names
 
         tools = list(domain.acquirable)
         col = {n: j for j, n in enumerate(tools)}
         by_name = {t.name: t for t in domain.tools}
         tasks = [t for t in domain.tasks if any(r in col for r in t.required)]
-        groups: dict[tuple[int, ...], list[int]] = {}
+        offered = np.zeros((len(tasks), len(tools)), dtype=bool)
+        gold = np.zeros_like(offered)
         for i, t in enumerate(tasks):
-            offered = tuple(range(len(tools))) if t.candidates is None else tuple(
-                sorted(col[c] for c in t.candidates if c in col))
-            groups.setdefault(offered, []).append(i)
-        q, a, p = len(tasks), len(tools), min(pool, len(tools))
+            offered[i, list(col.values()) if t.candidates is None else [col[c] for c in t.candidates if c in col]] = 1
+            gold[i, [col[r] for r in t.required if r in col]] = True
+        return cls.build(domain.name, tools, [by_name[n].description for n in tools],
+                         [parameter_names(by_name[n]) for n in tools], [t.text for t in tasks], [t.id for t in tasks],
+                         offered, gold, pool)
+
+    @classmethod
+    def build(cls, name: str, tools: Sequence[str], descriptions: Sequence[str], parameters: Sequence[Sequence[str]],
+              texts: Sequence[str], task_ids: Sequence[str], offered: np.ndarray, gold: np.ndarray,
+              pool: int = POOL) -> "Catalog":
+        """Index the tools (once per distinct candidate list: ``offered`` (Q, A) marks each query's) and featurise
+        the queries ``texts``; ``gold`` (Q, A) marks each query's G_x."""
+        q, a, p = len(texts), len(tools), min(pool, len(tools))
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i in range(q):
+            groups.setdefault(tuple(np.flatnonzero(offered[i]).tolist()), []).append(i)
         features = np.zeros((q, p, len(FEATURES)))
         columns = np.zeros((q, p), dtype=np.int64)
         first_rank = np.full((q, a), float(a + 1))
         bm25 = np.full((q, a), -np.inf)
-        for offered, rows in groups.items():
-            idx = CatalogIndex.build([tools[j] for j in offered], [by_name[tools[j]].description for j in offered],
-                                     [parameter_names(by_name[tools[j]]) for j in offered])
-            f, c, r, b = idx.features([tasks[i].text for i in rows], pool=p)
-            bm25[np.ix_(rows, offered)] = b
+        for cols, rows in groups.items():
+            if not cols:  # nothing offered: the query's pool points at tools never offered
+                columns[rows] = np.arange(p)
+                continue
+            idx = CatalogIndex.build([tools[j] for j in cols], [descriptions[j] for j in cols],
+                                     [parameters[j] for j in cols])
+            f, c, r, b = idx.features([texts[i] for i in rows], pool=p)
+            bm25[np.ix_(rows, cols)] = b
             width = f.shape[1]
-            offered_arr = np.asarray(offered)
+            offered_arr = np.asarray(cols)
             features[rows, :width], columns[rows, :width] = f, offered_arr[c]
             if width < p:  # a shorter candidate list: the pool's rest points at tools never offered, zero features
-                rest = [np.setdiff1d(np.arange(a), offered_arr)[: p - width]] * len(rows)
-                columns[rows, width:] = np.asarray(rest)
+                columns[rows, width:] = np.asarray([np.setdiff1d(np.arange(a), offered_arr)[: p - width]] * len(rows))
             first_rank[np.ix_(rows, offered_arr)] = r
-        gold = np.zeros((q, a), dtype=bool)
-        for i, t in enumerate(tasks):
-            gold[i, [col[r] for r in t.required if r in col]] = True
-        return cls(domain.name, tools, [t.id for t in tasks], features, columns, first_rank, gold, bm25)
+        return cls(name, list(tools), list(task_ids), features, columns, first_rank, np.asarray(gold, dtype=bool),
+                   bm25)
 
     def offered(self) -> np.ndarray:
         """Which pool entries are tools the query was offered, shape (Q, P)."""
@@ -379,17 +409,13 @@ def score(booster, catalog: Catalog) -> np.ndarray:
     model = pooled_scores(raw, catalog.columns, catalog.first_rank, catalog.offered())
     return np.where(np.isfinite(model), _rrf(ranks(model), catalog.first_rank), -np.inf)
 
-def leave_one_out(catalogs: Sequence[Catalog], rounds: int = ROUNDS) -> dict[str, dict[str, np.ndarray]]:
-    """Each catalog ranked by a booster fitted on the others only (its own labels never reach the model), beside
-    the unlearned rankings on the same candidates: catalog name -> ranker (``bm25``, ``lexical_hybrid``: the
-    first stage, ``crosscat``) -> scores (Q, A)."""
-    out = {}
-    for cat in catalogs:
-        booster = fit([c for c in catalogs if c is not cat], rounds=rounds)
-        out[cat.name] = {
-            "bm25": cat.bm25,
-            "lexical_hybrid": np.where(cat.first_rank > cat.first_rank.shape[1], -np.inf, -cat.first_rank),
-            "crosscat": score(booster, cat),
-        }
-    return out
 
+def rank_query(index: CatalogIndex, predict_raw, query: str, pool: int = POOL) -> np.ndarray:
+    """One query's scores over every tool of ``index`` (shape (A,)), as :func:`score` ranks a catalog's queries:
+    the fusion of the model's order on the first stage's top ``pool`` with the first stage's order.
+    ``predict_raw`` maps features (n, len(FEATURES)) to the model's raw scores (a booster's
+    ``predict(X, raw_score=True)``, or the runtime's numpy forest: :class:`camdf.policies.trees.Forest`)."""
+    feats, columns, first_rank, _ = index.features([query], pool=pool)
+    raw = np.asarray(predict_raw(feats.reshape(-1, feats.shape[-1]))).reshape(columns.shape)
+    model = pooled_scores(raw, columns, first_rank)
+    return _rrf(ranks(model), first_rank)[0]

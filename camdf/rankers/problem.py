@@ -19,7 +19,7 @@ import pandas as pd
 
 from camdf.data.model import Domain
 from camdf.core.folds import TRAIN_ONLY, fold_ids
-from camdf.rankers.text import tool_document
+from camdf.rankers.text import parameter_names, tool_document
 
 COLUMNS = ["task_id", "tool", "score", "rank", "fold"]
 #: The extra column of a learned scorer's frame: the outer fold whose training design a row belongs to.
@@ -40,6 +40,11 @@ class Problem:
     membership : ndarray of bool, shape (T, A)
         ``membership[t, j]``: tool j is in G_x of task t.
     folds : ndarray of int, shape (T,)
+    name : str
+        The domain's name ("" when built by hand).
+    descriptions, parameters : list, length A, or None
+        Each tool's description and top-level parameter names, for rankers that read a tool's fields one by one
+        (:mod:`camdf.rankers.loco`); None when built by hand.
     """
 
     task_ids: list[str]
@@ -49,6 +54,9 @@ class Problem:
     mask: np.ndarray
     membership: np.ndarray
     folds: np.ndarray
+    name: str = ""
+    descriptions: list[str] | None = None
+    parameters: list[tuple[str, ...]] | None = None
 
     @classmethod
     def from_domain(cls, domain: Domain, folds: np.ndarray) -> "Problem":
@@ -73,6 +81,9 @@ class Problem:
             mask=mask,
             membership=membership,
             folds=folds,
+            name=domain.name,
+            descriptions=[by_name[n].description for n in tools],
+            parameters=[tuple(parameter_names(by_name[n])) for n in tools],
         )
 
     def subset(self, rows: np.ndarray) -> "Problem":

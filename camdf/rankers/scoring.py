@@ -22,7 +22,7 @@ def _function(ref: str):
 
 
 SCORERS = {name: _function(ref) for name, ref in SCORER_FUNCTIONS.items()}
-COMMON = ("cache_dir", "random_state")
+COMMON = ("cache_dir", "random_state", "data_dir")
 
 
 def scorer_params(scorer: str) -> dict[str, object]:
@@ -40,6 +40,7 @@ def score_domain(
     *,
     cache_dir: str | os.PathLike | None = None,
     random_state: int = 0,
+    data_dir: str | os.PathLike | None = None,
     **params,
 ) -> pd.DataFrame:
     """Score and rank every candidate tool of every task.
@@ -61,6 +62,8 @@ def score_domain(
         Root of the embedding cache (``dense``, ``hybrid``).
     random_state : int
         Seeds the inner cross-fit and ``noisy_oracle``'s noise.
+    data_dir : path, optional
+        The built domains, for a scorer that learns from other catalogs (``crosscat``; given to those only).
     **params
         Scorer parameters (see :func:`scorer_params`), e.g. ``quality`` in [0, 1]
         for ``noisy_oracle``.
@@ -81,6 +84,8 @@ def score_domain(
     if unknown:
         raise ValueError(f"scorer {scorer}: unknown parameter(s) {unknown}, expected some of {sorted(allowed)}")
     problem = Problem.from_domain(domain, folds)
+    if data_dir is not None and "data_dir" in inspect.signature(SCORERS[scorer]).parameters:
+        params = {**params, "data_dir": data_dir}
 
     def run(part: Problem) -> tuple[np.ndarray, np.ndarray | None]:
         out = SCORERS[scorer](part, cache_dir=cache_dir, random_state=random_state, **params)

@@ -20,7 +20,7 @@ from camdf.core.payoff import RECOVERY
 from camdf.evaluation.headroom import DEGENERATE_HEADROOM
 from camdf.reporting.artifacts import CellArtifacts
 from camdf.reporting.experiment_cells import SWEEPS, ExperimentCells, cells_of, experiment_frame
-from camdf.reporting.store import mkey, select
+from camdf.reporting.store import mkey, ranking_frame, select
 from camdf.reporting.verdicts import Judge
 
 
@@ -336,6 +336,9 @@ class Evidence:
     fold_seeds : dict of int to DataFrame
         :func:`main_cells` at each other fold seed the store holds (``seed``: the folds, rankers and models of
         every repeat); read through :meth:`at_fold_seed`.
+    ranking : DataFrame
+        The ranking across catalogs the latest default-policy run logged
+        (:func:`camdf.reporting.store.ranking_frame`; empty: none, or no tracker).
     judge : Judge
         The comparisons of these cells (:class:`~camdf.reporting.verdicts.Judge` over ``artifacts``).
     """
@@ -354,6 +357,7 @@ class Evidence:
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
     experiments: dict[str, pd.DataFrame] = field(default_factory=dict)
     fold_seeds: dict[int, pd.DataFrame] = field(default_factory=dict)
+    ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
     judge: Judge = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -386,6 +390,7 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
     """
     if artifacts is None and tracker is not None:
         artifacts = CellArtifacts.from_tracker(tracker)
+    ranking = ranking_frame(tracker) if tracker is not None else pd.DataFrame()
     frames = {name: experiment_frame(runs, keyed) for name, keyed in (cells or {}).items()}
     of = {sweep: cells_of(frames, names) for sweep, names in SWEEPS.items()}
     seeds = sorted({int(float(s)) for s in of["main"].get("p:seed", ())} - {int(main["seed"])})
@@ -396,5 +401,5 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
         domains=domain_cells(of["domains"], main), risk=risk_cells(of["risk"], main),
         artifacts=artifacts, catalog=catalog_cells(of["catalog"], main), fallback=fallback_cells(of["fallback"], main),
         transfer=transfer_cells(of["transfer"], main), experiments=frames,
-        fold_seeds={seed: main_cells(of["main"], {**main, "seed": seed}) for seed in seeds},
+        fold_seeds={seed: main_cells(of["main"], {**main, "seed": seed}) for seed in seeds}, ranking=ranking,
     )

@@ -84,3 +84,21 @@ def methods_of(run: pd.Series) -> list[str]:
 def present_methods(sel: pd.DataFrame) -> list[str]:
     """Methods with a payoff in any of the selected runs (columns from other runs' methods are dropped)."""
     return [m for m in methods() if mkey(m, "payoff_mean") in sel and sel[mkey(m, "payoff_mean")].notna().any()]
+
+
+#: The default-policy run's artifact holding the ranking across catalogs (camdf.pipeline.default_policy).
+RANKING_ARTIFACT = "ranker/ranking_across_catalogs.parquet"
+
+
+def ranking_frame(tracker) -> pd.DataFrame:
+    """The ranking-across-catalogs rows of the latest FINISHED default-policy run that logged them (with its
+    ``git_commit`` column), or an empty frame."""
+    from mlflow.exceptions import MlflowException
+
+    for run in reversed(tracker.runs("tags.kind = 'default_policy'")):
+        try:
+            rows = tracker.load_table(run.info.run_id, RANKING_ARTIFACT)
+        except (MlflowException, OSError):  # a run from before the ranker was fitted there
+            continue
+        return rows.assign(git_commit=run.data.tags.get("git_commit", ""))
+    return pd.DataFrame()

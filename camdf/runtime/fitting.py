@@ -1,7 +1,8 @@
 """``camdf fit``: a policy fitted on a harness builder's own catalog and logged tasks, kept only if it beats the base.
 
 From the catalog (:mod:`camdf.runtime.fit_inputs`) and the tasks it builds ranked
-:class:`~camdf.core.instances.Instances` as the runtime will see them: the built-in bm25 ranker scores every
+:class:`~camdf.core.instances.Instances` as the runtime will see them: the built-in ranker
+(:mod:`camdf.runtime.builtin_ranker`) scores every
 task against the whole catalog (one index), each task keeps its ``top_n`` best-ranked tools (the fitted
 policy cuts a request to its top ``top_n`` the same way), a tool's cost is its schema tokens
 (:func:`camdf.costs.units.schema_tokens`) and lambda is ``1 / task_value`` per token. G_x is the tools a
@@ -35,7 +36,8 @@ LAM_FACTORS = (0.25, 1.0, 4.0)
 
 
 def catalog_instances(views: list[dict], tasks: Sequence[LoggedTask], top_n: int | None = TOP_N) -> Instances:
-    """The tasks ranked by bm25 over the whole catalog, each cut to its ``top_n`` tools, costs in schema tokens.
+    """The tasks ranked by the built-in ranker over the whole catalog, each cut to its ``top_n`` tools, costs in
+    schema tokens.
 
     Parameters
     ----------
@@ -50,17 +52,16 @@ def catalog_instances(views: list[dict], tasks: Sequence[LoggedTask], top_n: int
     Instances
         Shapes (T, N) with N = min(A, top_n); ``vocab`` is the catalog's names, so ``tool_ids`` index ``views``.
     """
-    from camdf.data.model import Tool
-    from camdf.rankers.lexical import bm25_scores, tokenize
-    from camdf.rankers.text import tool_document
+    from camdf.rankers.lexical import tokenize
+    from camdf.runtime.builtin_ranker import tool_scores
 
     names = np.array([v["name"] for v in views], dtype=object)
-    docs = [tool_document(Tool(v["name"], v["description"], v["parameters"])) for v in views]
     for task, words in zip(tasks, tokenize([t.query for t in tasks])):
         if not words:  # the runtime refuses such a query too: nothing for bm25 to rank by
             raise ValueError(f"{task.where}: query: no word the built-in bm25 ranker can use (two or more "
                              f"letters, not English stop words), got {task.query[:80]!r}")
-    scores = bm25_scores([t.query for t in tasks], docs)  # (T, A): one index, IDF over the whole catalog
+    # (T, A): the built-in ranker over the whole catalog (one index, kept), as the runtime ranks a request
+    scores = np.vstack([tool_scores(t.query, views) for t in tasks]) if tasks else np.zeros((0, len(views)))
     # Ranked as the runtime ranks a request of the whole catalog: by score, ties in catalog order.
     order = np.argsort(-scores, axis=1, kind="stable")[:, : min(len(views), top_n or len(views))]
     T, N = order.shape

@@ -245,9 +245,11 @@ def parse_request(request: Any, where: str, index: dict[str, int], default_costs
             if not math.isfinite(max(scores) - min(scores)):
                 raise ValueError(f"{where}scores: max - min overflows a float; rescale the scores")
     elif query:
-        scores = bm25_tool_scores(query, tools).tolist()
+        from camdf.runtime.builtin_ranker import tool_scores
+
+        scores = tool_scores(query, tools).tolist()
     else:
-        raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in bm25 ranker")
+        raise ValueError(f"{where}scores: missing; give scores or a `query` for the built-in ranker")
     if request.get("costs") is not None:
         costs = request["costs"]
         if numbers or type(costs) is not list or len(costs) != len(names):

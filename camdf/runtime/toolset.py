@@ -273,12 +273,12 @@ class ToolChooser:
 def search_deferred(query: str, tools: Sequence[dict], deferred: Sequence[str], k: int) -> list[str]:
     """The harness's search tool over the deferred tools: the top ``k`` of ``deferred`` for the model's ``query``.
 
-    Ranked by the built-in bm25 ranker (the query against each tool's name, description and parameters,
-    :func:`camdf.runtime.requests.bm25_tool_scores`); ties, and a query without a word bm25 can use, keep the
+    Ranked by the built-in ranker (the query against each tool's name, description and parameters,
+    :func:`camdf.runtime.builtin_ranker.tool_scores`); ties, and a query without a word it can use, keep the
     policy's ranked order of ``deferred``. ``tools`` are plain descriptions (``name``, ``description``,
     ``parameters``); names not among them are skipped.
     """
-    from camdf.runtime.requests import bm25_tool_scores
+    from camdf.runtime.builtin_ranker import tool_scores
 
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"search_k: expected an integer >= 1, got {k!r}")
@@ -287,7 +287,7 @@ def search_deferred(query: str, tools: Sequence[dict], deferred: Sequence[str], 
     if not names:
         return []
     try:
-        scores = bm25_tool_scores(query, [by_name[n] for n in names]).tolist()
+        scores = tool_scores(query, [by_name[n] for n in names]).tolist()
     except ValueError:  # no usable word in the query or the tools: the policy's order
         scores = [0.0] * len(names)
     order = sorted(range(len(names)), key=lambda j: -scores[j])

@@ -265,6 +265,7 @@ CONFINED = {
     "paths.log_dir": "paths.output_dir",
     "out_dir": "paths.output_dir",
     "policy.out_dir": "paths.output_dir",
+    "policy.ranker_dir": "paths.output_dir",
     "cost.params.cache_dir": "paths.output_dir",
     "readme": "paths.root_dir",
     "headline": "paths.root_dir",

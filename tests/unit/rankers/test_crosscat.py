@@ -7,6 +7,7 @@ import pytest
 from camdf.data.model import Domain, Task, Tool
 from camdf.evaluation.ranking_transfer import task_quality
 from camdf.rankers import crosscat as cc
+from camdf.rankers import loco
 
 VENDORS = ("stripe", "paypal", "square", "adyen", "braintree")
 VERBS = ("refund", "list", "capture", "cancel", "create")
@@ -60,15 +61,15 @@ def test_a_tool_never_offered_ranks_last():
 
 def test_leave_one_out_reads_no_label_of_the_catalog_it_scores(catalogs):
     """Permuting the left-out catalog's gold sets changes nothing of its scores; the others' labels do."""
-    base = cc.leave_one_out(catalogs, rounds=20)
+    base = loco.leave_one_out(catalogs, rounds=20)
     shuffled = [catalogs[0]] + [
         cc.Catalog(c.name, c.tools, c.task_ids, c.features, c.columns, c.first_rank, c.gold[::-1], c.bm25)
         for c in catalogs[1:]]
     own = cc.Catalog(catalogs[0].name, catalogs[0].tools, catalogs[0].task_ids, catalogs[0].features,
                      catalogs[0].columns, catalogs[0].first_rank, catalogs[0].gold[::-1], catalogs[0].bm25)
-    again = cc.leave_one_out([own] + list(catalogs[1:]), rounds=20)
+    again = loco.leave_one_out([own] + list(catalogs[1:]), rounds=20)
     np.testing.assert_array_equal(base["d0"]["crosscat"], again["d0"]["crosscat"])
-    moved = cc.leave_one_out(shuffled, rounds=20)
+    moved = loco.leave_one_out(shuffled, rounds=20)
     assert not np.array_equal(base["d0"]["crosscat"], moved["d0"]["crosscat"])
 
 

@@ -6,7 +6,8 @@ from camdf.rankers import SCORER_FUNCTIONS, declared_scorers
 
 
 def test_the_package_declares_every_shipped_scorer():
-    assert set(SCORER_FUNCTIONS) == {"bm25", "dense", "supervised", "prior", "hybrid", "noisy_oracle", "pairwise", "rerank"}
+    assert set(SCORER_FUNCTIONS) == {"bm25", "dense", "supervised", "prior", "hybrid", "noisy_oracle", "pairwise", "rerank",
+                                    "crosscat"}
     assert SCORER_FUNCTIONS["prior"] == "supervised:score_prior"
 
 

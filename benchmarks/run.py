@@ -301,7 +301,8 @@ def search_table(r: dict) -> str:
             for name, row in r["rankers"].items() for k in (3, 5)]
     for cap in ("k3", "k5", "uncapped"):
         s = r["served"][cap]
-        rows.append(["served: the default policy's cost-aware set over crosscat (left out)", "none" if cap == "uncapped" else cap[1:],
+        rows.append(["served: the default policy's cost-aware set over crosscat (left out)",
+                     "none" if cap == "uncapped" else cap[1:],
                      f"{s['all_gold']:.3f}", f"{s['per_api']:.3f}", f"{s['mean_size']:.2f}", f"{s['ms_p50']}"])
     what = r["catalog"].split(" (")[0]
     return (_table(["search", "at most k", "all gold", "per API", "tools returned (mean)", "p50 (ms)"], rows, "lrrrrr")

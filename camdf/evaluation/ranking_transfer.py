@@ -12,7 +12,8 @@ from typing import Sequence
 import numpy as np
 
 from camdf.evaluation.bootstrap import bootstrap_mean_ci
-from camdf.rankers.crosscat import Catalog, ranks
+from camdf.rankers.crosscat import ranks
+from camdf.rankers.loco import Catalog
 from camdf.rankers.loco import built_catalog  # noqa: F401  (the table's catalogs; its name here too)
 
 

@@ -59,8 +59,8 @@ def fit_ranker(cfg: dict[str, Any], paths: Paths, source: dict) -> tuple[dict[st
     booster = fitted(catalogs, rounds=rounds)
     rows = transfer_rows(catalogs, leave_one_out(catalogs, rounds=rounds), random_state=int(cfg["seed"]))
     manifest = {"kind": "camdf-ranker", "format": 1, "ranker": "crosscat", "rounds": rounds,
-                "catalogs": {c.name: {"fingerprint": data_fingerprint(paths.data_dir, c.name), "queries": len(c.task_ids),
-                                      "tools": len(c.tools)} for c in catalogs},
+                "catalogs": {c.name: {"fingerprint": data_fingerprint(paths.data_dir, c.name),
+                                      "queries": len(c.task_ids), "tools": len(c.tools)} for c in catalogs},
                 "source": {k: source[k] for k in ("source_fingerprint", "git_commit", "seed")}}
     return {"crosscat.txt": booster.model_to_string().encode(),
             "manifest.json": (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()}, rows

@@ -1,5 +1,8 @@
 """Leave one catalog out: :mod:`camdf.rankers.crosscat` fitted on the other catalogs, as a scorer and as a table.
 
+:class:`Catalog` is one catalog's queries as the ranker learns from them (each query's pool featurised, its gold
+tools), :func:`fit` the booster over catalogs, :func:`score` a catalog's rankings by it.
+
 The ``crosscat`` scorer ranks a domain's tasks by a booster fitted on every *other* catalog of ``catalogs``
 (built folders under ``data_dir``): the domain's own labels never reach its model, so its scores are those of a
 ranker on a catalog it has never seen, the runtime's situation. Scoring a domain fits no model on it, so it
@@ -15,11 +18,12 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from camdf.rankers.crosscat import POOL, ROUNDS, Catalog, fit, score
+from camdf.rankers.crosscat import FEATURES, PARAMS, POOL, ROUNDS, CatalogIndex, fused, pooled_scores
 from camdf.rankers.problem import Problem
 
 SCORER_FUNCTIONS = {"crosscat": "score_crosscat"}
@@ -28,6 +32,119 @@ CATALOGS = ("airline", "apibank", "apibench", "bfcl_multi_turn", "metatool", "ne
             "telecom", "toolalpaca")
 _KEPT: dict[str, Catalog] = {}
 _FITS: dict[tuple, object] = {}
+
+
+@dataclass
+class Catalog:
+    """One catalog's queries as the ranker sees them: features of each query's pool and the gold tools.
+
+    Attributes
+    ----------
+    name : str
+    tools : list of str, length A
+    task_ids : list of str, length Q
+        The tasks with a gold tool among the acquirable ones (the others have nothing to rank for).
+    features, columns, first_rank : ndarray
+        :meth:`CatalogIndex.features` of the tasks' texts (tasks offered part of the catalog are indexed
+        over their own candidates: their other columns rank last).
+    gold : ndarray of bool, shape (Q, A)
+    bm25 : ndarray, shape (Q, A)
+        bm25 over the task's candidates (``-inf`` elsewhere).
+    """
+
+    name: str
+    tools: list[str]
+    task_ids: list[str]
+    features: np.ndarray
+    columns: np.ndarray
+    first_rank: np.ndarray
+    gold: np.ndarray
+    bm25: np.ndarray
+
+    @classmethod
+    def from_domain(cls, domain, pool: int = POOL) -> "Catalog":
+        """Index ``domain``'s acquirable tools (once per distinct candidate list) and featurise its tasks with a
+        gold tool among them."""
+        from camdf.rankers.text import parameter_names
+
+        tools = list(domain.acquirable)
+        col = {n: j for j, n in enumerate(tools)}
+        by_name = {t.name: t for t in domain.tools}
+        tasks = [t for t in domain.tasks if any(r in col for r in t.required)]
+        offered = np.zeros((len(tasks), len(tools)), dtype=bool)
+        gold = np.zeros_like(offered)
+        for i, t in enumerate(tasks):
+            offered[i, list(col.values()) if t.candidates is None else [col[c] for c in t.candidates if c in col]] = 1
+            gold[i, [col[r] for r in t.required if r in col]] = True
+        return cls.build(domain.name, tools, [by_name[n].description for n in tools],
+                         [parameter_names(by_name[n]) for n in tools], [t.text for t in tasks], [t.id for t in tasks],
+                         offered, gold, pool)
+
+    @classmethod
+    def build(cls, name: str, tools: Sequence[str], descriptions: Sequence[str], parameters: Sequence[Sequence[str]],
+              texts: Sequence[str], task_ids: Sequence[str], offered: np.ndarray, gold: np.ndarray,
+              pool: int = POOL) -> "Catalog":
+        """Index the tools (once per distinct candidate list: ``offered`` (Q, A) marks each query's) and featurise
+        the queries ``texts``; ``gold`` (Q, A) marks each query's G_x."""
+        q, a, p = len(texts), len(tools), min(pool, len(tools))
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for i in range(q):
+            groups.setdefault(tuple(np.flatnonzero(offered[i]).tolist()), []).append(i)
+        features = np.zeros((q, p, len(FEATURES)))
+        columns = np.zeros((q, p), dtype=np.int64)
+        first_rank = np.full((q, a), float(a + 1))
+        bm25 = np.full((q, a), -np.inf)
+        for cols, rows in groups.items():
+            if not cols:  # nothing offered: the query's pool points at tools never offered
+                columns[rows] = np.arange(p)
+                continue
+            idx = CatalogIndex.build([tools[j] for j in cols], [descriptions[j] for j in cols],
+                                     [parameters[j] for j in cols])
+            f, c, r, b = idx.features([texts[i] for i in rows], pool=p)
+            bm25[np.ix_(rows, cols)] = b
+            width = f.shape[1]
+            offered_arr = np.asarray(cols)
+            features[rows, :width], columns[rows, :width] = f, offered_arr[c]
+            if width < p:  # a shorter candidate list: the pool's rest points at tools never offered, zero features
+                columns[rows, width:] = np.asarray([np.setdiff1d(np.arange(a), offered_arr)[: p - width]] * len(rows))
+            first_rank[np.ix_(rows, offered_arr)] = r
+        return cls(name, list(tools), list(task_ids), features, columns, first_rank, np.asarray(gold, dtype=bool),
+                   bm25)
+
+    def offered(self) -> np.ndarray:
+        """Which pool entries are tools the query was offered, shape (Q, P)."""
+        return np.take_along_axis(self.first_rank, self.columns, axis=1) <= self.first_rank.shape[1]
+
+
+def fit(catalogs: Sequence[Catalog], rounds: int = ROUNDS, params: dict | None = None):
+    """A LightGBM booster of ``1{tool in G_x}`` over the pooled (query, tool) pairs of ``catalogs`` (queries whose
+    pool holds a gold tool; each catalog's queries weigh alike in total, so a big catalog does not drown the small
+    ones; each pair carries its query's weight)."""
+    import lightgbm as lgb
+
+    X, y, sizes, weight = [], [], [], []
+    for cat in catalogs:
+        labels = np.take_along_axis(cat.gold, cat.columns, axis=1)
+        ok = cat.offered()
+        keep = [i for i in range(len(labels)) if labels[i][ok[i]].any()]
+        for i in keep:
+            X.append(cat.features[i][ok[i]])
+            y.append(labels[i][ok[i]].astype(np.float64))
+            sizes.append(int(ok[i].sum()))
+        weight += [1.0 / max(len(keep), 1)] * len(keep)
+    weight = np.asarray(weight) * len(weight) / max(sum(weight), 1e-12)
+    data = lgb.Dataset(np.concatenate(X), np.concatenate(y), weight=np.repeat(weight, sizes))
+    return lgb.train({**PARAMS, **(params or {})}, data, num_boost_round=rounds)
+
+
+def score(booster, catalog: Catalog) -> np.ndarray:
+    """The ranking of every tool for every query of ``catalog``, shape (Q, A): the reciprocal-rank fusion of the
+    booster's order (on the pool, the first stage's below it) with the first stage's own, so the model re-orders
+    what the lexical match found rather than replacing it, scored by :func:`fused`; tools never offered:
+    ``-inf``."""
+    feats = catalog.features
+    raw = booster.predict(feats.reshape(-1, feats.shape[-1]), raw_score=True).reshape(catalog.columns.shape)
+    return fused(pooled_scores(raw, catalog.columns, catalog.first_rank, catalog.offered()), catalog.first_rank)
 
 
 def _config(folder: Path) -> dict:

@@ -32,8 +32,6 @@ noisy as those it is applied to. Deterministic: MiniLM's grid vectors give exact
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from camdf.rankers.dense import DEFAULT_THREADS, embed
@@ -42,6 +40,7 @@ from camdf.rankers.lexical import bm25_scores
 from camdf.rankers.pairwise import FEATURES as PAIR_FEATURES, pair_features
 from camdf.rankers.problem import Problem, crossfit_groups, learned, rank_matrix
 from camdf.rankers.supervised import prior_rates
+from camdf.rankers.text import clauses  # noqa: F401  (the query's sentences; its name here too)
 
 #: The scorers this module declares, name -> its function here (found by camdf.rankers from the source).
 SCORER_FUNCTIONS = {"rerank": "score_rerank"}
@@ -60,16 +59,6 @@ _LABEL_FREE = (
 )
 #: Feature names, in column order: the label-free ones, then the three learned from G_x.
 FEATURES = _LABEL_FREE + ("prior", "nbr5_prior_max", "nbr5_prior_mean")
-
-#: A sentence boundary (after . ? !) or a semicolon: where a query's requests part.
-_BOUNDARY = re.compile(r"(?<=[.?!])\s+|\s*;\s*")
-
-
-def clauses(text: str, min_words: int = 3) -> list[str]:
-    """The query's sentences of at least ``min_words`` words (the whole text when none is)."""
-    parts = [p.strip() for p in _BOUNDARY.split(text) if len(p.split()) >= min_words]
-    return parts or [text]
-
 
 def _z(scores: np.ndarray) -> np.ndarray:
     """Row-wise z-scores (a constant row: 0)."""

@@ -65,3 +65,13 @@ def s_stem(word: str) -> str:
 def stem_words(words: list[str]) -> list[str]:
     """Apply :func:`s_stem` to a list of tokens (the stemmer interface bm25s expects)."""
     return [s_stem(w) for w in words]
+
+
+#: A sentence boundary (after . ? !) or a semicolon: where a query's requests part.
+_BOUNDARY = re.compile(r"(?<=[.?!])\s+|\s*;\s*")
+
+
+def clauses(text: str, min_words: int = 3) -> list[str]:
+    """The query's sentences of at least ``min_words`` words (the whole text when none is)."""
+    parts = [p.strip() for p in _BOUNDARY.split(text) if len(p.split()) >= min_words]
+    return parts or [text]

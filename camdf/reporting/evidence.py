@@ -319,26 +319,21 @@ class Evidence:
 
     Attributes
     ----------
-    fallback : DataFrame
-        :func:`fallback_cells` (A29).
-    transfer : DataFrame
-        :func:`transfer_cells` (A30).
-    main : DataFrame
-        :func:`main_cells` at the main cell (Table 2 and the payoff-vs-tools figures).
+    fallback, transfer, main : DataFrame
+        :func:`fallback_cells` (A29), :func:`transfer_cells` (A30), :func:`main_cells` at the main cell (Table 2).
     ablations, grid, noise, rankers, label_sources, domains, risk, catalog : DataFrame
         :func:`ablation_cells`, :func:`grid_cells`, :func:`noise_cells`, :func:`ranker_cells`,
         :func:`label_source_cells`, :func:`domain_cells`, :func:`risk_cells`, :func:`catalog_cells`.
     artifacts : CellArtifacts or None
-        The cell runs' outcomes and tuned parameters (per-fit differences, inner-CV choices,
-        MDDs, seed stability); None: the tables read the logged metrics alone.
+        The cell runs' outcomes and tuned parameters (per-fit differences, inner-CV choices, MDDs, seed
+        stability); None: the tables read the logged metrics alone.
     experiments : dict of str to DataFrame
         Each experiment's cells by key (:func:`experiment_frame`); read through :meth:`cells`.
     fold_seeds : dict of int to DataFrame
         :func:`main_cells` at each other fold seed the store holds (``seed``: the folds, rankers and models of
         every repeat); read through :meth:`at_fold_seed`.
     ranking : DataFrame
-        The ranking across catalogs the latest default-policy run logged
-        (:func:`camdf.reporting.store.ranking_frame`; empty: none, or no tracker).
+        The latest default-policy run's ranking across catalogs (:func:`~.store.ranking_frame`).
     judge : Judge
         The comparisons of these cells (:class:`~camdf.reporting.verdicts.Judge` over ``artifacts``).
     """
@@ -390,7 +385,6 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
     """
     if artifacts is None and tracker is not None:
         artifacts = CellArtifacts.from_tracker(tracker)
-    ranking = ranking_frame(tracker) if tracker is not None else pd.DataFrame()
     frames = {name: experiment_frame(runs, keyed) for name, keyed in (cells or {}).items()}
     of = {sweep: cells_of(frames, names) for sweep, names in SWEEPS.items()}
     seeds = sorted({int(float(s)) for s in of["main"].get("p:seed", ())} - {int(main["seed"])})
@@ -401,5 +395,5 @@ def gather(runs: pd.DataFrame, main: dict, tracker=None, artifacts: CellArtifact
         domains=domain_cells(of["domains"], main), risk=risk_cells(of["risk"], main),
         artifacts=artifacts, catalog=catalog_cells(of["catalog"], main), fallback=fallback_cells(of["fallback"], main),
         transfer=transfer_cells(of["transfer"], main), experiments=frames,
-        fold_seeds={seed: main_cells(of["main"], {**main, "seed": seed}) for seed in seeds}, ranking=ranking,
-    )
+        fold_seeds={seed: main_cells(of["main"], {**main, "seed": seed}) for seed in seeds},
+        ranking=pd.DataFrame() if tracker is None else ranking_frame(tracker))

@@ -45,6 +45,9 @@ class TableSpec:
     variants : callable ``main -> list of dict``
         Keyword arguments of each build (e.g. one per ranking source); a missing variant is
         skipped on its own.
+    stage : str or None
+        The stage whose latest run a table reads instead of cells (its ``kind`` tag: ``default_policy``);
+        such a table declares no experiment.
     """
 
     name: str
@@ -52,6 +55,7 @@ class TableSpec:
     experiments: tuple[str, ...]
     build: Callable[..., Output]
     variants: Callable[[dict], list[dict]] = field(default=one_variant)
+    stage: str | None = None
 
 
 #: A helper module of ``tables/`` declares no table (every module there declares ``SPECS``).

@@ -194,7 +194,8 @@ def test_a_deferring_policy_preloads_and_search_tools_exposes_what_it_deferred(u
         with pytest.raises(MCPError, match=f"tool '{found[0]}' is withheld"):
             await session.call_tool(found[0], {"id": "7"})
         said = _text(await session.call_tool("search_tools", {"query": "send the invoice and a coupon"}))
-        assert said == f"found and exposed: {', '.join(found)}"
+        assert said.startswith("found and exposed: ")  # the search's order is the ranker's over the upstream's tools
+        assert set(said.removeprefix("found and exposed: ").split(", ")) == set(found)
         assert names(await session.list_tools()) == sorted([*sel.exposed, *found, "search_tools", "select_tools"])
         assert _text(await session.call_tool(found[0], {"id": "7"})) == f'{found[0]}:{{"id": "7"}}'
 

@@ -32,7 +32,7 @@ def vendor_domain(name: str, seed: int, tasks: int = 30) -> Domain:
 
 @pytest.fixture(scope="module")
 def catalogs():
-    return [cc.Catalog.from_domain(vendor_domain(f"d{k}", k)) for k in range(3)]
+    return [loco.Catalog.from_domain(vendor_domain(f"d{k}", k)) for k in range(3)]
 
 
 def test_features_are_finite_and_the_pool_follows_the_first_stage(catalogs):
@@ -63,9 +63,9 @@ def test_leave_one_out_reads_no_label_of_the_catalog_it_scores(catalogs):
     """Permuting the left-out catalog's gold sets changes nothing of its scores; the others' labels do."""
     base = loco.leave_one_out(catalogs, rounds=20)
     shuffled = [catalogs[0]] + [
-        cc.Catalog(c.name, c.tools, c.task_ids, c.features, c.columns, c.first_rank, c.gold[::-1], c.bm25)
+        loco.Catalog(c.name, c.tools, c.task_ids, c.features, c.columns, c.first_rank, c.gold[::-1], c.bm25)
         for c in catalogs[1:]]
-    own = cc.Catalog(catalogs[0].name, catalogs[0].tools, catalogs[0].task_ids, catalogs[0].features,
+    own = loco.Catalog(catalogs[0].name, catalogs[0].tools, catalogs[0].task_ids, catalogs[0].features,
                      catalogs[0].columns, catalogs[0].first_rank, catalogs[0].gold[::-1], catalogs[0].bm25)
     again = loco.leave_one_out([own] + list(catalogs[1:]), rounds=20)
     np.testing.assert_array_equal(base["d0"]["crosscat"], again["d0"]["crosscat"])
@@ -74,8 +74,8 @@ def test_leave_one_out_reads_no_label_of_the_catalog_it_scores(catalogs):
 
 
 def test_fit_is_deterministic(catalogs):
-    a = cc.score(cc.fit(catalogs[1:], rounds=20), catalogs[0])
-    b = cc.score(cc.fit(catalogs[1:], rounds=20), catalogs[0])
+    a = loco.score(loco.fit(catalogs[1:], rounds=20), catalogs[0])
+    b = loco.score(loco.fit(catalogs[1:], rounds=20), catalogs[0])
     np.testing.assert_array_equal(a, b)
 
 
@@ -93,9 +93,9 @@ def test_candidates_restrict_the_ranking():
     dom = vendor_domain("c", 7, tasks=4)
     offered = tuple(t.name for t in dom.tools[:20])
     tasks = [Task(id=t.id, text=t.text, required=(offered[0],), candidates=offered) for t in dom.tasks]
-    cat = cc.Catalog.from_domain(Domain(name="c", source="test", tools=dom.tools, tasks=tasks,
+    cat = loco.Catalog.from_domain(Domain(name="c", source="test", tools=dom.tools, tasks=tasks,
                                         acquirable_kinds=("read",)))
     assert (cat.first_rank[:, 20:] > len(dom.tools)).all()
     assert np.isneginf(cat.bm25[:, 20:]).all()
-    scores = cc.score(cc.fit([cat], rounds=5), cat)
+    scores = loco.score(loco.fit([cat], rounds=5), cat)
     assert np.isneginf(scores[:, 20:]).all() and np.isfinite(scores[:, :20]).all()

@@ -12,7 +12,7 @@ from camdf.runtime import StopPolicy, load_policy
 from camdf.runtime.export import export_policy
 from camdf.runtime.fit_inputs import read_tasks, read_tools, tool_views
 from camdf.runtime.fitting import PolicyFitter, catalog_instances
-from camdf.runtime.requests import bm25_tool_scores
+from camdf.runtime.builtin_ranker import tool_scores
 from camdf.costs.units import TOKENS, schema_tokens
 
 TOPICS = ["order", "refund", "flight", "hotel", "weather", "invoice", "coupon", "review", "address", "payment"]
@@ -115,7 +115,7 @@ def test_fitting_ranks_as_the_runtime_ranks_the_whole_catalog():
     views = tool_views(tools)
     inst = catalog_instances(views, read_tasks_list(tasks, views), top_n=None)
     for i in (0, 7):
-        runtime = bm25_tool_scores(tasks[i]["query"], views)
+        runtime = tool_scores(tasks[i]["query"], views)  # the built-in ranker (crosscat), one request at a time
         order = np.argsort(-runtime, kind="stable")
         assert np.allclose(inst.scores[i], runtime[order]) and list(inst.tools[i]) == [views[j]["name"] for j in order]
 

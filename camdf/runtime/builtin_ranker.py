@@ -84,9 +84,11 @@ def tool_scores(query: str, tools: Sequence[Any]) -> np.ndarray:
     from camdf.rankers.crosscat import rank_query
     from camdf.rankers.lexical import tokenize
 
-    bm25_tool_scores(query, tools)  # its refusals (a wordless query or list, a nameless tool), its index kept
     names, descs, params = same_tools(FIELDS, tools, ranker_fields)
-    kept = INDEXES.get(tuple(names), lambda: _Kept(names, descs, params), lambda k: k.holds(descs, params))
     if not tokenize([query])[0]:
         raise ValueError(f"query: no word the built-in ranker can use ({_WORDS}); give `scores` instead")
+    kept = INDEXES.get(tuple(names), lambda: _Kept(names, descs, params), lambda k: k.holds(descs, params))
+    if kept.index.full.retriever is None:
+        raise ValueError(f"tools: no tool name, description or parameter has a word the built-in ranker can use "
+                         f"({_WORDS}); give `scores` instead")
     return rank_query(kept.index, booster, query)

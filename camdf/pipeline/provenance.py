@@ -8,12 +8,19 @@ from typing import Any
 from camdf.common.waits import GIT, WaitExpired, run
 
 
+#: What `make default-policy` rewrites in the package (the shipped policy and ranker, and their manifests naming the
+#: commit they were fitted at): not what makes a checkout dirty, since `make reproduce` itself writes them before
+#: the tables are stamped.
+SHIPPED = (":(exclude)camdf/runtime/default_policy", ":(exclude)camdf/runtime/ranker_model")
+
+
 def git_commit(root: str | os.PathLike) -> str:
-    """HEAD's commit (suffixed ``-dirty`` when tracked files differ), or ``unknown`` outside git."""
+    """HEAD's commit (suffixed ``-dirty`` when tracked files other than :data:`SHIPPED` differ), or ``unknown``
+    outside git."""
     try:
         head = run(["git", "rev-parse", "HEAD"], GIT, "git rev-parse", cwd=root, capture_output=True, text=True)
-        dirty = run(["git", "status", "--porcelain", "--untracked-files=no"], GIT, "git status", cwd=root,
-                    capture_output=True, text=True)
+        dirty = run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *SHIPPED], GIT,
+                    "git status", cwd=root, capture_output=True, text=True)
     except (OSError, WaitExpired):
         return "unknown"
     if head.returncode or dirty.returncode:

@@ -29,12 +29,14 @@ def ranking(evidence: Evidence, main: dict) -> Report:
     if rows.empty:
         raise LookupError("ranking: no FINISHED default-policy run with the ranking across catalogs in the store; "
                           "run `make default-policy`")
+    # One row per (catalog, ranker), labelled by both: the index is what the Results key a row by, so it is unique.
     frame = pd.DataFrame({
-        "catalog": rows["catalog"], "queries": rows["queries"].astype(int), "tools": rows["tools"].astype(int),
-        "ranker": rows["ranker"], "recall@5": rows["recall@5"], "all gold@5": rows["all_gold@5"],
-        "G_x in top 20": rows["gold_in_top20"], "per-API recall@5": rows["per_api_recall@5"],
+        "catalog, ranker": [f"{c}, {r}" for c, r in zip(rows["catalog"], rows["ranker"])],
+        "queries": rows["queries"].astype(int).to_numpy(), "tools": rows["tools"].astype(int).to_numpy(),
+        "recall@5": rows["recall@5"].to_numpy(), "all gold@5": rows["all_gold@5"].to_numpy(),
+        "G_x in top 20": rows["gold_in_top20"].to_numpy(), "per-API recall@5": rows["per_api_recall@5"].to_numpy(),
         "all gold@5 minus bm25 [95% CI]": [("" if r["ranker"] == "bm25" else _ci(r)) for _, r in rows.iterrows()],
-    }).set_index("catalog")
+    }).set_index("catalog, ranker")
     cross = rows[rows["ranker"] == "crosscat"]
     below = cross[cross["vs_bm25_high"] < 0]["catalog"].tolist()
     ahead = cross[cross["vs_bm25_low"] > 0]["catalog"].tolist()

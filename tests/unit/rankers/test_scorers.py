@@ -11,6 +11,8 @@ from camdf.rankers.fusion import rrf
 from camdf.rankers.lexical import bm25_scores
 from camdf.rankers.text import tool_document
 
+from tests.unit.rankers.conftest import NAMES
+
 FAST = ["bm25", "supervised", "prior", "noisy_oracle"]
 BUILTIN = ["retail", "airline", "telecom", "bfcl_multi_turn", "retail_d100"]
 
@@ -46,10 +48,14 @@ def test_label_and_lexical_scorers_cover_every_candidate_of_the_builtin_domains(
 
 
 @pytest.mark.parametrize("scorer", list(SCORERS))
-def test_every_scorer_on_the_fixture_domain_under_both_protocols(scorer, valid_user, tmp_path):
+def test_every_scorer_on_the_fixture_domain_under_both_protocols(scorer, valid_user, vendor_catalogs, tmp_path):
+    """A scorer that learns across catalogs learns from the vendor catalogs (never from the checkout's data/,
+    which a clean clone does not have)."""
+    across = {"catalogs": NAMES} if "catalogs" in scorer_params(scorer) else {}
     for protocol in ("kfold", "split"):
         folds = _folds(valid_user, protocol) if protocol == "kfold" else np.array([-1, -1, 0, 0, -1])
-        frame = score_domain(valid_user, scorer, folds, cache_dir=tmp_path, random_state=1)
+        frame = score_domain(valid_user, scorer, folds, cache_dir=tmp_path, random_state=1,
+                             data_dir=vendor_catalogs, **across)
         _check_complete(frame, valid_user, folds)
 
 

@@ -69,23 +69,15 @@ def rankers(domain, scorers=("bm25", "dense", "hybrid", "crosscat")) -> dict:
 
 
 def left_out_ranker(domain):
-    """The built-in ranker as the runtime runs it (an index built once per tool list, one query at a time), its
-    model fitted on every catalog in ``data/`` but ``domain``: a ``scorer(query, tools)`` for the chooser."""
-    from camdf.rankers.crosscat import CatalogIndex, rank_query
+    """The built-in ranker as the runtime runs it (:func:`camdf.runtime.builtin_ranker.tool_scores`: an index
+    built once per tool list, one query at a time), its model fitted on every catalog in ``data/`` but ``domain``:
+    a ``scorer(query, tools)`` for the chooser."""
     from camdf.rankers.loco import CATALOGS, fitted, training_catalogs
-    from camdf.runtime.tooltext import ranker_fields
+    from camdf.runtime.builtin_ranker import tool_scores
 
     booster = fitted(training_catalogs(ROOT / "data", [c for c in CATALOGS if (ROOT / "data" / c).is_dir()],
                                        domain.name, cache_dir=ROOT / "outputs" / "cache"))
-    kept = {}
-
-    def scorer(query, tools):
-        names, descs, params = ranker_fields(tools)
-        key = tuple(names)
-        if key not in kept:
-            kept[key] = CatalogIndex.build(names, descs, params)
-        return rank_query(kept[key], lambda X: booster.predict(X, raw_score=True), query)
-    return scorer
+    return lambda query, tools: tool_scores(query, tools, lambda X: booster.predict(X, raw_score=True))
 
 
 def served(domain, caps=(3, 5, None)) -> dict:

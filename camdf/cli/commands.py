@@ -78,8 +78,8 @@ def cmd_summary(args: argparse.Namespace) -> int:
 def cmd_ranking(args: argparse.Namespace) -> int:
     """Rank every built catalog with bm25, the lexical hybrid and the cross-catalog ranker fitted on the other
     catalogs (leave one catalog out), and print the table."""
-    from camdf.evaluation.ranking_transfer import built_catalog, transfer_rows
-    from camdf.rankers.loco import leave_one_out
+    from camdf.evaluation.ranking_transfer import transfer_rows
+    from camdf.rankers.loco import built_catalog, leave_one_out
 
     folders = sorted(m.parent for m in Path(args.data_dir).glob("*/manifest.json") if not m.parent.name.startswith("."))
     if args.domains:

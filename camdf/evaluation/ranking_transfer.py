@@ -1,8 +1,7 @@
 """Ranking across catalogs: every built catalog ranked by :mod:`camdf.rankers.crosscat` fitted on the others.
 
-:func:`built_catalog` reads a built domain folder; :func:`transfer_rows` is the table ``camdf data ranking``
-prints: per catalog and ranker (bm25, the lexical hybrid, the cross-catalog ranker fitted leave one catalog
-out) the ranking quality, and each ranker's all-gold@5 minus bm25's with its paired bootstrap interval.
+:func:`transfer_rows` is the table ``camdf data ranking`` prints: per catalog and ranker (bm25, the lexical
+hybrid, the cross-catalog ranker fitted leave one catalog out) the ranking quality, and each ranker's all-gold@5 minus bm25's with its paired bootstrap interval.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ import numpy as np
 from camdf.evaluation.bootstrap import bootstrap_mean_ci
 from camdf.rankers.crosscat import ranks
 from camdf.rankers.loco import Catalog
-from camdf.rankers.loco import built_catalog  # noqa: F401  (the table's catalogs; its name here too)
 
 
 def task_quality(scores: np.ndarray, gold: np.ndarray) -> dict[str, np.ndarray]:

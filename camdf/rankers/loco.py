@@ -9,7 +9,8 @@ ranker on a catalog it has never seen, the runtime's situation. Scoring a domain
 needs no nested cross-fit (not :func:`~camdf.rankers.problem.learned`).
 
 The featurised catalogs are kept on disk under ``<cache_dir>/crosscat/`` (one ``.npz`` per catalog, keyed by
-the domain folder's bytes, its acquisition settings, the ranker's code and the packages), and in memory for the
+the domain folder's bytes, its acquisition settings, the ranker's code and the packages; a new key's file
+replaces the old one), and in memory for the
 process, so a stage scoring five domains featurises each catalog once.
 """
 
@@ -17,8 +18,9 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -186,8 +188,17 @@ def built_catalog(folder, pool: int = POOL, cache_dir: str | Path | None = None)
         cat = Catalog.from_domain(domain, pool=pool)
         if path is not None:
             _write(path, cat)
+            _prune(path, Path(folder).name)
     _KEPT[key] = cat
     return cat
+
+
+def _prune(kept: Path, name: str) -> None:
+    """Remove the catalog ``name``'s other featurised files beside ``kept`` (older data, settings or code: never
+    read again), so the cache holds one file per catalog."""
+    for old in kept.parent.glob(f"{name}-*.npz"):
+        if old != kept and re.fullmatch(rf"{re.escape(name)}-[0-9a-f]+\.npz", old.name):
+            old.unlink(missing_ok=True)
 
 
 def _write(path: Path, cat: Catalog) -> None:

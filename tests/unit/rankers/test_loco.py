@@ -2,6 +2,7 @@
 featurised catalogs kept on disk and read back; a missing catalog refused by name."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -59,6 +60,24 @@ def test_featurised_catalogs_are_kept_on_disk_and_a_damaged_file_is_rebuilt(vend
     rebuilt = loco.built_catalog(vendor_catalogs / "beta", cache_dir=tmp_path)
     assert np.array_equal(rebuilt.features, first.features)
     assert np.load(files[0])["features"].shape == first.features.shape  # written again, whole
+
+
+def test_a_changed_catalogs_new_file_replaces_its_old_one_and_no_other(vendor_catalogs, tmp_path):
+    import shutil
+
+    data = Path(shutil.copytree(vendor_catalogs, tmp_path / "data"))
+    shutil.copytree(data / "gamma", data / "beta-2")  # a catalog whose name starts with another's
+    loco._KEPT.clear()
+    loco.built_catalog(data / "beta", cache_dir=tmp_path)
+    loco.built_catalog(data / "beta-2", cache_dir=tmp_path)
+    old = sorted(p.name for p in (tmp_path / "crosscat").glob("*.npz"))
+    tasks = data / "beta" / "tasks.jsonl"
+    tasks.write_text("".join(tasks.read_text().splitlines(keepends=True)[:-1]))  # one task fewer: a new key
+    changed = loco.built_catalog(data / "beta", cache_dir=tmp_path)
+    now = sorted(p.name for p in (tmp_path / "crosscat").glob("*.npz"))
+    assert len(old) == len(now) == 2 and len(set(old) & set(now)) == 1
+    assert [n for n in now if n.startswith("beta-2-")] == [n for n in old if n.startswith("beta-2-")]
+    assert len(changed.task_ids) == 29
 
 
 def test_a_catalog_not_built_is_refused_by_name(vendor_catalogs):

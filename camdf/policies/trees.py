@@ -18,6 +18,7 @@ summed in LightGBM's order. It imports only numpy and the standard library, so t
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,11 +75,14 @@ class Forest:
         start = np.repeat(np.arange(n, dtype=np.int64) * X.shape[1], T)
         flat = X.ravel()
         live = np.flatnonzero(state >= 0)
+        # Numerical splits with no missing type and no NaN to read: a value goes left iff it is <= the threshold.
+        plain = self._plain and not np.isnan(flat).any()
         for _ in range(self.depth):
             if not len(live):
                 break
             s = state[live]
-            go = self._left(flat[start[live] + self.feature[s]], s)
+            x = flat[start[live] + self.feature[s]]
+            go = x <= self.threshold[s] if plain else self._left(x, s)
             step = np.where(go, self.left[s], self.right[s])
             state[live] = step
             live = live[step >= 0]
@@ -86,6 +90,11 @@ class Forest:
         # LightGBM adds the trees one after the other from 0.0; cumsum adds in that order (np.sum would not).
         raw = np.cumsum(values, axis=1)[:, -1] if T else np.zeros(n)
         return raw / T if self.average else raw
+
+    @functools.cached_property
+    def _plain(self) -> bool:
+        """Every split numerical with missing type None (a zero is then a number like any other)."""
+        return not (self.categorical.any() or self.missing.any())
 
     def _left(self, x: np.ndarray, s: np.ndarray) -> np.ndarray:
         """Whether each value ``x`` goes left at its split ``s`` (LightGBM's ``NumericalDecision`` and

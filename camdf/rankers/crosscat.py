@@ -194,39 +194,47 @@ class CatalogIndex:
         from camdf.rankers.text import normalize
 
         queries = list(queries)
-        n_tools = self.size
+        n_tools, q = self.size, len(queries)
         p = min(pool, n_tools)
-        tokens = tokenize(queries)
-        bm25 = self.full.scores(tokens)
-        bm25_z, bm25_rank = _z(bm25), ranks(bm25)
-        name_z, desc_z = _z(self.name.scores(tokens)), _z(self.desc.scores(tokens))
-        q_vec = self.vectorizer.transform([normalize(q) for q in queries])
-        char = (q_vec @ self.doc_columns).toarray()
-        char_z, char_rank = _z(char), ranks(char)
-        first_rank = ranks(_rrf(bm25_rank, char_rank))
-        # Sentences: every query's sentences scored at once, then the best per query.
-        parts = [clauses(q) for q in queries]
+        # The queries and their sentences are tokenised, scored and ranked together (one call each): every row is
+        # what it would be alone.
+        parts = [clauses(x) for x in queries]
         flat = [c for cs in parts for c in cs]
         starts = np.r_[0, np.cumsum([len(cs) for cs in parts])[:-1]]
-        c_bm25 = self.full.scores(tokenize(flat))
-        c_char = (self.vectorizer.transform([normalize(c) for c in flat]) @ self.doc_columns).toarray()
+        every = tokenize(queries + flat)
+        tokens = every[:q]
+        both = self.full.scores(every)
+        texts = self.vectorizer.transform([normalize(x) for x in queries + flat])
+        cosines = (texts @ self.doc_columns).toarray()
+        rank_all = ranks(np.vstack([both, cosines]))
+        bm25, c_bm25, char, c_char = both[:q], both[q:], cosines[:q], cosines[q:]
+        bm25_rank, c_bm25_rank = rank_all[:q], rank_all[q:len(both)]
+        char_rank, c_char_rank = rank_all[len(both):len(both) + q], rank_all[len(both) + q:]
+        bm25_z, char_z = _z(bm25), _z(char)
+        name_z, desc_z = _z(self.name.scores(tokens)), _z(self.desc.scores(tokens))
+        fusion = ranks(np.vstack([_rrf(bm25_rank, char_rank), _rrf(c_bm25_rank, c_char_rank)]))
+        first_rank = fusion[:q]
+        # Sentences: the best per query.
         clause_bm25_z = np.maximum.reduceat(_z(c_bm25), starts)
         clause_char_z = np.maximum.reduceat(_z(c_char), starts)
-        clause_rank = np.minimum.reduceat(ranks(_rrf(ranks(c_bm25), ranks(c_char))), starts)
+        clause_rank = np.minimum.reduceat(fusion[q:], starts)
         # Word coverage, over the catalog's vocabulary.
         q_sets = [sorted({self.vocab[w] for w in words if w in self.vocab}) for words in tokens]
-        q_bin = np.zeros((len(queries), self.doc_words.shape[1]))
+        q_bin = np.zeros((q, self.doc_words.shape[1]))
         for i, cols in enumerate(q_sets):
             q_bin[i, cols] = 1.0
         q_len = np.array([max(len(set(words)), 1) for words in tokens], dtype=np.float64)
         query_cover = np.asarray(self.doc_words @ q_bin.T).T / q_len[:, None]
         name_cover = np.asarray(self.name_words @ q_bin.T).T / np.maximum(self.name_sizes, 1)[None, :]
-        # Neighbours and the first stage's top tools.
-        nb = self.neighbours
-        nbr = [f(x[:, nb], axis=2) if nb.shape[1] else np.zeros_like(x)
+        # The first stage's top tools, their neighbours' scores and their cosines to the top few.
+        columns = np.empty(first_rank.shape, dtype=np.int64)  # ranks are 1..A in each row: the order is their inverse
+        np.put_along_axis(columns, first_rank.astype(np.int64) - 1, np.arange(n_tools)[None, :], axis=1)
+        columns = columns[:, :p]
+        nb = self.neighbours[columns]  # (Q, P, K)
+        rows = np.arange(q)[:, None, None]
+        nbr = [f(x[rows, nb], axis=2) if nb.shape[2] else np.zeros(columns.shape)
                for x in (bm25_z, char_z) for f in (np.max, np.mean)]
-        columns = np.argsort(first_rank, axis=1, kind="stable")[:, :p]
-        cos_top = _co_retrieval(self.doc_vectors, columns[:, :CO_DEPTH], columns)
+        cos_top = _co_retrieval(self.doc_vectors, CO_DEPTH, columns)
         shape = [np.full(columns.shape, np.log(n_tools)),
                  np.repeat(np.log1p(q_len)[:, None], p, axis=1),
                  np.repeat(np.array([len(cs) for cs in parts], dtype=np.float64)[:, None], p, axis=1)]
@@ -236,8 +244,8 @@ class CatalogIndex:
 
         full = [bm25, bm25_z, bm25 / np.where(bm25.max(axis=1, keepdims=True) > 0, bm25.max(axis=1, keepdims=True), 1),
                 np.log(bm25_rank), name_z, desc_z, char, char_z, np.log(char_rank), np.log(first_rank),
-                clause_bm25_z, clause_char_z, np.log(clause_rank), query_cover, name_cover, *nbr]
-        feats = np.stack([take(x) for x in full] + [cos_top] + shape, axis=-1)
+                clause_bm25_z, clause_char_z, np.log(clause_rank), query_cover, name_cover]
+        feats = np.stack([take(x) for x in full] + nbr + [cos_top] + shape, axis=-1)
         return feats, columns, first_rank, bm25
 
 
@@ -269,14 +277,16 @@ def _neighbours(doc_vectors, block: int = 512) -> np.ndarray:
     return np.concatenate(out)
 
 
-def _co_retrieval(doc_vectors, top: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """Each pooled tool's largest cosine to its query's first ``top`` tools (itself left out), shape of
+def _co_retrieval(doc_vectors, depth: int, columns: np.ndarray) -> np.ndarray:
+    """Each pooled tool's largest cosine to its query's first ``depth`` pooled tools (itself left out), shape of
     ``columns``."""
     out = np.empty(columns.shape)
+    d = min(depth, columns.shape[1])
     for i in range(len(columns)):
-        cos = np.asarray((doc_vectors[columns[i]] @ doc_vectors[top[i]].T).todense())
-        cos[columns[i][:, None] == top[i][None, :]] = -np.inf
-        out[i] = cos.max(axis=1) if cos.shape[1] else 0.0
+        pool = doc_vectors[columns[i]]
+        cos = (pool @ pool[:d].T).toarray()
+        cos[np.arange(d), np.arange(d)] = -np.inf
+        out[i] = cos.max(axis=1) if d else 0.0
     return np.where(np.isfinite(out), out, 0.0)
 
 

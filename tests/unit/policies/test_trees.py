@@ -180,3 +180,25 @@ def test_lightgbm_itself_aborts_on_the_num_leaves_text(text):
     code = "import sys, lightgbm; lightgbm.Booster(model_str=sys.stdin.read())"
     proc = subprocess.run([sys.executable, "-c", code], input=bad, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
+
+
+def test_a_forest_without_missing_types_reads_values_as_numbers_with_or_without_nan():
+    """A model fitted with ``use_missing=False`` (every split missing type None, as crosscat's) takes the plain
+    path (x <= threshold) on a block without NaN and LightGBM's full decision on one with NaN: LightGBM's scores
+    either way, zeros and near-zero values included."""
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(400, 6))
+    X[rng.random(X.shape) < 0.2] = 0.0
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    booster = lgb.train({"objective": "binary", "use_missing": False, "num_leaves": 7, "verbose": -1,
+                         "deterministic": True, "num_threads": 1}, lgb.Dataset(X, y), num_boost_round=30)
+    forest = read_forest(booster.model_to_string(), "booster", 6)
+    assert forest._plain
+    odd = X.copy()
+    odd[rng.random(X.shape) < 0.05] = 1e-40
+    with_nan = odd.copy()
+    with_nan[rng.random(X.shape) < 0.1] = np.nan
+    for rows in (X, odd, with_nan):
+        assert np.array_equal(forest.raw_score(rows), booster.predict(rows, raw_score=True))

@@ -10,7 +10,9 @@ same, so the ranker's index (built once per tool list) is hit: what a harness pa
 reference, in the same run: a plain bm25 top 5 over the same tools (a prebuilt bm25s index; the query
 tokenised, scored, the top 5 taken); the ratio of each adapter's p50 to it is reported, and the time the
 ranker took per decision before its index was kept (the index built for every query), and the policy's own
-``select`` with the scores given (request parsing and the rule: the floor under every adapter). Each figure
+``select`` with the scores given (request parsing and the rule: the floor under every adapter), and the
+OpenAI Agents SDK's own turn over the same tools with no filter (its floor: the SDK awaits every tool's
+``is_enabled``). Each figure
 has its CPU p50 beside it (``time.process_time``: the wall time of an idle core; this machine is shared). The policy is
 camdf_lite fitted on a small synthetic cell (the decision rule's own cost is `make bench`'s runtime part). The
 adapters rank with the built-in ranker (crosscat when the package ships its model:
@@ -101,8 +103,10 @@ def _policy():
     return StopPolicy(method="camdf_lite", lam=0.2).fit(inst, costs={"x": 6.0})
 
 
-def _adapters(policy, plain: list[dict]) -> dict:
-    """name -> one decision ``call(query)`` through that adapter, from the harness's own tool objects."""
+def _adapters(policy, plain: list[dict]) -> tuple[dict, dict]:
+    """name -> one decision ``call(query)`` through that adapter, from the harness's own tool objects; and the
+    harnesses' own floors: name -> the same turn with no camdf in it (the OpenAI Agents SDK asks every function
+    tool's ``is_enabled`` whether or not a filter is set)."""
     import mcp_types
     from agents import Agent, FunctionTool, RunContextWrapper
     from langchain.agents.middleware.types import ModelRequest
@@ -138,6 +142,14 @@ def _adapters(policy, plain: list[dict]) -> dict:
         return loop.run_until_complete(agent.get_all_tools(RunContextWrapper(context=None, turn_input=[
             {"role": "user", "content": q}])))
 
+    bare = Agent(name="bench-bare", tools=[  # the same tools, no filter: what the SDK itself costs per turn
+        FunctionTool(name=t["name"], description=t["description"], params_json_schema=t["parameters"],
+                     on_invoke_tool=invoke, strict_json_schema=False) for t in plain])
+
+    def openai_agents_alone(q):
+        return loop.run_until_complete(bare.get_all_tools(RunContextWrapper(context=None, turn_input=[
+            {"role": "user", "content": q}])))
+
     search = ToolSearch(policy)
     anthropic_tools = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
                        for t in plain]
@@ -148,7 +160,7 @@ def _adapters(policy, plain: list[dict]) -> dict:
             "OpenAI Agents filter": openai_agents,
             "Anthropic ToolSearch": lambda q: search.result({"type": "tool_use", "id": "t", "name": search.name,
                                                              "input": {"query": q}}, anthropic_tools),
-            "MCP ToolProxy.decide": proxy.decide}
+            "MCP ToolProxy.decide": proxy.decide}, {"OpenAI Agents SDK alone, no filter": openai_agents_alone}
 
 
 def _reference(plain: list[dict]):
@@ -195,9 +207,9 @@ def run() -> dict:
         policy = _policy()
         for n in SIZES:
             plain = catalog(n)
-            adapters, reference = _adapters(policy, plain), _reference(plain)
+            (adapters, floors), reference = _adapters(policy, plain), _reference(plain)
             docs = [tool_text(t) for t in plain]
-            for call in [reference, *adapters.values()]:
+            for call in [reference, *adapters.values(), *floors.values()]:
                 _times(call, 5)  # warm-up: the index is built on the first call, the schemas read
             gc.collect()
             gc.freeze()
@@ -214,6 +226,7 @@ def run() -> dict:
                 a["ratio_vs_reference"] = a["p50_ms"] / ref["p50_ms"]
                 a["met"] = a["p50_ms"] <= TARGET_P50_MS if n == max(SIZES) else None
                 row["adapters"][name] = a
+            row["harness_alone"] = {name: _figures(*_times(call, CALLS[n])) for name, call in floors.items()}
             rows.append(row)
             gc.unfreeze()
     big = rows[-1]["adapters"]

@@ -320,6 +320,9 @@ def adapters_table(r: dict) -> str:
         for name, a in row["adapters"].items():
             rows.append([name, f"{row['tools']:,}", f"{a['p50_ms']:.2f} ms", f"{a['p95_ms']:.2f} ms",
                          f"{a['cpu_p50_ms']:.2f} ms", f"{a['ratio_vs_reference']:.0f}x"])
+        for name, h in row.get("harness_alone", {}).items():
+            rows.append([name, f"{row['tools']:,}", f"{h['p50_ms']:.2f} ms",
+                         f"{h['p95_ms']:.2f} ms", f"{h['cpu_p50_ms']:.2f} ms", ""])
         rows.append(["policy.select, scores given (the floor)", f"{row['tools']:,}", f"{rule['p50_ms']:.2f} ms",
                      f"{rule['p95_ms']:.2f} ms", f"{rule['cpu_p50_ms']:.2f} ms", ""])
         if "builtin_ranker" in row:
